@@ -1,0 +1,404 @@
+//! Laying a chunk out in the file (block headers and padding inserted) and
+//! gathering it back from physical bytes.
+
+use crate::block_header::{BlockHeader, HASH_CHECKS_DISABLED};
+use crate::chunk_header::ChunkHeader;
+use crate::error::{FramingError, FramingErrorKind, OverflowAt};
+use crate::position::{
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE, add_with_overhead, is_block_boundary,
+    is_possible_chunk_boundary, remaining_in_block,
+};
+
+/// A piece of a chunk's physical bytes, as produced by [`FramedChunk`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Chunk data to write as it is.
+    Data(&'a [u8]),
+    /// A block header or a part of the chunk header, held inline.
+    Inline(InlineBytes),
+    /// This many zero bytes of padding.
+    Zeros(u64),
+}
+
+/// Up to 40 bytes held by value (a block header or part of a chunk header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InlineBytes {
+    buf: [u8; CHUNK_HEADER_SIZE as usize],
+    len: u8,
+}
+
+impl InlineBytes {
+    fn new(bytes: &[u8]) -> Self {
+        let mut buf = [0u8; CHUNK_HEADER_SIZE as usize];
+        let len = bytes.len().min(buf.len());
+        buf.get_mut(..len).unwrap_or_default().copy_from_slice(bytes.get(..len).unwrap_or_default());
+        Self { buf, len: len as u8 }
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        self.buf.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
+/// The physical bytes of one chunk, from its beginning to its end: the chunk
+/// header and data with a block header at every 64 KiB boundary, then zero
+/// padding up to the spec's `chunk_end` (so the chunk covers at least
+/// `num_records` bytes and does not end inside or right after a block header).
+///
+/// An iterator of [`Piece`]s, so a writer can send data to its sink without
+/// copying it; [`frame_chunk`] collects the pieces into a `Vec`.
+#[derive(Debug, Clone)]
+pub struct FramedChunk<'a> {
+    begin: u64,
+    end: u64,
+    pos: u64,
+    /// Logical (block-header-free) offset within header + data + padding.
+    logical: u64,
+    header: [u8; CHUNK_HEADER_SIZE as usize],
+    data: &'a [u8],
+}
+
+impl<'a> FramedChunk<'a> {
+    /// Lays out a chunk with `header` and `data` beginning at `chunk_begin`.
+    ///
+    /// Errors if `chunk_begin` is not a possible chunk boundary, if
+    /// `data.len()` differs from the header's `data_size`, or if the chunk
+    /// would end past `u64::MAX`.
+    pub fn new(chunk_begin: u64, header: &ChunkHeader, data: &'a [u8]) -> Result<Self, FramingError> {
+        if !is_possible_chunk_boundary(chunk_begin) {
+            return Err(FramingError::new(chunk_begin, FramingErrorKind::InvalidChunkBoundary));
+        }
+        if data.len() as u64 != header.data_size() {
+            return Err(FramingError::new(
+                chunk_begin,
+                FramingErrorKind::InvalidChunkHeader { reason: "data_size differs from the data given" },
+            ));
+        }
+        let end = header.chunk_end(chunk_begin)?;
+        Ok(Self { begin: chunk_begin, end, pos: chunk_begin, logical: 0, header: header.encode(), data })
+    }
+
+    /// Where the chunk begins.
+    pub fn chunk_begin(&self) -> u64 {
+        self.begin
+    }
+
+    /// Where the chunk ends (the next chunk begins), padding included.
+    pub fn chunk_end(&self) -> u64 {
+        self.end
+    }
+}
+
+impl<'a> Iterator for FramedChunk<'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        if self.pos >= self.end {
+            return None;
+        }
+        if is_block_boundary(self.pos) {
+            // `pos` lies in [begin, end): the fields cannot fail.
+            let header = BlockHeader { previous_chunk: self.pos - self.begin, next_chunk: self.end - self.pos };
+            self.pos += BLOCK_HEADER_SIZE;
+            return Some(Piece::Inline(InlineBytes::new(&header.encode())));
+        }
+        let room = remaining_in_block(self.pos).min(self.end - self.pos);
+        let data_end = CHUNK_HEADER_SIZE + self.data.len() as u64;
+        let (piece, len) = if self.logical < CHUNK_HEADER_SIZE {
+            let from = self.logical as usize;
+            let to = (self.logical + room).min(CHUNK_HEADER_SIZE) as usize;
+            // The header is a fixed array of 40 bytes and from < to <= 40.
+            let piece = self.header.get(from..to).unwrap_or_default();
+            (Piece::Inline(InlineBytes::new(piece)), piece.len() as u64)
+        } else if self.logical < data_end {
+            let from = (self.logical - CHUNK_HEADER_SIZE) as usize;
+            let to = ((self.logical + room).min(data_end) - CHUNK_HEADER_SIZE) as usize;
+            let piece = self.data.get(from..to).unwrap_or_default();
+            (Piece::Data(piece), piece.len() as u64)
+        } else {
+            (Piece::Zeros(room), room)
+        };
+        self.pos += len;
+        self.logical += len;
+        Some(piece)
+    }
+}
+
+/// Appends the physical bytes of a chunk beginning at `chunk_begin` to `out`
+/// and returns the chunk's end position. See [`FramedChunk`].
+pub fn frame_chunk(
+    chunk_begin: u64,
+    header: &ChunkHeader,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<u64, FramingError> {
+    let framed = FramedChunk::new(chunk_begin, header, data)?;
+    let end = framed.chunk_end();
+    if let Ok(len) = usize::try_from(end - chunk_begin) {
+        out.reserve(len);
+    }
+    for piece in framed {
+        match piece {
+            Piece::Data(bytes) => out.extend_from_slice(bytes),
+            Piece::Inline(bytes) => out.extend_from_slice(bytes.as_slice()),
+            Piece::Zeros(n) => out.resize(out.len() + n as usize, 0),
+        }
+    }
+    Ok(end)
+}
+
+/// Reads the block header at `block_begin` inside a chunk and checks it against
+/// the chunk's beginning (and end, when known).
+fn check_block_header_in_chunk(
+    physical: &[u8],
+    chunk_begin: u64,
+    block_begin: u64,
+    chunk_end: Option<u64>,
+) -> Result<(), FramingError> {
+    let offset = (block_begin - chunk_begin) as usize;
+    let input = physical.get(offset..).unwrap_or_default();
+    let (header, _) = BlockHeader::parse(input, block_begin)?;
+    if HASH_CHECKS_DISABLED {
+        return Ok(());
+    }
+    let mismatch = |field, expected, found| {
+        Err(FramingError::new(block_begin, FramingErrorKind::BlockHeaderMismatch { field, expected, found }))
+    };
+    if header.previous_chunk != block_begin - chunk_begin {
+        return mismatch("previous_chunk", block_begin - chunk_begin, header.previous_chunk);
+    }
+    if let Some(end) = chunk_end
+        && header.next_chunk != end - block_begin
+    {
+        return mismatch("next_chunk", end - block_begin, header.next_chunk);
+    }
+    Ok(())
+}
+
+/// Parses the header of the chunk beginning at `chunk_begin` from `input`,
+/// the file's physical bytes from `chunk_begin` on (block headers included).
+///
+/// Returns the header and the number of physical bytes it spans. Block headers
+/// met on the way are verified (hash, constraints, `previous_chunk`). With
+/// too little input the error is [`FramingErrorKind::Incomplete`] and says how
+/// many bytes are needed.
+pub fn parse_chunk_header(input: &[u8], chunk_begin: u64) -> Result<(ChunkHeader, usize), FramingError> {
+    if !is_possible_chunk_boundary(chunk_begin) {
+        return Err(FramingError::new(chunk_begin, FramingErrorKind::InvalidChunkBoundary));
+    }
+    let header_end = add_with_overhead(chunk_begin, CHUNK_HEADER_SIZE).at(chunk_begin, "chunk header end")?;
+    let span = header_end - chunk_begin;
+    if (input.len() as u64) < span {
+        return Err(FramingError::incomplete(chunk_begin, "chunk header", span, input.len()));
+    }
+    let mut bytes = [0u8; CHUNK_HEADER_SIZE as usize];
+    let mut filled = 0usize;
+    let mut pos = chunk_begin;
+    while filled < bytes.len() {
+        if is_block_boundary(pos) {
+            check_block_header_in_chunk(input, chunk_begin, pos, None)?;
+            pos += BLOCK_HEADER_SIZE;
+            continue;
+        }
+        let take = (remaining_in_block(pos) as usize).min(bytes.len() - filled);
+        let from = (pos - chunk_begin) as usize;
+        let src = input.get(from..from + take).unwrap_or_default();
+        bytes.get_mut(filled..filled + take).unwrap_or_default().copy_from_slice(src);
+        filled += take;
+        pos += take as u64;
+    }
+    let (header, _) = ChunkHeader::parse(&bytes, chunk_begin)?;
+    Ok((header, span as usize))
+}
+
+/// A whole chunk found in physical bytes by [`parse_chunk`].
+#[derive(Debug, Clone)]
+pub struct ChunkView<'a> {
+    begin: u64,
+    end: u64,
+    header: ChunkHeader,
+    /// The physical bytes `[begin, end)`.
+    physical: &'a [u8],
+}
+
+impl<'a> ChunkView<'a> {
+    /// The chunk header.
+    pub fn header(&self) -> &ChunkHeader {
+        &self.header
+    }
+    /// Where the chunk begins.
+    pub fn chunk_begin(&self) -> u64 {
+        self.begin
+    }
+    /// Where the chunk ends (padding included): where the next chunk begins.
+    pub fn chunk_end(&self) -> u64 {
+        self.end
+    }
+    /// The physical bytes of the chunk, block headers and padding included.
+    pub fn physical(&self) -> &'a [u8] {
+        self.physical
+    }
+
+    /// The chunk data in pieces, split where block headers interrupt it.
+    pub fn data_pieces(&self) -> DataPieces<'a> {
+        let data_begin = add_with_overhead(self.begin, CHUNK_HEADER_SIZE).unwrap_or(self.end);
+        DataPieces { chunk_begin: self.begin, physical: self.physical, pos: data_begin, left: self.header.data_size() }
+    }
+
+    /// The chunk data as one slice, if no block header interrupts it.
+    pub fn contiguous_data(&self) -> Option<&'a [u8]> {
+        let mut pieces = self.data_pieces();
+        let first = pieces.next().unwrap_or_default();
+        pieces.next().is_none().then_some(first)
+    }
+
+    /// Appends the chunk data to `out`.
+    pub fn copy_data_into(&self, out: &mut Vec<u8>) {
+        out.reserve(self.header.data_size() as usize);
+        for piece in self.data_pieces() {
+            out.extend_from_slice(piece);
+        }
+    }
+
+    /// The hash of the chunk data.
+    pub fn compute_data_hash(&self) -> u64 {
+        let mut hasher = riegeli_hash::Hasher::new();
+        for piece in self.data_pieces() {
+            hasher.update(piece);
+        }
+        hasher.finish()
+    }
+
+    /// Checks the data hash stored in the chunk header.
+    pub fn verify_data_hash(&self) -> Result<(), FramingError> {
+        let computed = self.compute_data_hash();
+        if computed != self.header.data_hash() && !HASH_CHECKS_DISABLED {
+            return Err(FramingError::hash_mismatch(self.begin, "chunk data", self.header.data_hash(), computed));
+        }
+        Ok(())
+    }
+}
+
+/// The pieces of a chunk's data between block headers; see [`ChunkView::data_pieces`].
+#[derive(Debug, Clone)]
+pub struct DataPieces<'a> {
+    chunk_begin: u64,
+    physical: &'a [u8],
+    pos: u64,
+    left: u64,
+}
+
+impl<'a> Iterator for DataPieces<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        if is_block_boundary(self.pos) {
+            self.pos += BLOCK_HEADER_SIZE;
+        }
+        let take = remaining_in_block(self.pos).min(self.left);
+        let from = (self.pos - self.chunk_begin) as usize;
+        // ChunkView guarantees the physical bytes cover the whole chunk.
+        let piece = self.physical.get(from..from + take as usize)?;
+        self.pos += take;
+        self.left -= take;
+        Some(piece)
+    }
+}
+
+/// Parses the whole chunk beginning at `chunk_begin` from `input`, the file's
+/// physical bytes from `chunk_begin` on.
+///
+/// Verifies the chunk header and every block header inside the chunk
+/// (hash, constraints, and that `previous_chunk`/`next_chunk` point at this
+/// chunk's beginning and end). The data hash is left to the caller
+/// ([`ChunkView::verify_data_hash`]). With too little input the error is
+/// [`FramingErrorKind::Incomplete`] with the number of bytes needed (the
+/// chunk's whole physical length, which the caller should check against its
+/// limits before reading that much).
+pub fn parse_chunk(input: &[u8], chunk_begin: u64) -> Result<ChunkView<'_>, FramingError> {
+    let (header, _) = parse_chunk_header(input, chunk_begin)?;
+    let end = header.chunk_end(chunk_begin)?;
+    let len = end - chunk_begin;
+    let physical = match usize::try_from(len).ok().and_then(|len| input.get(..len)) {
+        Some(physical) => physical,
+        None => return Err(FramingError::incomplete(chunk_begin, "chunk", len, input.len())),
+    };
+    let mut block = crate::position::next_block_boundary(chunk_begin).at(chunk_begin, "block boundary")?;
+    while block < end {
+        check_block_header_in_chunk(physical, chunk_begin, block, Some(end))?;
+        block = match block.checked_add(BLOCK_SIZE) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    Ok(ChunkView { begin: chunk_begin, end, header, physical })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_chunk_is_the_fixed_file_start() {
+        let header = ChunkHeader::for_data(b's', b"", 0, 0).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(frame_chunk(0, &header, b"", &mut out), Ok(64));
+        assert_eq!(&out[..8], &[0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f]);
+        assert_eq!(&out[24..32], &[0x91, 0xba, 0xc2, 0x3c, 0x92, 0x87, 0xe1, 0xa9]);
+        let view = parse_chunk(&out, 0).unwrap();
+        assert_eq!(view.header(), &header);
+        assert_eq!(view.chunk_end(), 64);
+        assert_eq!(view.contiguous_data(), Some(&b""[..]));
+    }
+
+    #[test]
+    fn chunk_across_blocks_round_trips() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+        let header = ChunkHeader::for_data(b'r', &data, 3, 7).unwrap();
+        for begin in [0, 64, 65_000, 65_511, 65_536, 65_561, 3 * 65_536 - 1] {
+            let mut out = Vec::new();
+            let end = frame_chunk(begin, &header, &data, &mut out).unwrap();
+            assert_eq!(out.len() as u64, end - begin);
+            let view = parse_chunk(&out, begin).unwrap();
+            let mut gathered = Vec::new();
+            view.copy_data_into(&mut gathered);
+            assert_eq!(gathered, data, "begin {begin}");
+            assert!(view.verify_data_hash().is_ok());
+            assert!(view.contiguous_data().is_none());
+            // One byte short is incomplete and asks for the whole chunk.
+            let err = parse_chunk(&out[..out.len() - 1], begin).unwrap_err();
+            assert_eq!(err.needed(), Some(end - begin));
+        }
+    }
+
+    #[test]
+    fn padding_covers_num_records() {
+        let header = ChunkHeader::for_data(b'r', b"", 1000, 0).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(frame_chunk(64, &header, b"", &mut out), Ok(1064));
+        assert!(out[40..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn rejects_bad_boundary_and_mismatched_block_header() {
+        let header = ChunkHeader::for_data(b'r', b"abc", 1, 3).unwrap();
+        let mut out = Vec::new();
+        assert!(frame_chunk(10, &header, b"abc", &mut out).is_err());
+        assert!(frame_chunk(64, &header, b"ab", &mut out).is_err());
+        // A chunk from 65_500 crosses a block header; claim it begins elsewhere.
+        let data = vec![7u8; 100];
+        let header = ChunkHeader::for_data(b'r', &data, 1, 100).unwrap();
+        let mut out = Vec::new();
+        frame_chunk(65_500, &header, &data, &mut out).unwrap();
+        let block = 36usize;
+        let forged = BlockHeader { previous_chunk: 35, next_chunk: 200 }.encode();
+        out[block..block + 24].copy_from_slice(&forged);
+        let err = parse_chunk(&out, 65_500).unwrap_err();
+        assert!(matches!(err.kind(), FramingErrorKind::BlockHeaderMismatch { field: "previous_chunk", .. }));
+        assert_eq!(err.position(), 65_536);
+    }
+}

@@ -1,0 +1,61 @@
+//! Repository automation, run as `cargo xtask <task>` (the cargo-xtask pattern).
+//!
+//! Tasks:
+//! - `ci`: everything `.ci/run` checks, in order;
+//! - `fuzz <target> [--seconds N]` (or `fuzz all`): run cargo-fuzz targets, installing cargo-fuzz if missing;
+//! - `testdata [--check]`: regenerate the golden files through a venv with the C++
+//!   implementation (array-record), or verify them against `SHA256SUMS`;
+//! - `interop`: live tests against the C++ implementation (venv created on demand);
+//! - `bench [criterion args]`: criterion benches;
+//! - `release <version>`: bump every crate, require a CHANGELOG section, package in order.
+#![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
+#![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
+
+mod ci;
+mod fuzz;
+mod python;
+mod release;
+mod testdata;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use xshell::Shell;
+
+fn main() -> Result<()> {
+    let sh = Shell::new()?;
+    sh.change_dir(project_root());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci::run(&sh, rest),
+        Some("fuzz") => fuzz::run(&sh, rest),
+        Some("testdata") => testdata::run(&sh, rest),
+        Some("interop") => python::interop(&sh),
+        Some("bench") => bench(&sh, rest),
+        Some("release") => release::run(&sh, rest),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <task>\n\n\
+                 tasks:\n  \
+                 ci                          fmt, clippy, tests, feature matrix, docs, fuzz check, testdata check, interop\n  \
+                 fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
+                 testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
+                 interop                     live interop tests against the C++ implementation\n  \
+                 bench [ARGS]                criterion benches of every crate\n  \
+                 release <version>           bump versions, check CHANGELOG, package in dependency order"
+            );
+            bail!("no task given")
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's manifest directory).
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn bench(sh: &Shell, args: &[String]) -> Result<()> {
+    xshell::cmd!(sh, "cargo bench --workspace {args...}").run()?;
+    Ok(())
+}
