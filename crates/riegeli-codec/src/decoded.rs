@@ -72,7 +72,12 @@ impl DecodedRecords {
 
     /// Iterates over the records, without copying.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Bytes> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+        let mut begin = 0;
+        self.ends.iter().map(move |&end| {
+            let record = self.values.slice(begin..end);
+            begin = end;
+            record
+        })
     }
 
     /// Splits into the values buffer and the end offsets (to reuse their allocations).
