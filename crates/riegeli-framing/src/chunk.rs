@@ -150,17 +150,26 @@ pub fn frame_chunk(
 
 /// Reads the block header at `block_begin` inside a chunk and checks it against
 /// the chunk's beginning (and end, when known).
+///
+/// A block header whose hash does not match is ignored, as the spec says
+/// ("this block header is corrupted and must be ignored"): the chunk header
+/// and data hashes still protect the chunk. Returns `Ok(false)` for such a
+/// header. A header with a valid hash that points elsewhere is an error.
 fn check_block_header_in_chunk(
     physical: &[u8],
     chunk_begin: u64,
     block_begin: u64,
     chunk_end: Option<u64>,
-) -> Result<(), FramingError> {
+) -> Result<bool, FramingError> {
     let offset = (block_begin - chunk_begin) as usize;
     let input = physical.get(offset..).unwrap_or_default();
-    let (header, _) = BlockHeader::parse(input, block_begin)?;
+    let header = match BlockHeader::parse(input, block_begin) {
+        Ok((header, _)) => header,
+        Err(e) if matches!(e.kind(), FramingErrorKind::HashMismatch { .. }) => return Ok(false),
+        Err(e) => return Err(e),
+    };
     if HASH_CHECKS_DISABLED {
-        return Ok(());
+        return Ok(true);
     }
     let mismatch = |field, expected, found| {
         Err(FramingError::new(block_begin, FramingErrorKind::BlockHeaderMismatch { field, expected, found }))
@@ -173,14 +182,15 @@ fn check_block_header_in_chunk(
     {
         return mismatch("next_chunk", end - block_begin, header.next_chunk);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Parses the header of the chunk beginning at `chunk_begin` from `input`,
 /// the file's physical bytes from `chunk_begin` on (block headers included).
 ///
 /// Returns the header and the number of physical bytes it spans. Block headers
-/// met on the way are verified (hash, constraints, `previous_chunk`). With
+/// met on the way are verified (constraints, `previous_chunk`; one whose hash
+/// fails is ignored, as the spec says). With
 /// too little input the error is [`FramingErrorKind::Incomplete`] and says how
 /// many bytes are needed.
 pub fn parse_chunk_header(input: &[u8], chunk_begin: u64) -> Result<(ChunkHeader, usize), FramingError> {
@@ -220,6 +230,8 @@ pub struct ChunkView<'a> {
     header: ChunkHeader,
     /// The physical bytes `[begin, end)`.
     physical: &'a [u8],
+    /// Positions of block headers inside the chunk that failed their hash and were ignored.
+    damaged_block_headers: Vec<u64>,
 }
 
 impl<'a> ChunkView<'a> {
@@ -238,6 +250,24 @@ impl<'a> ChunkView<'a> {
     /// The physical bytes of the chunk, block headers and padding included.
     pub fn physical(&self) -> &'a [u8] {
         self.physical
+    }
+
+    /// Positions of block headers inside the chunk whose hash failed. They were
+    /// ignored (the spec says a corrupted block header "must be ignored"); the
+    /// chunk itself is intact if its data hash matches.
+    pub fn damaged_block_headers(&self) -> &[u64] {
+        &self.damaged_block_headers
+    }
+
+    /// The offset of the data's first byte within [`physical`](Self::physical).
+    pub fn data_offset(&self) -> usize {
+        let data_begin = add_with_overhead(self.begin, CHUNK_HEADER_SIZE).unwrap_or(self.end);
+        let data_begin = if is_block_boundary(data_begin) && self.header.data_size() > 0 {
+            data_begin + BLOCK_HEADER_SIZE
+        } else {
+            data_begin
+        };
+        usize::try_from(data_begin - self.begin).unwrap_or(usize::MAX)
     }
 
     /// The chunk data in pieces, split where block headers interrupt it.
@@ -327,15 +357,18 @@ pub fn parse_chunk(input: &[u8], chunk_begin: u64) -> Result<ChunkView<'_>, Fram
         Some(physical) => physical,
         None => return Err(FramingError::incomplete(chunk_begin, "chunk", len, input.len())),
     };
+    let mut damaged_block_headers = Vec::new();
     let mut block = crate::position::next_block_boundary(chunk_begin).at(chunk_begin, "block boundary")?;
     while block < end {
-        check_block_header_in_chunk(physical, chunk_begin, block, Some(end))?;
+        if !check_block_header_in_chunk(physical, chunk_begin, block, Some(end))? {
+            damaged_block_headers.push(block);
+        }
         block = match block.checked_add(BLOCK_SIZE) {
             Some(next) => next,
             None => break,
         };
     }
-    Ok(ChunkView { begin: chunk_begin, end, header, physical })
+    Ok(ChunkView { begin: chunk_begin, end, header, physical, damaged_block_headers })
 }
 
 #[cfg(test)]
@@ -400,5 +433,18 @@ mod tests {
         let err = parse_chunk(&out, 65_500).unwrap_err();
         assert!(matches!(err.kind(), FramingErrorKind::BlockHeaderMismatch { field: "previous_chunk", .. }));
         assert_eq!(err.position(), 65_536);
+    }
+
+    #[test]
+    fn damaged_block_header_is_ignored() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        let header = ChunkHeader::for_data(b'r', &data, 1, 70_000).unwrap();
+        let mut out = Vec::new();
+        frame_chunk(64, &header, &data, &mut out).unwrap();
+        out[65_536 - 64 + 3] ^= 0x40;
+        let view = parse_chunk(&out, 64).unwrap();
+        assert_eq!(view.damaged_block_headers(), &[65_536]);
+        assert!(view.verify_data_hash().is_ok());
+        assert_eq!(view.data_offset(), 40);
     }
 }
