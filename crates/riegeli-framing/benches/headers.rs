@@ -1,4 +1,5 @@
 //! Header parsing speed.
+#![allow(missing_docs, reason = "criterion_group! generates undocumented functions")]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use riegeli_framing::{BlockHeader, ChunkHeader};

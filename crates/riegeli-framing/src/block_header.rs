@@ -1,7 +1,7 @@
 //! The 24-byte block header at the start of every 64 KiB block.
 
 use crate::error::{FramingError, FramingErrorKind, OverflowAt};
-use crate::position::{BLOCK_HEADER_SIZE, BLOCK_SIZE, USABLE_BLOCK_SIZE, is_block_boundary};
+use crate::position::{BLOCK_HEADER_LEN, BLOCK_HEADER_SIZE, BLOCK_SIZE, USABLE_BLOCK_SIZE, is_block_boundary};
 
 /// Hash checks are skipped when fuzzing, so that mutations reach the parsers behind them.
 pub(crate) const HASH_CHECKS_DISABLED: bool = cfg!(fuzzing);
@@ -23,7 +23,7 @@ pub struct BlockHeader {
 impl BlockHeader {
     /// The encoded size, [`BLOCK_HEADER_SIZE`].
     pub const fn encoded_len(&self) -> usize {
-        BLOCK_HEADER_SIZE as usize
+        BLOCK_HEADER_LEN
     }
 
     /// The header of the block at `block_begin` interrupting the chunk
@@ -36,13 +36,11 @@ impl BlockHeader {
     }
 
     /// Encodes the header, hash included.
-    pub fn encode(&self) -> [u8; BLOCK_HEADER_SIZE as usize] {
-        let mut out = [0u8; BLOCK_HEADER_SIZE as usize];
-        let (hash, fields) = out.split_at_mut(8);
-        let (prev, next) = fields.split_at_mut(8);
-        prev.copy_from_slice(&self.previous_chunk.to_le_bytes());
-        next.copy_from_slice(&self.next_chunk.to_le_bytes());
-        hash.copy_from_slice(&riegeli_hash::hash(fields).to_le_bytes());
+    pub fn encode(&self) -> [u8; BLOCK_HEADER_LEN] {
+        let mut fields = [0u8; 16];
+        fill(&mut fields, [self.previous_chunk, self.next_chunk]);
+        let mut out = [0u8; BLOCK_HEADER_LEN];
+        fill(&mut out, [riegeli_hash::hash(&fields), self.previous_chunk, self.next_chunk]);
         out
     }
 
@@ -58,18 +56,17 @@ impl BlockHeader {
     /// Checks the hash, the spec's constraints on the fields, and that the
     /// chunk boundaries they point to lie inside the 64-bit position space.
     pub fn parse(input: &[u8], block_begin: u64) -> Result<(Self, usize), FramingError> {
-        let Some(bytes) = input.first_chunk::<{ BLOCK_HEADER_SIZE as usize }>() else {
+        let Some(bytes) = input.first_chunk::<BLOCK_HEADER_LEN>() else {
             return Err(FramingError::incomplete(block_begin, "block header", BLOCK_HEADER_SIZE, input.len()));
         };
-        let (hash, fields) = bytes.split_at(8);
-        let stored = le_u64(hash);
-        let computed = riegeli_hash::hash(fields);
+        let stored = le_u64(bytes, 0);
+        let computed = riegeli_hash::hash(bytes.get(8..).unwrap_or_default());
         if stored != computed && !HASH_CHECKS_DISABLED {
             return Err(FramingError::hash_mismatch(block_begin, "block header", stored, computed));
         }
-        let header = Self { previous_chunk: le_u64(&fields[..8]), next_chunk: le_u64(&fields[8..]) };
+        let header = Self { previous_chunk: le_u64(bytes, 8), next_chunk: le_u64(bytes, 16) };
         header.validate(block_begin)?;
-        Ok((header, BLOCK_HEADER_SIZE as usize))
+        Ok((header, BLOCK_HEADER_LEN))
     }
 
     /// Checks the spec's constraints, and that the header fits a block at `block_begin`.
@@ -108,11 +105,19 @@ impl BlockHeader {
     }
 }
 
+/// The little-endian `u64` at `offset` of `bytes` (0 if out of range, which
+/// callers rule out by taking fixed-size arrays).
 #[inline]
-pub(crate) fn le_u64(bytes: &[u8]) -> u64 {
-    let mut array = [0u8; 8];
-    array.copy_from_slice(bytes);
-    u64::from_le_bytes(array)
+pub(crate) fn le_u64(bytes: &[u8], offset: usize) -> u64 {
+    bytes.get(offset..offset + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()).map_or(0, u64::from_le_bytes)
+}
+
+/// Writes `values` little-endian, back to back, into `out`.
+#[inline]
+pub(crate) fn fill<const N: usize>(out: &mut [u8], values: [u64; N]) {
+    for (dst, src) in out.iter_mut().zip(values.into_iter().flat_map(u64::to_le_bytes)) {
+        *dst = src;
+    }
 }
 
 #[cfg(test)]

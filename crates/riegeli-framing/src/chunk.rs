@@ -5,8 +5,8 @@ use crate::block_header::{BlockHeader, HASH_CHECKS_DISABLED};
 use crate::chunk_header::ChunkHeader;
 use crate::error::{FramingError, FramingErrorKind, OverflowAt};
 use crate::position::{
-    BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE, add_with_overhead, is_block_boundary,
-    is_possible_chunk_boundary, remaining_in_block,
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_LEN, CHUNK_HEADER_SIZE, add_with_overhead, is_block_boundary,
+    is_possible_chunk_boundary, remaining_in_block, to_usize,
 };
 
 /// A piece of a chunk's physical bytes, as produced by [`FramedChunk`].
@@ -23,16 +23,19 @@ pub enum Piece<'a> {
 /// Up to 40 bytes held by value (a block header or part of a chunk header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InlineBytes {
-    buf: [u8; CHUNK_HEADER_SIZE as usize],
+    buf: [u8; CHUNK_HEADER_LEN],
     len: u8,
 }
 
 impl InlineBytes {
     fn new(bytes: &[u8]) -> Self {
-        let mut buf = [0u8; CHUNK_HEADER_SIZE as usize];
-        let len = bytes.len().min(buf.len());
-        buf.get_mut(..len).unwrap_or_default().copy_from_slice(bytes.get(..len).unwrap_or_default());
-        Self { buf, len: len as u8 }
+        let mut buf = [0u8; CHUNK_HEADER_LEN];
+        let mut len = 0u8;
+        for (dst, &src) in buf.iter_mut().zip(bytes) {
+            *dst = src;
+            len += 1;
+        }
+        Self { buf, len }
     }
 
     /// The bytes.
@@ -55,7 +58,7 @@ pub struct FramedChunk<'a> {
     pos: u64,
     /// Logical (block-header-free) offset within header + data + padding.
     logical: u64,
-    header: [u8; CHUNK_HEADER_SIZE as usize],
+    header: [u8; CHUNK_HEADER_LEN],
     data: &'a [u8],
 }
 
@@ -106,14 +109,14 @@ impl<'a> Iterator for FramedChunk<'a> {
         let room = remaining_in_block(self.pos).min(self.end - self.pos);
         let data_end = CHUNK_HEADER_SIZE + self.data.len() as u64;
         let (piece, len) = if self.logical < CHUNK_HEADER_SIZE {
-            let from = self.logical as usize;
-            let to = (self.logical + room).min(CHUNK_HEADER_SIZE) as usize;
+            let from = to_usize(self.logical);
+            let to = to_usize((self.logical + room).min(CHUNK_HEADER_SIZE));
             // The header is a fixed array of 40 bytes and from < to <= 40.
             let piece = self.header.get(from..to).unwrap_or_default();
             (Piece::Inline(InlineBytes::new(piece)), piece.len() as u64)
         } else if self.logical < data_end {
-            let from = (self.logical - CHUNK_HEADER_SIZE) as usize;
-            let to = ((self.logical + room).min(data_end) - CHUNK_HEADER_SIZE) as usize;
+            let from = to_usize(self.logical - CHUNK_HEADER_SIZE);
+            let to = to_usize((self.logical + room).min(data_end) - CHUNK_HEADER_SIZE);
             let piece = self.data.get(from..to).unwrap_or_default();
             (Piece::Data(piece), piece.len() as u64)
         } else {
@@ -142,7 +145,7 @@ pub fn frame_chunk(
         match piece {
             Piece::Data(bytes) => out.extend_from_slice(bytes),
             Piece::Inline(bytes) => out.extend_from_slice(bytes.as_slice()),
-            Piece::Zeros(n) => out.resize(out.len() + n as usize, 0),
+            Piece::Zeros(n) => out.resize(out.len().saturating_add(to_usize(n)), 0),
         }
     }
     Ok(end)
@@ -161,7 +164,7 @@ fn check_block_header_in_chunk(
     block_begin: u64,
     chunk_end: Option<u64>,
 ) -> Result<bool, FramingError> {
-    let offset = (block_begin - chunk_begin) as usize;
+    let offset = to_usize(block_begin - chunk_begin);
     let input = physical.get(offset..).unwrap_or_default();
     let header = match BlockHeader::parse(input, block_begin) {
         Ok((header, _)) => header,
@@ -202,7 +205,7 @@ pub fn parse_chunk_header(input: &[u8], chunk_begin: u64) -> Result<(ChunkHeader
     if (input.len() as u64) < span {
         return Err(FramingError::incomplete(chunk_begin, "chunk header", span, input.len()));
     }
-    let mut bytes = [0u8; CHUNK_HEADER_SIZE as usize];
+    let mut bytes = [0u8; CHUNK_HEADER_LEN];
     let mut filled = 0usize;
     let mut pos = chunk_begin;
     while filled < bytes.len() {
@@ -211,15 +214,15 @@ pub fn parse_chunk_header(input: &[u8], chunk_begin: u64) -> Result<(ChunkHeader
             pos += BLOCK_HEADER_SIZE;
             continue;
         }
-        let take = (remaining_in_block(pos) as usize).min(bytes.len() - filled);
-        let from = (pos - chunk_begin) as usize;
+        let take = to_usize(remaining_in_block(pos)).min(bytes.len() - filled);
+        let from = to_usize(pos - chunk_begin);
         let src = input.get(from..from + take).unwrap_or_default();
         bytes.get_mut(filled..filled + take).unwrap_or_default().copy_from_slice(src);
         filled += take;
         pos += take as u64;
     }
     let (header, _) = ChunkHeader::parse(&bytes, chunk_begin)?;
-    Ok((header, span as usize))
+    Ok((header, to_usize(span)))
 }
 
 /// A whole chunk found in physical bytes by [`parse_chunk`].
@@ -285,7 +288,7 @@ impl<'a> ChunkView<'a> {
 
     /// Appends the chunk data to `out`.
     pub fn copy_data_into(&self, out: &mut Vec<u8>) {
-        out.reserve(self.header.data_size() as usize);
+        out.reserve(to_usize(self.header.data_size()));
         for piece in self.data_pieces() {
             out.extend_from_slice(piece);
         }
@@ -330,9 +333,9 @@ impl<'a> Iterator for DataPieces<'a> {
             self.pos += BLOCK_HEADER_SIZE;
         }
         let take = remaining_in_block(self.pos).min(self.left);
-        let from = (self.pos - self.chunk_begin) as usize;
+        let from = to_usize(self.pos - self.chunk_begin);
         // ChunkView guarantees the physical bytes cover the whole chunk.
-        let piece = self.physical.get(from..from + take as usize)?;
+        let piece = self.physical.get(from..from.saturating_add(to_usize(take)))?;
         self.pos += take;
         self.left -= take;
         Some(piece)
@@ -358,15 +361,13 @@ pub fn parse_chunk(input: &[u8], chunk_begin: u64) -> Result<ChunkView<'_>, Fram
         None => return Err(FramingError::incomplete(chunk_begin, "chunk", len, input.len())),
     };
     let mut damaged_block_headers = Vec::new();
-    let mut block = crate::position::next_block_boundary(chunk_begin).at(chunk_begin, "block boundary")?;
-    while block < end {
-        if !check_block_header_in_chunk(physical, chunk_begin, block, Some(end))? {
-            damaged_block_headers.push(block);
+    // No block boundary lies past u64::MAX: a chunk in the last block has no block header.
+    let mut block = crate::position::next_block_boundary(chunk_begin).ok();
+    while let Some(at) = block.filter(|&at| at < end) {
+        if !check_block_header_in_chunk(physical, chunk_begin, at, Some(end))? {
+            damaged_block_headers.push(at);
         }
-        block = match block.checked_add(BLOCK_SIZE) {
-            Some(next) => next,
-            None => break,
-        };
+        block = at.checked_add(BLOCK_SIZE);
     }
     Ok(ChunkView { begin: chunk_begin, end, header, physical, damaged_block_headers })
 }

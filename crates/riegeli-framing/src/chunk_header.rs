@@ -1,8 +1,8 @@
 //! The 40-byte chunk header.
 
-use crate::block_header::{HASH_CHECKS_DISABLED, le_u64};
+use crate::block_header::{HASH_CHECKS_DISABLED, fill, le_u64};
 use crate::error::{FramingError, FramingErrorKind, OverflowAt};
-use crate::position::{CHUNK_HEADER_SIZE, chunk_end};
+use crate::position::{CHUNK_HEADER_LEN, CHUNK_HEADER_SIZE, chunk_end};
 
 /// The largest `num_records` a chunk header can hold (7 bytes).
 pub const MAX_NUM_RECORDS: u64 = (1 << 56) - 1;
@@ -75,7 +75,7 @@ impl ChunkHeader {
 
     /// The encoded size, [`CHUNK_HEADER_SIZE`].
     pub const fn encoded_len(&self) -> usize {
-        CHUNK_HEADER_SIZE as usize
+        CHUNK_HEADER_LEN
     }
 
     /// The end of this chunk, padding included, if it begins at `chunk_begin`
@@ -85,15 +85,14 @@ impl ChunkHeader {
     }
 
     /// Encodes the header, hash included.
-    pub fn encode(&self) -> [u8; CHUNK_HEADER_SIZE as usize] {
-        let mut out = [0u8; CHUNK_HEADER_SIZE as usize];
-        let (hash, fields) = out.split_at_mut(8);
-        fields[0..8].copy_from_slice(&self.data_size.to_le_bytes());
-        fields[8..16].copy_from_slice(&self.data_hash.to_le_bytes());
+    pub fn encode(&self) -> [u8; CHUNK_HEADER_LEN] {
         let type_and_records = u64::from(self.chunk_type) | (self.num_records << 8);
-        fields[16..24].copy_from_slice(&type_and_records.to_le_bytes());
-        fields[24..32].copy_from_slice(&self.decoded_data_size.to_le_bytes());
-        hash.copy_from_slice(&riegeli_hash::hash(fields).to_le_bytes());
+        let values = [self.data_size, self.data_hash, type_and_records, self.decoded_data_size];
+        let mut fields = [0u8; 32];
+        fill(&mut fields, values);
+        let [a, b, c, d] = values;
+        let mut out = [0u8; CHUNK_HEADER_LEN];
+        fill(&mut out, [riegeli_hash::hash(&fields), a, b, c, d]);
         out
     }
 
@@ -109,25 +108,25 @@ impl ChunkHeader {
     /// Checks the header hash and that the chunk's end fits in the 64-bit
     /// position space.
     pub fn parse(input: &[u8], chunk_begin: u64) -> Result<(Self, usize), FramingError> {
-        let Some(bytes) = input.first_chunk::<{ CHUNK_HEADER_SIZE as usize }>() else {
+        let Some(bytes) = input.first_chunk::<CHUNK_HEADER_LEN>() else {
             return Err(FramingError::incomplete(chunk_begin, "chunk header", CHUNK_HEADER_SIZE, input.len()));
         };
-        let (hash, fields) = bytes.split_at(8);
-        let stored = le_u64(hash);
-        let computed = riegeli_hash::hash(fields);
+        let stored = le_u64(bytes, 0);
+        let computed = riegeli_hash::hash(bytes.get(8..).unwrap_or_default());
         if stored != computed && !HASH_CHECKS_DISABLED {
             return Err(FramingError::hash_mismatch(chunk_begin, "chunk header", stored, computed));
         }
-        let type_and_records = le_u64(&fields[16..24]);
+        let type_and_records = le_u64(bytes, 24);
+        let [chunk_type, ..] = type_and_records.to_le_bytes();
         let header = Self {
-            data_size: le_u64(&fields[0..8]),
-            data_hash: le_u64(&fields[8..16]),
-            chunk_type: (type_and_records & 0xff) as u8,
+            data_size: le_u64(bytes, 8),
+            data_hash: le_u64(bytes, 16),
+            chunk_type,
             num_records: type_and_records >> 8,
-            decoded_data_size: le_u64(&fields[24..32]),
+            decoded_data_size: le_u64(bytes, 32),
         };
         header.chunk_end(chunk_begin)?;
-        Ok((header, CHUNK_HEADER_SIZE as usize))
+        Ok((header, CHUNK_HEADER_LEN))
     }
 }
 

@@ -82,6 +82,12 @@ impl FramingError {
         Self { pos, kind }
     }
 
+    /// An error of `kind` at file position `pos` (for layers above framing
+    /// that find framing problems themselves).
+    pub fn from_kind(pos: u64, kind: FramingErrorKind) -> Self {
+        Self::new(pos, kind)
+    }
+
     pub(crate) fn incomplete(pos: u64, what: &'static str, needed: u64, have: usize) -> Self {
         Self::new(pos, FramingErrorKind::Incomplete { what, needed, have: have as u64 })
     }

@@ -2,7 +2,7 @@
 
 use crate::block_header::BlockHeader;
 use crate::error::{FramingError, OverflowAt};
-use crate::position::{BLOCK_HEADER_SIZE, BLOCK_SIZE, next_block_boundary};
+use crate::position::{BLOCK_HEADER_LEN, BLOCK_HEADER_SIZE, BLOCK_SIZE, next_block_boundary};
 
 /// A valid block header found by [`find_block_header`], and the chunk
 /// boundaries it points to.
@@ -47,7 +47,7 @@ pub fn find_block_header(input: &[u8], input_pos: u64) -> Result<BlockLocation, 
         let offset = block - input_pos;
         let available = usize::try_from(offset).ok().and_then(|offset| input.get(offset..));
         match available {
-            Some(bytes) if bytes.len() >= BLOCK_HEADER_SIZE as usize => {
+            Some(bytes) if bytes.len() >= BLOCK_HEADER_LEN => {
                 if let Ok((header, _)) = BlockHeader::parse(bytes, block) {
                     return Ok(BlockLocation { block_begin: block, header });
                 }

@@ -17,6 +17,18 @@ pub const USABLE_BLOCK_SIZE: u64 = BLOCK_SIZE - BLOCK_HEADER_SIZE;
 /// `chunk_type` + `num_records`, `decoded_data_size`.
 pub const CHUNK_HEADER_SIZE: u64 = 40;
 
+/// [`BLOCK_HEADER_SIZE`] as a `usize`, for array lengths.
+pub const BLOCK_HEADER_LEN: usize = 24;
+/// [`CHUNK_HEADER_SIZE`] as a `usize`, for array lengths.
+pub const CHUNK_HEADER_LEN: usize = 40;
+
+/// Converts a length that fits in memory (checked by the caller or bounded by
+/// a slice length) to `usize`, saturating so that a later `get` fails cleanly.
+#[inline]
+pub(crate) fn to_usize(x: u64) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
 /// A position computation whose result does not fit in a `u64`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("file position arithmetic overflows u64")]
@@ -54,7 +66,7 @@ pub const fn remaining_in_block(pos: u64) -> u64 {
 /// Whether `pos` is the beginning of a block (and of its block header).
 #[inline]
 pub const fn is_block_boundary(pos: u64) -> bool {
-    pos % BLOCK_SIZE == 0
+    pos.is_multiple_of(BLOCK_SIZE)
 }
 
 /// Whether a chunk may begin at `pos`: not inside a block header nor

@@ -1,5 +1,6 @@
 //! Property tests of riegeli-framing against a naive model that walks the file
-//! block by block.
+//! block by block, and golden files from the C++ implementation.
 
+mod golden;
 mod naive;
 mod properties;

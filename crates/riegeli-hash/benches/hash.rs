@@ -1,4 +1,5 @@
 //! Throughput of the Riegeli HighwayHash over 64 KiB buffers, next to memcpy.
+#![allow(missing_docs, reason = "criterion_group! generates undocumented functions")]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
