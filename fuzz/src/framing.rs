@@ -15,11 +15,10 @@
 use std::ops::Range;
 
 use riegeli_framing::{
-    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, BlockLocation, CHUNK_HEADER_SIZE, ChunkHeader,
-    FramingError, FramingErrorKind, add_with_overhead, block_begin, block_header_fields, chunk_end,
-    distance_without_overhead, find_block_header, frame_chunk, is_block_boundary,
-    is_possible_chunk_boundary, next_block_boundary, num_overhead_blocks, parse_chunk,
-    parse_chunk_header, remaining_in_block, round_up_to_possible_chunk_boundary,
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, BlockLocation, CHUNK_HEADER_SIZE, ChunkHeader, FramingError,
+    FramingErrorKind, add_with_overhead, block_begin, block_header_fields, chunk_end, distance_without_overhead,
+    find_block_header, frame_chunk, is_block_boundary, is_possible_chunk_boundary, next_block_boundary,
+    num_overhead_blocks, parse_chunk, parse_chunk_header, remaining_in_block, round_up_to_possible_chunk_boundary,
 };
 
 /// Whether riegeli-framing was built with its hash checks off (it follows `cfg(fuzzing)`).
@@ -93,10 +92,7 @@ fn check_error(err: &FramingError, input_len: usize) {
     assert!(!message.is_empty() && !message.ends_with('.'), "{message:?}");
     if let Some(needed) = err.needed() {
         assert!(err.is_incomplete() && !err.is_corruption());
-        assert!(
-            needed > input_len as u64,
-            "incomplete with {input_len} bytes but needs only {needed}: {err}"
-        );
+        assert!(needed > input_len as u64, "incomplete with {input_len} bytes but needs only {needed}: {err}");
     } else {
         assert!(err.is_corruption());
     }
@@ -241,10 +237,7 @@ fn check_position(p: u64, s: u64) {
         assert!(is_possible_chunk_boundary(p));
     }
     // A chunk may begin at a block boundary or past the first 24 bytes of a block.
-    assert_eq!(
-        is_possible_chunk_boundary(p),
-        p.is_multiple_of(BLOCK_SIZE) || p % BLOCK_SIZE > BLOCK_HEADER_SIZE
-    );
+    assert_eq!(is_possible_chunk_boundary(p), p.is_multiple_of(BLOCK_SIZE) || p % BLOCK_SIZE > BLOCK_HEADER_SIZE);
 
     let begin = block_begin(p);
     assert!(begin <= p && p - begin < BLOCK_SIZE && is_block_boundary(begin));
@@ -280,11 +273,7 @@ fn check_position(p: u64, s: u64) {
                 // Laying out s bytes in two steps crosses the same headers.
                 let half = s / 2;
                 let mid = add_with_overhead(p, half);
-                assert_eq!(
-                    mid.and_then(|mid| add_with_overhead(mid, s - half)),
-                    Ok(end),
-                    "p {p}, s {s}"
-                );
+                assert_eq!(mid.and_then(|mid| add_with_overhead(mid, s - half)), Ok(end), "p {p}, s {s}");
                 // One more byte goes strictly further.
                 if let Some(s1) = s.checked_add(1)
                     && let Ok(end1) = add_with_overhead(p, s1)
@@ -328,12 +317,8 @@ fn check_chunk_end(begin: u64, data_size: u64, num_records: u64) {
     assert!(fields.is_err(), "an empty range holds no block");
     match chunk_end(begin, data_size, num_records) {
         Ok(end) => {
-            let content =
-                CHUNK_HEADER_SIZE.checked_add(data_size).and_then(|len| begin.checked_add(len));
-            assert!(
-                content.is_some_and(|content| end >= content),
-                "chunk_end({begin}, {data_size}) = {end}"
-            );
+            let content = CHUNK_HEADER_SIZE.checked_add(data_size).and_then(|len| begin.checked_add(len));
+            assert!(content.is_some_and(|content| end >= content), "chunk_end({begin}, {data_size}) = {end}");
             assert!(begin.checked_add(CHUNK_HEADER_SIZE).is_some_and(|min| end >= min));
             assert!(begin.checked_add(num_records).is_some_and(|min| end >= min));
             if is_possible_chunk_boundary(begin) {
@@ -343,10 +328,7 @@ fn check_chunk_end(begin: u64, data_size: u64, num_records: u64) {
             if let Ok(block) = next_block_boundary(begin)
                 && block < end
             {
-                assert_eq!(
-                    block_header_fields(block, begin, end),
-                    Ok((block - begin, end - block))
-                );
+                assert_eq!(block_header_fields(block, begin, end), Ok((block - begin, end - block)));
                 let header = BlockHeader::for_chunk(block, begin, end);
                 let want = BlockHeader { previous_chunk: block - begin, next_chunk: end - block };
                 assert_eq!(header, Ok(want));
@@ -357,8 +339,7 @@ fn check_chunk_end(begin: u64, data_size: u64, num_records: u64) {
         }
         Err(_) => {
             // Fails only when one of the two candidate ends does not fit.
-            let content =
-                CHUNK_HEADER_SIZE.checked_add(data_size).map(|len| add_with_overhead(begin, len));
+            let content = CHUNK_HEADER_SIZE.checked_add(data_size).map(|len| add_with_overhead(begin, len));
             let records = begin.checked_add(num_records).map(round_up_to_possible_chunk_boundary);
             assert!(
                 !matches!(content, Some(Ok(_))) || !matches!(records, Some(Ok(_))),
@@ -391,8 +372,7 @@ pub fn chunk_parse(data: &[u8]) {
             let pos = round_up_to_possible_chunk_boundary(pos).unwrap_or(pos);
             let chunk_type = input.u8();
             let num_records = u64::from(input.u16());
-            let mutations: Vec<(u16, u8)> =
-                (0..input.u8() % 8).map(|_| (input.u16(), input.u8())).collect();
+            let mutations: Vec<(u16, u8)> = (0..input.u8() % 8).map(|_| (input.u16(), input.u8())).collect();
             let data = input.rest();
             let data = data.get(..MAX_FRAMED_DATA).unwrap_or(data);
             let header = ChunkHeader::for_data(chunk_type, data, num_records, data.len() as u64)
@@ -404,9 +384,7 @@ pub fn chunk_parse(data: &[u8]) {
                     // Unmutated, it parses back to the same chunk, byte for byte.
                     let view = parse_chunk(&file, pos).map_err(|err| err.to_string());
                     assert!(view.as_ref().is_ok_and(|view| *view.header() == header), "{view:?}");
-                    assert!(
-                        parse_chunk(&file, pos).is_ok_and(|view| view.verify_data_hash().is_ok())
-                    );
+                    assert!(parse_chunk(&file, pos).is_ok_and(|view| view.verify_data_hash().is_ok()));
                     check_chunk_bytes(&file, pos);
                     for (offset, xor) in mutations {
                         if let Some(byte) = file.get_mut(usize::from(offset)) {
@@ -492,10 +470,7 @@ fn check_chunk_bytes(bytes: &[u8], pos: u64) {
     match &header {
         Ok((_, span)) => {
             assert!(is_possible_chunk_boundary(pos));
-            assert_eq!(
-                add_with_overhead(pos, CHUNK_HEADER_SIZE).map(|end| end - pos),
-                Ok(*span as u64)
-            );
+            assert_eq!(add_with_overhead(pos, CHUNK_HEADER_SIZE).map(|end| end - pos), Ok(*span as u64));
             assert!(*span <= bytes.len());
         }
         Err(err) => check_error(err, bytes.len()),
@@ -527,26 +502,18 @@ fn check_chunk_bytes(bytes: &[u8], pos: u64) {
             }
             let hash = riegeli_hash::hash(&data);
             assert_eq!(view.compute_data_hash(), hash);
-            assert_eq!(
-                view.verify_data_hash().is_ok(),
-                hash == header.data_hash() || HASH_CHECKS_DISABLED
-            );
+            assert_eq!(view.verify_data_hash().is_ok(), hash == header.data_hash() || HASH_CHECKS_DISABLED);
 
             // Block headers ignored for a failing hash: block boundaries inside
             // the chunk, in order, each failing its hash.
             let damaged = view.damaged_block_headers();
             assert!(damaged.windows(2).all(|pair| pair[0] < pair[1]));
             for &at in damaged {
-                assert!(
-                    is_block_boundary(at) && pos < at && at < end,
-                    "damaged block header at {at}"
-                );
+                assert!(is_block_boundary(at) && pos < at && at < end, "damaged block header at {at}");
                 let offset = usize::try_from(at - pos).unwrap_or(usize::MAX);
                 let parsed = physical.get(offset..).map(|rest| BlockHeader::parse(rest, at));
                 let hash_fails = parsed.is_some_and(|parsed| {
-                    parsed.is_err_and(|err| {
-                        matches!(err.kind(), FramingErrorKind::HashMismatch { .. })
-                    })
+                    parsed.is_err_and(|err| matches!(err.kind(), FramingErrorKind::HashMismatch { .. }))
                 });
                 assert!(hash_fails, "block header at {at} reported damaged but its hash matches");
             }
@@ -558,9 +525,7 @@ fn check_chunk_bytes(bytes: &[u8], pos: u64) {
             assert_eq!(frame_chunk(pos, &header, &data, &mut reframed), Ok(end));
             assert_eq!(reframed.len(), physical.len());
             let regions = regions(pos, end, header.data_size());
-            let covered = regions
-                .iter()
-                .try_fold(0, |at, (_, range)| (range.start == at).then_some(range.end));
+            let covered = regions.iter().try_fold(0, |at, (_, range)| (range.start == at).then_some(range.end));
             assert_eq!(covered, Some(physical.len()), "{regions:?}");
             let mut padding_zero = true;
             for (region, range) in regions {
@@ -569,10 +534,9 @@ fn check_chunk_bytes(bytes: &[u8], pos: u64) {
                     Region::HeaderFields | Region::Data => {
                         assert!(got == want, "{region:?} {range:?}")
                     }
-                    Region::BlockHeader(at) => assert!(
-                        got == want || HASH_CHECKS_DISABLED || damaged.contains(&at),
-                        "{region:?} {range:?}"
-                    ),
+                    Region::BlockHeader(at) => {
+                        assert!(got == want || HASH_CHECKS_DISABLED || damaged.contains(&at), "{region:?} {range:?}")
+                    }
                     Region::HeaderHash => {
                         assert!(got == want || HASH_CHECKS_DISABLED, "{region:?} {range:?}")
                     }
@@ -618,11 +582,7 @@ fn check_chunk_bytes(bytes: &[u8], pos: u64) {
             let mut skipped = next_block_boundary(pos).ok();
             while let Some(block) = skipped.filter(|&block| block < at) {
                 let offset = usize::try_from(block - pos).unwrap_or(usize::MAX);
-                assert!(
-                    bytes
-                        .get(offset..)
-                        .is_some_and(|rest| BlockHeader::parse(rest, block).is_err())
-                );
+                assert!(bytes.get(offset..).is_some_and(|rest| BlockHeader::parse(rest, block).is_err()));
                 skipped = block.checked_add(BLOCK_SIZE);
             }
             let begin = location.interrupted_chunk_begin();

@@ -53,11 +53,8 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         crate::ci::step(&format!("fuzz {target} for {seconds} s"));
         let corpus = format!("corpus/{target}");
         sh.create_dir(&corpus)?;
-        cmd!(
-            sh,
-            "cargo fuzz run --sanitizer none {target} {corpus} -- {max_time} -timeout=20 -print_final_stats=1"
-        )
-        .run()?;
+        cmd!(sh, "cargo fuzz run --sanitizer none {target} {corpus} -- {max_time} -timeout=20 -print_final_stats=1")
+            .run()?;
     }
     Ok(())
 }
@@ -73,9 +70,7 @@ fn regression_inputs(sh: &Shell, target: &str) -> Result<Vec<PathBuf>> {
         .read_dir(&dir)?
         .into_iter()
         .filter(|path| path.is_file())
-        .filter(|path| {
-            !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.'))
-        })
+        .filter(|path| !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
         .collect();
     files.sort();
     Ok(files)

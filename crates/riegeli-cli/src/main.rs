@@ -1,17 +1,29 @@
 //! `riegeli`: look into and work with Riegeli/records files.
+//!
+//! Exit codes: 0 success; 1 corrupt or unreadable data (or a failed check);
+//! 2 usage errors.
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 #![allow(clippy::print_stderr, reason = "a command-line tool prints its errors")]
 
+mod bench;
+mod cat;
+mod describe;
+mod io;
+mod tfrecord;
+mod write;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
-use riegeli_framing::{FramingError, parse_chunk};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Look into and work with Riegeli/records files.
+///
+/// FILE arguments may be `-` for standard input. Exit codes: 0 success, 1 corrupt
+/// or unreadable data, 2 usage error.
 #[derive(Debug, Parser)]
-#[command(name = "riegeli", version, about)]
+#[command(name = "riegeli", version, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,13 +31,54 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// List the chunks of each file: position, type, sizes and record counts.
-    Describe {
-        /// Files to describe.
-        #[arg(required = true)]
-        files: Vec<std::path::PathBuf>,
+    /// List the chunks of each file: position, type, sizes, records, compression.
+    Describe(describe::DescribeArgs),
+    /// Print the records of each file.
+    Cat(cat::CatArgs),
+    /// Count the records of each file.
+    Count(cat::CountArgs),
+    /// Write records from standard input (or --input) to a new file.
+    Write(write::WriteArgs),
+    /// Re-encode a file (Riegeli or TFRecord) as Riegeli or TFRecord.
+    Convert(write::ConvertArgs),
+    /// Check every block header, chunk header, data hash and chunk decoding.
+    Verify(describe::VerifyArgs),
+    /// Copy every readable record of a damaged file into a new, valid file.
+    Recover(write::RecoverArgs),
+    /// Concatenate files: physically when they are padded, record by record otherwise.
+    Concat(write::ConcatArgs),
+    /// Measure write and read speed and compression ratio over option sets.
+    Bench(bench::BenchArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
+
+/// An error that means "the data is bad" (exit 1) rather than a usage error.
+#[derive(Debug)]
+pub(crate) struct Failed;
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("problems found")
+    }
+}
+
+impl std::error::Error for Failed {}
+
+/// A bad command line found after parsing (exit 2).
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -35,47 +88,53 @@ fn main() -> ExitCode {
             return if err.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
-    match run(cli) {
+    let result = match cli.command {
+        Command::Describe(args) => describe::describe(args),
+        Command::Cat(args) => cat::cat(args),
+        Command::Count(args) => cat::count(args),
+        Command::Write(args) => write::write(args),
+        Command::Convert(args) => write::convert(args),
+        Command::Verify(args) => describe::verify(args),
+        Command::Recover(args) => write::recover(args),
+        Command::Concat(args) => write::concat(args),
+        Command::Bench(args) => bench::bench(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "riegeli", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.is::<Failed>() => ExitCode::from(1),
+        Err(err) if err.is::<Usage>() => {
+            eprintln!("riegeli: {err}");
+            ExitCode::from(2)
+        }
         Err(err) => {
-            eprintln!("riegeli: {err:#}");
+            if io::is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("riegeli: {}", one_line(&err));
             ExitCode::from(1)
         }
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
-        Command::Describe { files } => {
-            for file in files {
-                describe(&file)?;
+/// The error and its causes on one line.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for (i, cause) in err.chain().enumerate() {
+        let cause = cause.to_string();
+        if i > 0 {
+            if text.contains(&cause) {
+                continue;
             }
-            Ok(())
+            text.push_str(": ");
         }
+        text.push_str(&cause.replace('\n', " "));
     }
+    text
 }
 
-fn describe(path: &std::path::Path) -> Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    println!("file: {} ({} bytes)", path.display(), bytes.len());
-    println!("{:>12} {:>4} {:>12} {:>10} {:>14}", "position", "type", "data_size", "records", "decoded_size");
-    let mut pos = 0u64;
-    while (pos as usize) < bytes.len() {
-        let chunk = parse_chunk(&bytes[pos as usize..], pos).map_err(|e: FramingError| {
-            anyhow::anyhow!("{}: {e}", path.display())
-        })?;
-        let header = chunk.header();
-        let kind = char::from(header.chunk_type());
-        println!(
-            "{:>12} {:>4} {:>12} {:>10} {:>14}",
-            pos,
-            if kind.is_ascii_graphic() { kind.to_string() } else { format!("{:#04x}", header.chunk_type()) },
-            header.data_size(),
-            header.num_records(),
-            header.decoded_data_size()
-        );
-        chunk.verify_data_hash().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        pos = chunk.chunk_end();
-    }
-    Ok(())
-}
+/// A path argument: a file, or `-` for standard input/output.
+pub(crate) type PathArg = PathBuf;

@@ -2,7 +2,8 @@
 //!
 //! This crate turns records into chunk data and back:
 //! - [`varint`]: LEB128 varints (lenient and canonical decoding);
-//! - ZigZag and signed LEB128, Parquet `DELTA_BINARY_PACKED` as public building blocks;
+//! - [`zigzag`], [`sleb128`] (signed LEB128) and [`delta`] (Parquet
+//!   `DELTA_BINARY_PACKED`, byte-compatible with Apache Arrow) as public building blocks;
 //! - `CompressionType` and the none/brotli/zstd/snappy (de)compressors;
 //! - simple chunks (`'r'`), transposed chunks (`'t'`) and the metadata chunk (`'m'`).
 //!
@@ -19,11 +20,24 @@
 #![warn(clippy::indexing_slicing, clippy::unwrap_used, clippy::cast_possible_truncation)]
 #![cfg_attr(test, allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::cast_possible_truncation))]
 
+mod chunk_type;
+mod compression;
 mod decoded;
+pub mod delta;
 mod error;
+mod limits;
+mod simple;
+pub mod sleb128;
+mod transpose;
 pub mod varint;
+pub mod zigzag;
 
 pub use crate::{
+    chunk_type::ChunkType,
+    compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
     decoded::DecodedRecords,
     error::{CodecError, CodecErrorKind},
+    limits::DecodeLimits,
+    simple::{SimpleChunkDecoder, SimpleChunkEncoder},
+    transpose::{FieldProjection, TransposedChunkDecoder, TransposedChunkEncoder},
 };

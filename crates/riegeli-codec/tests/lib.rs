@@ -1,1 +1,10 @@
 //! Integration tests of riegeli-codec.
+
+mod compression;
+mod delta;
+mod simple;
+mod transpose_examples;
+mod transpose_gen;
+mod transpose_interop;
+mod transpose_roundtrip;
+mod varint;

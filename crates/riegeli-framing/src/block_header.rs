@@ -29,9 +29,8 @@ impl BlockHeader {
     /// The header of the block at `block_begin` interrupting the chunk
     /// `[chunk_begin, chunk_end)`.
     pub fn for_chunk(block_begin: u64, chunk_begin: u64, chunk_end: u64) -> Result<Self, FramingError> {
-        let (previous_chunk, next_chunk) =
-            crate::position::block_header_fields(block_begin, chunk_begin, chunk_end)
-                .at(block_begin, "block header fields (block outside its chunk)")?;
+        let (previous_chunk, next_chunk) = crate::position::block_header_fields(block_begin, chunk_begin, chunk_end)
+            .at(block_begin, "block header fields (block outside its chunk)")?;
         Ok(Self { previous_chunk, next_chunk })
     }
 
@@ -126,8 +125,8 @@ mod tests {
 
     /// The block header at the start of every Riegeli/records file.
     const FILE_START_BLOCK_HEADER: [u8; 24] = [
-        0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
     ];
 
     #[test]
@@ -158,11 +157,11 @@ mod tests {
     #[test]
     fn rejects_constraint_violations() {
         for (prev, next, block) in [
-            (0, 0, 0),                  // next_chunk 0
-            (0, 24, 0),                 // next_chunk inside the header
+            (0, 0, 0),                          // next_chunk 0
+            (0, 24, 0),                         // next_chunk inside the header
             (USABLE_BLOCK_SIZE, 64, 65536 * 2), // previous chunk begins inside a header
-            (65536, 64, 0),             // previous chunk before the file
-            (0, u64::MAX, 65536),       // chunk end overflows
+            (65536, 64, 0),                     // previous chunk before the file
+            (0, u64::MAX, 65536),               // chunk end overflows
         ] {
             let bytes = BlockHeader { previous_chunk: prev, next_chunk: next }.encode();
             let err = BlockHeader::parse(&bytes, block).unwrap_err();

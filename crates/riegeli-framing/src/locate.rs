@@ -26,11 +26,7 @@ impl BlockLocation {
     ///
     /// This is where reading resumes after skipping a damaged region.
     pub fn next_chunk_boundary(&self) -> u64 {
-        if self.header.previous_chunk == 0 {
-            self.block_begin
-        } else {
-            self.header.chunk_end(self.block_begin)
-        }
+        if self.header.previous_chunk == 0 { self.block_begin } else { self.header.chunk_end(self.block_begin) }
     }
 }
 

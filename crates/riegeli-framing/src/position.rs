@@ -138,15 +138,9 @@ pub const fn round_up_to_possible_chunk_boundary(pos: u64) -> Result<u64, Positi
 /// Spec: `chunk_end = max(AddWithOverhead(chunk_begin, kChunkHeaderSize +
 /// data_size), RoundUpToPossibleChunkBoundary(chunk_begin + num_records))`.
 #[inline]
-pub const fn chunk_end(
-    chunk_begin: u64,
-    data_size: u64,
-    num_records: u64,
-) -> Result<u64, PositionOverflow> {
-    let content_end =
-        tri!(add_with_overhead(chunk_begin, checked!(CHUNK_HEADER_SIZE.checked_add(data_size))));
-    let records_end =
-        tri!(round_up_to_possible_chunk_boundary(checked!(chunk_begin.checked_add(num_records))));
+pub const fn chunk_end(chunk_begin: u64, data_size: u64, num_records: u64) -> Result<u64, PositionOverflow> {
+    let content_end = tri!(add_with_overhead(chunk_begin, checked!(CHUNK_HEADER_SIZE.checked_add(data_size))));
+    let records_end = tri!(round_up_to_possible_chunk_boundary(checked!(chunk_begin.checked_add(num_records))));
     Ok(if content_end > records_end { content_end } else { records_end })
 }
 

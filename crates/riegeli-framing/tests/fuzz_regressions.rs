@@ -31,15 +31,12 @@ fn regressions_dir(target: &str) -> PathBuf {
 /// The regression inputs of a target: every file but hidden ones (`.gitkeep`).
 fn inputs(target: &str) -> Vec<PathBuf> {
     let dir = regressions_dir(target);
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|err| {
-        panic!("fuzz regressions directory {} is missing: {err}", dir.display())
-    });
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("fuzz regressions directory {} is missing: {err}", dir.display()));
     let mut files: Vec<PathBuf> = entries
         .map(|entry| entry.expect("readable directory entry").path())
         .filter(|path| path.is_file())
-        .filter(|path| {
-            !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.'))
-        })
+        .filter(|path| !path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.')))
         .collect();
     files.sort();
     files
@@ -57,8 +54,7 @@ fn regressions_replay_without_panic() {
     let mut failures = Vec::new();
     for (target, check) in TARGETS {
         for path in inputs(target) {
-            let data =
-                std::fs::read(&path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
+            let data = std::fs::read(&path).unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
             if catch_unwind(AssertUnwindSafe(|| check(&data))).is_err() {
                 failures.push(path.display().to_string());
             }
@@ -74,9 +70,7 @@ fn checks_accept_valid_inputs() {
     // block_header: selector 3 (block-aligned), raw position 0x20000, a valid header.
     let mut input = vec![3u8];
     input.extend_from_slice(&0x2_0000u64.to_le_bytes());
-    input.extend_from_slice(
-        &riegeli_framing::BlockHeader { previous_chunk: 100, next_chunk: 300 }.encode(),
-    );
+    input.extend_from_slice(&riegeli_framing::BlockHeader { previous_chunk: 100, next_chunk: 300 }.encode());
     checks::block_header(&input);
     // chunk_header: position 64 (selector 1), then a valid header.
     let mut input = vec![1u8];

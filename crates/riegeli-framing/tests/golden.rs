@@ -14,14 +14,10 @@ use serde_json::Value;
 
 /// The first 64 bytes of every Riegeli/records file (spec "File signature").
 const FILE_START: [u8; 64] = [
-    0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, //
-    0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x91, 0xba, 0xc2, 0x3c, 0x92, 0x87, 0xe1,
-    0xa9, //
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe1, 0x9f, 0x13, 0xc0, 0xe9, 0xb1, 0xc3,
-    0x72, //
-    0x73, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x00, //
+    0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
+    0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x91, 0xba, 0xc2, 0x3c, 0x92, 0x87, 0xe1, 0xa9, //
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xe1, 0x9f, 0x13, 0xc0, 0xe9, 0xb1, 0xc3, 0x72, //
+    0x73, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, //
 ];
 
 /// What a strict walk of a damaged file meets.
@@ -40,10 +36,7 @@ const KNOWN_CORRUPT: &[(&str, Expect)] = &[
     ("block_header_flip.riegeli", Expect::DamagedBlockHeader),
     ("block_header_flip_in_chunk_header.riegeli", Expect::DamagedBlockHeader),
     ("block_header_forged_next.riegeli", Expect::Error("block_header_mismatch", "next_chunk")),
-    (
-        "block_header_forged_previous.riegeli",
-        Expect::Error("block_header_mismatch", "previous_chunk"),
-    ),
+    ("block_header_forged_previous.riegeli", Expect::Error("block_header_mismatch", "previous_chunk")),
     ("chunk_data_flip.riegeli", Expect::Error("hash_mismatch", "chunk data")),
     ("chunk_header_flip.riegeli", Expect::Error("hash_mismatch", "chunk header")),
     ("truncated_at_block_header.riegeli", Expect::Error("incomplete", "chunk")),
@@ -173,14 +166,11 @@ fn error_name(err: &FramingError) -> (&'static str, &'static str) {
 #[test]
 fn manifest_lists_exactly_the_files_present() {
     let manifest = manifest();
-    let listed: BTreeSet<String> =
-        files(&manifest).iter().map(|f| str_field(f, "path").to_owned()).collect();
+    let listed: BTreeSet<String> = files(&manifest).iter().map(|f| str_field(f, "path").to_owned()).collect();
     let mut present = BTreeSet::new();
     for dir in ["array_record", "valid", "corrupt"] {
-        for entry in std::fs::read_dir(testdata_dir().join(dir)).expect("testdata directory exists")
-        {
-            let name =
-                entry.expect("directory entry").file_name().into_string().expect("utf-8 file name");
+        for entry in std::fs::read_dir(testdata_dir().join(dir)).expect("testdata directory exists") {
+            let name = entry.expect("directory entry").file_name().into_string().expect("utf-8 file name");
             present.insert(format!("{dir}/{name}"));
         }
     }
@@ -188,17 +178,11 @@ fn manifest_lists_exactly_the_files_present() {
     for f in files(&manifest) {
         let kind = str_field(f, "kind");
         assert!(str_field(f, "path").starts_with(&format!("{kind}/")), "{f}");
-        assert_eq!(
-            read(str_field(f, "path")).len() as u64,
-            u64_field(f, "size"),
-            "{}",
-            str_field(f, "path")
-        );
+        assert_eq!(read(str_field(f, "path")).len() as u64, u64_field(f, "size"), "{}", str_field(f, "path"));
     }
     let corrupt: BTreeSet<String> =
         present.iter().filter_map(|p| p.strip_prefix("corrupt/")).map(str::to_owned).collect();
-    let known: BTreeSet<String> =
-        KNOWN_CORRUPT.iter().map(|(name, _)| (*name).to_owned()).collect();
+    let known: BTreeSet<String> = KNOWN_CORRUPT.iter().map(|(name, _)| (*name).to_owned()).collect();
     assert_eq!(corrupt, known, "KNOWN_CORRUPT lists every file in testdata/corrupt/");
 }
 
@@ -218,27 +202,17 @@ fn valid_files_match_the_manifest() {
         assert!(damaged_block_headers.is_empty(), "{path}");
         assert_eq!(chunks, manifest_chunks(f), "{path}");
         assert_eq!(file.get(..64), Some(&FILE_START[..]), "{path} begins with the file signature");
-        let records: u64 = chunks
-            .iter()
-            .filter(|c| matches!(c.chunk_type, b'r' | b't'))
-            .map(|c| c.num_records)
-            .sum();
+        let records: u64 = chunks.iter().filter(|c| matches!(c.chunk_type, b'r' | b't')).map(|c| c.num_records).sum();
         if kind == "valid" {
             assert_eq!(records, u64_field(f, "num_records"), "{path}");
-            assert!(
-                chunks.iter().skip(1).all(|c| matches!(c.chunk_type, b'r' | b't' | b'p')),
-                "{path}"
-            );
+            assert!(chunks.iter().skip(1).all(|c| matches!(c.chunk_type, b'r' | b't' | b'p')), "{path}");
         } else {
             // ArrayRecord: data chunks, then the footer and the postscript (each
             // a simple chunk of records) at the file's last block.
             assert_eq!(kind, "array_record");
             assert_eq!(file.len() % 65_536, 0, "{path}");
             let postscript = chunks.iter().find(|c| c.offset == file.len() as u64 - 65_536);
-            assert!(
-                postscript.is_some_and(|c| c.chunk_type == b'r' && c.num_records == 3),
-                "{path}"
-            );
+            assert!(postscript.is_some_and(|c| c.chunk_type == b'r' && c.num_records == 3), "{path}");
             let footer_offset = u64_field(f, "footer_offset");
             let footer = chunks.iter().find(|c| c.offset == footer_offset).expect("footer chunk");
             assert_eq!(footer.chunk_type, b'r', "{path}");
@@ -259,8 +233,7 @@ fn valid_files_match_the_manifest() {
 fn valid_files_are_the_array_record_files_cut_at_the_footer() {
     let manifest = manifest();
     for f in files(&manifest).iter().filter(|f| f["kind"] == "valid") {
-        let source =
-            files(&manifest).iter().find(|s| s["path"] == f["source"]).expect("source listed");
+        let source = files(&manifest).iter().find(|s| s["path"] == f["source"]).expect("source listed");
         let plain = read(str_field(f, "path"));
         let full = read(str_field(source, "path"));
         assert_eq!(plain.len() as u64, u64_field(source, "footer_offset"));
@@ -275,14 +248,10 @@ fn corrupt_files_fail_where_the_manifest_says() {
     for f in files(&manifest).iter().filter(|f| f["kind"] == "corrupt") {
         let path = str_field(f, "path");
         let name = path.strip_prefix("corrupt/").expect("corrupt/ path");
-        let &(_, expect) = KNOWN_CORRUPT
-            .iter()
-            .find(|(known, _)| *known == name)
-            .expect("listed in KNOWN_CORRUPT");
+        let &(_, expect) = KNOWN_CORRUPT.iter().find(|(known, _)| *known == name).expect("listed in KNOWN_CORRUPT");
         let file = read(path);
         let walk = walk(&file);
-        let source =
-            files(&manifest).iter().find(|s| s["path"] == f["source"]).expect("source listed");
+        let source = files(&manifest).iter().find(|s| s["path"] == f["source"]).expect("source listed");
         let source_chunks = manifest_chunks(source);
         let damage = u64_field(&f["damage"], "offset");
 
@@ -301,11 +270,7 @@ fn corrupt_files_fail_where_the_manifest_says() {
             }
             (Expect::Error(kind, what), Some(err)) => {
                 let expected = &f["error"];
-                assert_eq!(
-                    (str_field(expected, "kind"), str_field(expected, "what")),
-                    (kind, what),
-                    "{path}"
-                );
+                assert_eq!((str_field(expected, "kind"), str_field(expected, "what")), (kind, what), "{path}");
                 assert_eq!(error_name(&err), (kind, what), "{path}: {err}");
                 assert_eq!(err.position(), u64_field(expected, "position"), "{path}: {err}");
                 assert_eq!(err.is_corruption(), kind != "incomplete", "{path}");
@@ -313,11 +278,7 @@ fn corrupt_files_fail_where_the_manifest_says() {
                     FramingErrorKind::Incomplete { needed, have, .. } => {
                         assert_eq!(needed, u64_field(expected, "needed"), "{path}");
                         assert_eq!(have, u64_field(expected, "have"), "{path}");
-                        assert_eq!(
-                            err.position() + have,
-                            file.len() as u64,
-                            "{path}: the input ends the file"
-                        );
+                        assert_eq!(err.position() + have, file.len() as u64, "{path}: the input ends the file");
                     }
                     FramingErrorKind::BlockHeaderMismatch { expected: implied, found, .. } => {
                         assert_eq!(implied, u64_field(expected, "expected"), "{path}");
@@ -326,14 +287,9 @@ fn corrupt_files_fail_where_the_manifest_says() {
                     _ => {}
                 }
                 // The walk stops at the source's chunk that holds the damage.
-                let stop = source_chunks
-                    .get(walk.chunks.len())
-                    .expect("the walk stops before the source's end");
+                let stop = source_chunks.get(walk.chunks.len()).expect("the walk stops before the source's end");
                 assert!(stop.offset <= damage && damage < stop.chunk_end, "{path}: stop {stop:?}");
-                assert!(
-                    err.position() >= stop.offset && err.position() < stop.chunk_end,
-                    "{path}: {err}"
-                );
+                assert!(err.position() >= stop.offset && err.position() < stop.chunk_end, "{path}: {err}");
             }
             (expect, error) => panic!("{path}: expected {expect:?}, the walk gave {error:?}"),
         }
@@ -344,11 +300,7 @@ fn corrupt_files_fail_where_the_manifest_says() {
         assert!(kept.windows(2).all(|w| w[0] < w[1]), "{path}");
         assert!(kept.iter().all(|&i| i < u64_field(f, "num_records")), "{path}");
         let before: u64 = walk.chunks.iter().map(|c| c.num_records).sum();
-        assert_eq!(
-            kept.iter().take_while(|&&i| i < before).count() as u64,
-            before,
-            "{path}: intact prefix kept"
-        );
+        assert_eq!(kept.iter().take_while(|&&i| i < before).count() as u64, before, "{path}: intact prefix kept");
         // The records of the lost chunks are exactly those missing.
         let lost = u64_list(f, "lost_chunks");
         let mut first = 0;
@@ -359,13 +311,8 @@ fn corrupt_files_fail_where_the_manifest_says() {
             }
             first += c.num_records;
         }
-        let present: u64 = source_chunks
-            .iter()
-            .filter(|c| c.offset < file.len() as u64)
-            .map(|c| c.num_records)
-            .sum();
-        let expected_missing: Vec<u64> =
-            (0..present).filter(|i| kept.binary_search(i).is_err()).collect();
+        let present: u64 = source_chunks.iter().filter(|c| c.offset < file.len() as u64).map(|c| c.num_records).sum();
+        let expected_missing: Vec<u64> = (0..present).filter(|i| kept.binary_search(i).is_err()).collect();
         assert_eq!(missing, expected_missing, "{path}");
         checked += 1;
     }

@@ -2,7 +2,57 @@
 //!
 //! This is the crate most users call, and the only one in the workspace that
 //! does I/O. It joins `riegeli-framing` (blocks and chunk headers) and
-//! `riegeli-codec` (chunk payloads) behind `RecordReader<R: Read>` and
-//! `RecordWriter<W: Write>`, with record positions, seeking, binary search,
-//! recovery from corruption, metadata, padding and parallel encoding.
+//! `riegeli-codec` (chunk payloads) behind [`RecordReader`] and
+//! [`RecordWriter`], with record positions, seeking, binary search, recovery
+//! from corruption, metadata, padding and parallel encoding.
+//!
+//! # Example
+//! ```
+//! use std::io::Cursor;
+//! use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+//!
+//! let options: RecordWriterOptions = "zstd:3".parse()?;
+//! let mut writer = RecordWriter::new(Vec::new(), options)?;
+//! for i in 0..1000u32 {
+//!     writer.write_record(format!("record {i}").as_bytes())?;
+//! }
+//! let file = writer.close()?;
+//!
+//! let mut reader = RecordReader::new(Cursor::new(file));
+//! let mut count = 0;
+//! while let Some(record) = reader.read_record()? {
+//!     assert_eq!(record, format!("record {count}").as_bytes());
+//!     count += 1;
+//! }
+//! assert_eq!(count, 1000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Crate features
+//! - `brotli`, `zstd`, `snappy` (all default): the compression codecs, forwarded to `riegeli-codec`.
 #![forbid(unsafe_code)]
+
+mod chunk_reader;
+mod error;
+mod metadata;
+mod options;
+mod position;
+mod reader;
+mod skipped_region;
+mod source;
+mod writer;
+
+pub use crate::{
+    chunk_reader::{Chunk, ChunkReader},
+    error::{Error, ErrorKind, Result},
+    metadata::RecordsMetadata,
+    options::{
+        BrotliEncoder, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,
+        ParseOptionsError, RecordReaderOptions, RecordWriterOptions,
+    },
+    position::{ParsePositionError, RecordPosition},
+    reader::{RecordReader, Records},
+    skipped_region::SkippedRegion,
+    writer::RecordWriter,
+};
+pub use riegeli_codec::{CompressionType, FieldProjection};

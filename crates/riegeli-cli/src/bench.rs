@@ -1,0 +1,271 @@
+//! `riegeli bench`: a records_benchmark-style table (google/riegeli
+//! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
+//! read speed, CPU and real time, for a list of writer option sets.
+
+use std::io::Cursor;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+
+use crate::{PathArg, Usage, io};
+
+/// The option sets records_benchmark measures by default.
+pub(crate) const DEFAULT_CONFIGS: &[&str] = &[
+    "uncompressed",
+    "brotli:0",
+    "brotli:6",
+    "brotli:6,parallelism:10",
+    "brotli:9",
+    "zstd:1",
+    "zstd:3",
+    "zstd:15",
+    "snappy",
+    "snappy:2",
+    "transpose,uncompressed",
+    "transpose,brotli:6",
+    "transpose,brotli:6,parallelism:10",
+    "transpose,zstd:3",
+    "transpose,snappy",
+];
+
+/// Generated record kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Generate {
+    /// English-like text lines of about 1 KiB.
+    Text,
+    /// Protobuf-like messages of about 200 bytes.
+    Proto,
+    /// Random bytes of 100 bytes.
+    Random,
+}
+
+/// Arguments of `riegeli bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Take the records from this Riegeli file instead of generating them.
+    #[arg(long)]
+    input: Option<PathArg>,
+    /// Kind of generated records.
+    #[arg(long, value_enum, default_value_t = Generate::Text)]
+    generate: Generate,
+    /// Total payload to generate, in MB.
+    #[arg(long, default_value_t = 50)]
+    megabytes: u64,
+    /// Option sets to measure (default: records_benchmark's 15).
+    #[arg(long = "config")]
+    configs: Vec<String>,
+    /// Repetitions; the fastest is reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: u32,
+}
+
+/// Deterministic record generator.
+pub(crate) fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    const WORDS: &[&str] = &[
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "a",
+        "is",
+        "that",
+        "for",
+        "it",
+        "as",
+        "was",
+        "with",
+        "be",
+        "by",
+        "on",
+        "not",
+        "he",
+        "this",
+        "are",
+        "or",
+        "his",
+        "from",
+        "at",
+        "which",
+        "but",
+        "have",
+        "an",
+        "had",
+        "they",
+        "record",
+        "chunk",
+        "block",
+        "header",
+        "stream",
+        "position",
+        "compression",
+        "transpose",
+        "riegeli",
+    ];
+    let mut records = Vec::new();
+    let mut size = 0;
+    while size < total {
+        let record = match kind {
+            Generate::Text => {
+                let mut line = String::new();
+                while line.len() < 1024 {
+                    line.push_str(WORDS[(next() % WORDS.len() as u64) as usize]);
+                    line.push(' ');
+                }
+                line.into_bytes()
+            }
+            Generate::Random => (0..100).map(|_| next() as u8).collect(),
+            Generate::Proto => {
+                let mut m = Vec::new();
+                let id = records.len() as u64;
+                // field 1: varint id; field 2: timestamp-like; field 3: string; field 4: nested message.
+                m.push(0x08);
+                push_varint(&mut m, id);
+                m.push(0x10);
+                push_varint(&mut m, 1_700_000_000_000 + id * 1000 + next() % 1000);
+                let name = WORDS[(next() % WORDS.len() as u64) as usize];
+                m.push(0x1a);
+                push_varint(&mut m, name.len() as u64);
+                m.extend_from_slice(name.as_bytes());
+                let mut inner = Vec::new();
+                for _ in 0..(next() % 8 + 4) {
+                    inner.push(0x08);
+                    push_varint(&mut inner, next() % 300);
+                    inner.push(0x15);
+                    inner.extend_from_slice(&((next() % 1000) as f32 / 10.0).to_le_bytes());
+                    let w = WORDS[(next() % WORDS.len() as u64) as usize];
+                    inner.push(0x1a);
+                    push_varint(&mut inner, w.len() as u64);
+                    inner.extend_from_slice(w.as_bytes());
+                }
+                m.push(0x22);
+                push_varint(&mut m, inner.len() as u64);
+                m.extend_from_slice(&inner);
+                m
+            }
+        };
+        size += record.len();
+        records.push(record);
+    }
+    records
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// CPU time of this process (user + system), from /proc on Linux.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// One measured configuration.
+pub(crate) struct Measurement {
+    pub(crate) compressed: usize,
+    pub(crate) write_real: Duration,
+    pub(crate) write_cpu: Option<Duration>,
+    pub(crate) read_real: Duration,
+    pub(crate) read_cpu: Option<Duration>,
+}
+
+pub(crate) fn measure(records: &[Vec<u8>], options: &RecordWriterOptions, repeat: u32) -> Result<Measurement> {
+    let mut best: Option<Measurement> = None;
+    for _ in 0..repeat.max(1) {
+        let cpu0 = cpu_time();
+        let t0 = Instant::now();
+        let mut writer = RecordWriter::new(Vec::new(), options.clone())?;
+        for record in records {
+            writer.write_record(record)?;
+        }
+        let file = writer.close()?;
+        let write_real = t0.elapsed();
+        let write_cpu = cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b));
+        let cpu1 = cpu_time();
+        let t1 = Instant::now();
+        let mut reader = RecordReader::new(Cursor::new(&file));
+        let mut count = 0usize;
+        while let Some(record) = reader.read_record()? {
+            count += record.len();
+        }
+        let read_real = t1.elapsed();
+        let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
+        std::hint::black_box(count);
+        let m = Measurement { compressed: file.len(), write_real, write_cpu, read_real, read_cpu };
+        best = Some(match best {
+            Some(b) => Measurement {
+                compressed: m.compressed,
+                write_real: b.write_real.min(m.write_real),
+                write_cpu: b.write_cpu.min(m.write_cpu),
+                read_real: b.read_real.min(m.read_real),
+                read_cpu: b.read_cpu.min(m.read_cpu),
+            },
+            None => m,
+        });
+    }
+    best.ok_or_else(|| anyhow::anyhow!("no measurement"))
+}
+
+pub(crate) fn bench(args: BenchArgs) -> Result<()> {
+    let records = match &args.input {
+        Some(path) => {
+            let mut reader = RecordReader::new(io::open(path)?);
+            let mut records = Vec::new();
+            while let Some(record) = reader.read_record()? {
+                records.push(record.to_vec());
+            }
+            records
+        }
+        None => generate(args.generate, (args.megabytes * 1_000_000) as usize),
+    };
+    let payload: usize = records.iter().map(Vec::len).sum();
+    let configs: Vec<String> = if args.configs.is_empty() {
+        DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        args.configs.clone()
+    };
+    println!(
+        "{} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second; best of {}",
+        records.len(),
+        payload as f64 / 1e6,
+        args.repeat
+    );
+    println!(
+        "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10}",
+        "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu"
+    );
+    for config in &configs {
+        let options: RecordWriterOptions = config.parse().map_err(|e| Usage(format!("--config: {e}")))?;
+        let m = measure(&records, &options, args.repeat)?;
+        let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
+        let cpu = |c: Option<Duration>, r: Duration| {
+            c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))
+        };
+        println!(
+            "{:<36} {:>9.2} {:>10.0} {:>10} {:>10.0} {:>10}",
+            config,
+            100.0 * m.compressed as f64 / payload.max(1) as f64,
+            mbps(m.write_real),
+            cpu(m.write_cpu, m.write_real),
+            mbps(m.read_real),
+            cpu(m.read_cpu, m.read_real),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,317 @@
+//! `riegeli describe` and `riegeli verify`: chunk-level inspection.
+
+use std::io::Write;
+
+use anyhow::Result;
+use clap::Args;
+use riegeli_codec::{
+    ChunkType, CompressionType, DecodeLimits, DecodedRecords, FieldProjection, SimpleChunkDecoder,
+    TransposedChunkDecoder,
+};
+use riegeli_records::{Chunk, ChunkReader, RecordReaderOptions, RecordsMetadata};
+use serde_json::json;
+
+use crate::{Failed, PathArg, io};
+
+/// Arguments of `riegeli describe`.
+#[derive(Debug, Args)]
+pub(crate) struct DescribeArgs {
+    /// Files to describe (`-` for standard input).
+    #[arg(required = true)]
+    files: Vec<PathArg>,
+    /// Decode and print the file metadata chunk.
+    #[arg(long)]
+    show_records_metadata: bool,
+    /// Print the size of every record.
+    #[arg(long)]
+    show_record_sizes: bool,
+    /// Print every record (escaped).
+    #[arg(long)]
+    show_records: bool,
+    /// One JSON object per chunk instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `riegeli verify`.
+#[derive(Debug, Args)]
+pub(crate) struct VerifyArgs {
+    /// Files to verify (`-` for standard input).
+    #[arg(required = true)]
+    files: Vec<PathArg>,
+    /// Print nothing for files without problems.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub(crate) fn chunk_type_name(chunk_type: u8) -> String {
+    match ChunkType::from_byte(chunk_type) {
+        Some(ChunkType::FileSignature) => "FILE_SIGNATURE".into(),
+        Some(ChunkType::FileMetadata) => "FILE_METADATA".into(),
+        Some(ChunkType::Padding) => "PADDING".into(),
+        Some(ChunkType::Simple) => "SIMPLE".into(),
+        Some(ChunkType::Transposed) => "TRANSPOSED".into(),
+        _ => format!("UNKNOWN_{chunk_type:#04x}"),
+    }
+}
+
+fn compression_name(data: &[u8]) -> &'static str {
+    match data.first().map(|&b| CompressionType::from_byte(b)) {
+        Some(Ok(CompressionType::None)) => "NONE",
+        Some(Ok(CompressionType::Brotli)) => "BROTLI",
+        Some(Ok(CompressionType::Zstd)) => "ZSTD",
+        Some(Ok(CompressionType::Snappy)) => "SNAPPY",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Decodes chunk data for inspection.
+pub(crate) struct Decoders {
+    simple: SimpleChunkDecoder,
+    transposed: TransposedChunkDecoder,
+    limits: DecodeLimits,
+}
+
+impl Decoders {
+    pub(crate) fn new() -> Self {
+        let options = RecordReaderOptions::default();
+        Self {
+            simple: SimpleChunkDecoder::new(),
+            transposed: TransposedChunkDecoder::new(),
+            limits: DecodeLimits {
+                max_decoded_size: options.max_decoded_size,
+                max_num_records: options.max_num_records,
+            },
+        }
+    }
+
+    /// Decodes the records of a chunk (`None` for chunks without records).
+    pub(crate) fn records(&mut self, chunk: &Chunk) -> Result<Option<DecodedRecords>, riegeli_codec::CodecError> {
+        let h = chunk.header();
+        match ChunkType::from_byte(h.chunk_type()) {
+            Some(ChunkType::Simple) => {
+                self.simple.decode(chunk.data().clone(), h.num_records(), h.decoded_data_size(), &self.limits).map(Some)
+            }
+            Some(ChunkType::Transposed) => self
+                .transposed
+                .decode(
+                    chunk.data().clone(),
+                    h.num_records(),
+                    h.decoded_data_size(),
+                    &self.limits,
+                    &FieldProjection::all(),
+                )
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Decodes a metadata chunk.
+    pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<RecordsMetadata> {
+        let h = chunk.header();
+        let serialized = self.transposed.decode_metadata_chunk(
+            chunk.data().clone(),
+            h.num_records(),
+            h.decoded_data_size(),
+            &self.limits,
+        )?;
+        Ok(<RecordsMetadata as prost::Message>::decode(serialized)?)
+    }
+}
+
+pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
+    let mut out = io::create(std::path::Path::new("-"))?;
+    let mut problems = false;
+    for path in &args.files {
+        let mut input = io::open(path)?;
+        let size = io::size_of(&mut input);
+        let name = io::name(path);
+        let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
+        let mut decoders = Decoders::new();
+        if !args.json {
+            writeln!(out, "file {{\n  filename: {:?}", name)?;
+            if let Some(size) = size {
+                writeln!(out, "  file_size: {size}")?;
+            }
+        }
+        loop {
+            let chunk = match reader.read_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if e.is_corruption() => {
+                    problems = true;
+                    let region = reader.recover()?;
+                    let text = region.map_or_else(|| e.to_string(), |r| r.to_string());
+                    if args.json {
+                        writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
+                    } else {
+                        writeln!(out, "  # FILE CORRUPTED: {text}")?;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let h = chunk.header();
+            let mut problem = None;
+            let records = match decoders.records(&chunk) {
+                Ok(records) => records,
+                Err(e) => {
+                    problem = Some(format!("cannot decode chunk at {}: {e}", chunk.begin()));
+                    None
+                }
+            };
+            let metadata = if args.show_records_metadata && h.chunk_type() == ChunkType::FileMetadata.to_byte() {
+                match decoders.metadata(&chunk) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin()));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            problems |= problem.is_some();
+            let compression = matches!(
+                ChunkType::from_byte(h.chunk_type()),
+                Some(ChunkType::Simple | ChunkType::Transposed | ChunkType::FileMetadata)
+            )
+            .then(|| compression_name(chunk.data()));
+            if args.json {
+                let mut object = json!({
+                    "file": name,
+                    "chunk_begin": chunk.begin(),
+                    "chunk_type": chunk_type_name(h.chunk_type()),
+                    "data_size": h.data_size(),
+                    "num_records": h.num_records(),
+                    "decoded_data_size": h.decoded_data_size(),
+                });
+                if let Some(c) = compression {
+                    object["compression_type"] = json!(c);
+                }
+                if let Some(records) = &records {
+                    if args.show_record_sizes {
+                        object["record_sizes"] = json!(records.iter().map(|r| r.len()).collect::<Vec<_>>());
+                    }
+                    if args.show_records {
+                        object["records"] =
+                            json!(records.iter().map(|r| crate::cat::escape_text(&r)).collect::<Vec<_>>());
+                    }
+                }
+                if let Some(m) = &metadata {
+                    object["records_metadata"] = metadata_json(m);
+                }
+                if let Some(p) = &problem {
+                    object["corrupted"] = json!(p);
+                }
+                writeln!(out, "{object}")?;
+            } else {
+                writeln!(out, "  chunk {{")?;
+                writeln!(out, "    chunk_begin: {}", chunk.begin())?;
+                writeln!(out, "    chunk_type: {}", chunk_type_name(h.chunk_type()))?;
+                writeln!(out, "    data_size: {}", h.data_size())?;
+                writeln!(out, "    num_records: {}", h.num_records())?;
+                writeln!(out, "    decoded_data_size: {}", h.decoded_data_size())?;
+                if let Some(c) = compression {
+                    writeln!(out, "    compression_type: {c}")?;
+                }
+                if let Some(records) = &records {
+                    if args.show_record_sizes {
+                        let sizes: Vec<String> = records.iter().map(|r| r.len().to_string()).collect();
+                        writeln!(out, "    record_sizes: [{}]", sizes.join(", "))?;
+                    }
+                    if args.show_records {
+                        for record in records.iter() {
+                            writeln!(out, "    record: \"{}\"", crate::cat::escape_text(&record))?;
+                        }
+                    }
+                }
+                if let Some(m) = &metadata {
+                    writeln!(out, "    records_metadata: {}", metadata_json(m))?;
+                }
+                for block in chunk.damaged_block_headers() {
+                    writeln!(out, "    # DAMAGED BLOCK HEADER (ignored) at {block}")?;
+                }
+                if let Some(p) = &problem {
+                    writeln!(out, "    # FILE CORRUPTED: {p}")?;
+                }
+                writeln!(out, "  }}")?;
+            }
+        }
+        if !args.json {
+            writeln!(out, "}}")?;
+        }
+    }
+    out.flush()?;
+    if problems { Err(Failed.into()) } else { Ok(()) }
+}
+
+pub(crate) fn metadata_json(m: &RecordsMetadata) -> serde_json::Value {
+    json!({
+        "file_comment": m.file_comment,
+        "record_type_name": m.record_type_name,
+        "file_descriptor": m.file_descriptor.iter().map(|f| f.name.clone().unwrap_or_default()).collect::<Vec<_>>(),
+        "record_writer_options": m.record_writer_options,
+        "num_records": m.num_records,
+    })
+}
+
+pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
+    let mut any_problem = false;
+    for path in &args.files {
+        let name = io::name(path);
+        let input = io::open(path)?;
+        let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
+        let mut decoders = Decoders::new();
+        let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
+        loop {
+            let chunk = match reader.read_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) if e.is_corruption() => {
+                    problems += 1;
+                    let region = reader.recover()?;
+                    match region {
+                        Some(r) => println!("{name}: {r}"),
+                        None => println!("{name}: {e}"),
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            chunks += 1;
+            for block in chunk.damaged_block_headers() {
+                problems += 1;
+                println!("{name}: block header at {block}: hash mismatch (ignored; its chunk is intact)");
+            }
+            if chunk.begin() == 0
+                && (chunk.header().chunk_type() != ChunkType::FileSignature.to_byte()
+                    || chunk.header().data_size() != 0)
+            {
+                problems += 1;
+                println!("{name}: position 0: missing file signature");
+            }
+            match decoders.records(&chunk) {
+                Ok(Some(decoded)) => records += decoded.len() as u64,
+                Ok(None) => {}
+                Err(e) => {
+                    problems += 1;
+                    println!("{name}: chunk at {}: cannot decode: {e}", chunk.begin());
+                }
+            }
+            if chunk.header().chunk_type() == ChunkType::FileMetadata.to_byte()
+                && let Err(e) = decoders.metadata(&chunk)
+            {
+                problems += 1;
+                println!("{name}: metadata chunk at {}: {e:#}", chunk.begin());
+            }
+        }
+        if problems > 0 {
+            any_problem = true;
+            println!("{name}: {problems} problem(s); {chunks} good chunks, {records} records readable");
+        } else if !args.quiet {
+            println!("{name}: OK ({chunks} chunks, {records} records)");
+        }
+    }
+    if any_problem { Err(Failed.into()) } else { Ok(()) }
+}

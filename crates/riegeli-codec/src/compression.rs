@@ -1,0 +1,719 @@
+//! Compression of the buffers inside chunks: `CompressionType`, [`Compressor`]
+//! and [`Decompressor`].
+//!
+//! Riegeli/records compresses each buffer of a chunk separately into a
+//! *compressed block* (C++ `chunk_encoding_internal::Compressor` and
+//! `Decompressor`):
+//! - with [`CompressionType::None`], the data as is;
+//! - otherwise `varint64(decompressed size)` followed by one brotli stream, one
+//!   zstd frame, or one raw snappy block (not the snappy framing format).
+//!
+//! The decompressed size prefix is what a decoder trusts: zstd frames written by
+//! C++ Riegeli often carry no content size. [`Decompressor`] checks it against
+//! a caller's limit before allocating, decompresses into exactly that many
+//! bytes, and requires the stream to end exactly there and the block to end
+//! with the stream.
+
+use crate::{
+    error::{CodecError, CodecErrorKind},
+    varint,
+};
+
+/// How the buffers of a chunk are compressed: the `compression_type` byte of a
+/// simple or transposed chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CompressionType {
+    /// `0`: not compressed.
+    None,
+    /// `'b'` (0x62): brotli.
+    Brotli,
+    /// `'z'` (0x7a): zstd.
+    Zstd,
+    /// `'s'` (0x73): snappy (raw block format).
+    Snappy,
+}
+
+impl CompressionType {
+    /// The byte that stands for this compression type in chunk data.
+    pub const fn to_byte(self) -> u8 {
+        match self {
+            Self::None => 0,
+            Self::Brotli => b'b',
+            Self::Zstd => b'z',
+            Self::Snappy => b's',
+        }
+    }
+
+    /// The compression type a byte stands for.
+    ///
+    /// An unknown byte is an [`Invalid`](CodecErrorKind::Invalid) error at
+    /// offset 0 of `"compression type"`. A known type whose cargo feature is off
+    /// is returned normally; using it is an error later.
+    pub fn from_byte(byte: u8) -> Result<Self, CodecError> {
+        match byte {
+            0 => Ok(Self::None),
+            b'b' => Ok(Self::Brotli),
+            b'z' => Ok(Self::Zstd),
+            b's' => Ok(Self::Snappy),
+            _ => Err(CodecError::invalid("compression type", 0, "unknown compression type byte")),
+        }
+    }
+
+    /// The lowercase name of the compression type (`"none"`, `"brotli"`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Brotli => "brotli",
+            Self::Zstd => "zstd",
+            Self::Snappy => "snappy",
+        }
+    }
+
+    /// Whether this build can compress and decompress this type (its cargo
+    /// feature is on).
+    pub const fn is_supported(self) -> bool {
+        match self {
+            Self::None => true,
+            Self::Brotli => cfg!(feature = "brotli"),
+            Self::Zstd => cfg!(feature = "zstd"),
+            Self::Snappy => cfg!(feature = "snappy"),
+        }
+    }
+
+    /// The error for a type whose cargo feature is off.
+    fn unsupported(self) -> CodecError {
+        let what = match self {
+            Self::None => "no compression",
+            Self::Brotli => "brotli compression (cargo feature `brotli` is off)",
+            Self::Zstd => "zstd compression (cargo feature `zstd` is off)",
+            Self::Snappy => "snappy compression (cargo feature `snappy` is off)",
+        };
+        CodecError::new("compressed block", 0, CodecErrorKind::Unsupported { what })
+    }
+}
+
+/// How [`Compressor`] compresses: the type, level and window.
+///
+/// The defaults follow C++ Riegeli's `CompressorOptions`: brotli at level 6
+/// ([`Default`]), zstd at level 3, snappy at level 1, and a brotli window of
+/// 2<sup>22</sup> bytes when [`window_log`](Self::window_log) is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CompressorOptions {
+    /// The compression type.
+    pub compression_type: CompressionType,
+    /// The compression level: brotli `0..=11`, zstd `-131072..=22` (0 means
+    /// zstd's default, 3), snappy `1..=2` (the `snap` crate has a single level,
+    /// so both compress alike); ignored for [`CompressionType::None`].
+    pub level: i32,
+    /// The base-2 logarithm of the window size: brotli `10..=30` (`None` =
+    /// 22; above 24 is "large window brotli", which C++ Riegeli reads), zstd
+    /// `10..=31` (`None` = zstd's choice for the level and data size). Must be
+    /// `None` for no compression and snappy.
+    pub window_log: Option<u32>,
+}
+
+impl CompressorOptions {
+    /// C++ Riegeli's default brotli level.
+    pub const BROTLI_DEFAULT_LEVEL: i32 = 6;
+    /// C++ Riegeli's default zstd level (`ZSTD_CLEVEL_DEFAULT`).
+    pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
+    /// C++ Riegeli's default snappy level.
+    pub const SNAPPY_DEFAULT_LEVEL: i32 = 1;
+    /// Valid brotli levels.
+    pub const BROTLI_LEVELS: std::ops::RangeInclusive<i32> = 0..=11;
+    /// Valid zstd levels (`ZSTD_minCLevel()..=ZSTD_maxCLevel()`).
+    pub const ZSTD_LEVELS: std::ops::RangeInclusive<i32> = -131_072..=22;
+    /// Valid snappy levels.
+    pub const SNAPPY_LEVELS: std::ops::RangeInclusive<i32> = 1..=2;
+    /// Valid brotli window logs.
+    pub const BROTLI_WINDOW_LOGS: std::ops::RangeInclusive<u32> = 10..=30;
+    /// Valid zstd window logs.
+    pub const ZSTD_WINDOW_LOGS: std::ops::RangeInclusive<u32> = 10..=31;
+    /// The brotli window log used when [`window_log`](Self::window_log) is `None`.
+    pub const BROTLI_DEFAULT_WINDOW_LOG: u32 = 22;
+
+    /// No compression.
+    pub const fn uncompressed() -> Self {
+        Self { compression_type: CompressionType::None, level: 0, window_log: None }
+    }
+
+    /// Brotli at the default level (6).
+    pub const fn brotli() -> Self {
+        Self { compression_type: CompressionType::Brotli, level: Self::BROTLI_DEFAULT_LEVEL, window_log: None }
+    }
+
+    /// Zstd at the default level (3).
+    pub const fn zstd() -> Self {
+        Self { compression_type: CompressionType::Zstd, level: Self::ZSTD_DEFAULT_LEVEL, window_log: None }
+    }
+
+    /// Snappy at the default level (1).
+    pub const fn snappy() -> Self {
+        Self { compression_type: CompressionType::Snappy, level: Self::SNAPPY_DEFAULT_LEVEL, window_log: None }
+    }
+
+    /// The same options with compression level `level`.
+    pub const fn with_level(mut self, level: i32) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// The same options with window log `window_log`.
+    pub const fn with_window_log(mut self, window_log: Option<u32>) -> Self {
+        self.window_log = window_log;
+        self
+    }
+
+    /// Checks the level and window log against the ranges of the compression
+    /// type (those of C++ Riegeli's options parser).
+    pub fn validate(&self) -> Result<(), CodecError> {
+        let bad = |reason| Err(CodecError::invalid("compressor options", 0, reason));
+        match self.compression_type {
+            CompressionType::None => {
+                if self.window_log.is_some() {
+                    return bad("window_log given without compression");
+                }
+            }
+            CompressionType::Brotli => {
+                if !Self::BROTLI_LEVELS.contains(&self.level) {
+                    return bad("brotli level out of range 0..=11");
+                }
+                if self.window_log.is_some_and(|w| !Self::BROTLI_WINDOW_LOGS.contains(&w)) {
+                    return bad("brotli window_log out of range 10..=30");
+                }
+            }
+            CompressionType::Zstd => {
+                if !Self::ZSTD_LEVELS.contains(&self.level) {
+                    return bad("zstd level out of range -131072..=22");
+                }
+                if self.window_log.is_some_and(|w| !Self::ZSTD_WINDOW_LOGS.contains(&w)) {
+                    return bad("zstd window_log out of range 10..=31");
+                }
+            }
+            CompressionType::Snappy => {
+                if !Self::SNAPPY_LEVELS.contains(&self.level) {
+                    return bad("snappy level out of range 1..=2");
+                }
+                if self.window_log.is_some() {
+                    return bad("window_log given with snappy");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for CompressorOptions {
+    /// Brotli at level 6, as in C++ Riegeli.
+    fn default() -> Self {
+        Self::brotli()
+    }
+}
+
+/// The codec state kept by a [`Compressor`] between calls.
+enum Encoder {
+    None,
+    #[cfg(feature = "brotli")]
+    Brotli {
+        quality: u32,
+        window_log: u32,
+    },
+    #[cfg(feature = "zstd")]
+    Zstd(Box<zstd::bulk::Compressor<'static>>),
+    #[cfg(feature = "snappy")]
+    Snappy(Box<snap::raw::Encoder>),
+    /// Invalid options or a codec whose feature is off: every call fails.
+    Failed(CodecError),
+}
+
+/// Compresses buffers into compressed blocks, reusing its codec context
+/// (zstd `CCtx`, snappy hash table) from call to call.
+pub struct Compressor {
+    options: CompressorOptions,
+    encoder: Encoder,
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor").field("options", &self.options).finish_non_exhaustive()
+    }
+}
+
+impl Compressor {
+    /// A compressor with `options`.
+    ///
+    /// Invalid options (see [`CompressorOptions::validate`]) or a compression
+    /// type whose cargo feature is off make every [`compress`](Self::compress)
+    /// call fail with that error.
+    pub fn new(options: CompressorOptions) -> Self {
+        let encoder = match options.validate() {
+            Ok(()) => Self::make_encoder(&options).unwrap_or_else(Encoder::Failed),
+            Err(e) => Encoder::Failed(e),
+        };
+        Self { options, encoder }
+    }
+
+    fn make_encoder(options: &CompressorOptions) -> Result<Encoder, CodecError> {
+        match options.compression_type {
+            CompressionType::None => Ok(Encoder::None),
+            #[cfg(feature = "brotli")]
+            CompressionType::Brotli => Ok(Encoder::Brotli {
+                // `validate` keeps both in range.
+                quality: u32::try_from(options.level).unwrap_or(6),
+                window_log: options.window_log.unwrap_or(CompressorOptions::BROTLI_DEFAULT_WINDOW_LOG),
+            }),
+            #[cfg(feature = "zstd")]
+            CompressionType::Zstd => zstd_impl::new_encoder(options),
+            #[cfg(feature = "snappy")]
+            CompressionType::Snappy => Ok(Encoder::Snappy(Box::new(snap::raw::Encoder::new()))),
+            #[allow(unreachable_patterns, reason = "reached when a codec feature is off")]
+            other => Err(other.unsupported()),
+        }
+    }
+
+    /// The options this compressor was made with.
+    pub fn options(&self) -> &CompressorOptions {
+        &self.options
+    }
+
+    /// Appends one compressed block holding `data` to `out`: `data` itself for
+    /// no compression, otherwise `varint64(data.len())` then the compressed
+    /// stream.
+    ///
+    /// On error `out` is left as it was.
+    pub fn compress(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let start = out.len();
+        let result = self.compress_impl(data, out);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    fn compress_impl(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        if let Encoder::None = self.encoder {
+            out.extend_from_slice(data);
+            return Ok(());
+        }
+        if let Encoder::Failed(e) = &self.encoder {
+            return Err(e.clone());
+        }
+        varint::encode_u64(data.len() as u64, out);
+        match &mut self.encoder {
+            #[cfg(feature = "brotli")]
+            Encoder::Brotli { quality, window_log } => brotli_impl::compress(data, *quality, *window_log, out),
+            #[cfg(feature = "zstd")]
+            Encoder::Zstd(encoder) => zstd_impl::compress(encoder, data, out),
+            #[cfg(feature = "snappy")]
+            Encoder::Snappy(encoder) => snappy_impl::compress(encoder, data, out),
+            Encoder::None | Encoder::Failed(_) => Ok(()),
+        }
+    }
+}
+
+/// Decompresses compressed blocks, reusing its codec contexts (zstd `DCtx`,
+/// snappy decoder) from call to call.
+#[derive(Default)]
+pub struct Decompressor {
+    #[cfg(feature = "zstd")]
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    #[cfg(feature = "snappy")]
+    snappy: Option<snap::raw::Decoder>,
+}
+
+impl std::fmt::Debug for Decompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decompressor").finish_non_exhaustive()
+    }
+}
+
+impl Decompressor {
+    /// A decompressor; codec contexts are created on first use.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The decompressed size a compressed block declares: its varint prefix
+    /// and the prefix's length, or for [`CompressionType::None`] the block's
+    /// length and 0. Does not look at the stream.
+    pub fn declared_size(compression_type: CompressionType, input: &[u8]) -> Result<(u64, usize), CodecError> {
+        match compression_type {
+            CompressionType::None => Ok((input.len() as u64, 0)),
+            _ => varint::decode_u64(input).map_err(|e| e.within("compressed block", 0)),
+        }
+    }
+
+    /// Decompresses one whole compressed block `input` of `compression_type`
+    /// and appends exactly its declared decompressed size to `out`.
+    ///
+    /// Errors (with `out` left as it was):
+    /// - the declared size exceeds `max_size`:
+    ///   [`LimitExceeded`](CodecErrorKind::LimitExceeded), found before
+    ///   allocating anything;
+    /// - the stream is truncated, corrupt, or decompresses to more or fewer
+    ///   bytes than declared, or bytes follow it in `input`;
+    /// - the type's cargo feature is off: [`Unsupported`](CodecErrorKind::Unsupported).
+    ///
+    /// For [`CompressionType::None`] it appends `input` (`max_size` applies to
+    /// its length). Offsets in errors are within `input` (`what` is
+    /// `"compressed block"`).
+    pub fn decompress(
+        &mut self,
+        compression_type: CompressionType,
+        input: &[u8],
+        max_size: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        if !compression_type.is_supported() {
+            return Err(compression_type.unsupported());
+        }
+        let (declared, prefix_len) = Self::declared_size(compression_type, input)?;
+        if declared > max_size {
+            return Err(CodecError::limit("compressed block", 0, "max decompressed size", declared, max_size));
+        }
+        let size = usize::try_from(declared)
+            .map_err(|_| CodecError::limit("compressed block", 0, "address space", declared, usize::MAX as u64))?;
+        let stream = input.get(prefix_len..).unwrap_or_default();
+        let start = out.len();
+        let result = match compression_type {
+            CompressionType::None => {
+                out.extend_from_slice(input);
+                Ok(())
+            }
+            #[cfg(feature = "brotli")]
+            CompressionType::Brotli => brotli_impl::decompress(stream, size, out),
+            #[cfg(feature = "zstd")]
+            CompressionType::Zstd => zstd_impl::decompress(&mut self.zstd, stream, size, out),
+            #[cfg(feature = "snappy")]
+            CompressionType::Snappy => {
+                snappy_impl::decompress(self.snappy.get_or_insert_with(snap::raw::Decoder::new), stream, size, out)
+            }
+            #[allow(unreachable_patterns, reason = "reached when a codec feature is off")]
+            other => {
+                let _ = (stream, size);
+                Err(other.unsupported())
+            }
+        };
+        result.map_err(|e| {
+            out.truncate(start);
+            // Offsets inside the stream become offsets inside the block.
+            e.within("compressed block", prefix_len as u64)
+        })
+    }
+}
+
+/// The error for a stream that decompresses to more than its declared size.
+#[cfg(any(feature = "brotli", feature = "zstd"))]
+fn longer_than_declared(offset: usize) -> CodecError {
+    CodecError::invalid("compressed stream", offset as u64, "stream decompresses to more than the declared size")
+}
+
+/// The error for a stream that decompresses to less than its declared size.
+#[cfg(any(feature = "brotli", feature = "zstd"))]
+fn shorter_than_declared(offset: usize) -> CodecError {
+    CodecError::invalid("compressed stream", offset as u64, "stream decompresses to less than the declared size")
+}
+
+/// The error for bytes after the end of the compressed stream.
+#[cfg(any(feature = "brotli", feature = "zstd"))]
+fn trailing_bytes(offset: usize) -> CodecError {
+    CodecError::invalid("compressed stream", offset as u64, "bytes after the end of the compressed stream")
+}
+
+#[cfg(any(feature = "brotli", feature = "zstd", feature = "snappy"))]
+fn codec_failed(codec: &'static str, offset: usize, message: String) -> CodecError {
+    CodecError::new("compressed stream", offset as u64, CodecErrorKind::Compression { codec, message })
+}
+
+#[cfg(feature = "brotli")]
+mod brotli_impl {
+    //! Brotli through the pure-Rust `brotli` crate.
+    use brotli::{
+        BrotliDecompressStream, BrotliResult, BrotliState,
+        enc::{
+            StandardAlloc,
+            encode::{BrotliEncoderOperation, BrotliEncoderParameter, BrotliEncoderStateStruct},
+        },
+    };
+
+    use super::{CodecError, codec_failed, longer_than_declared, shorter_than_declared, trailing_bytes};
+
+    /// Brotli's own limit for the standard (not large) window.
+    const MAX_STANDARD_WINDOW_LOG: u32 = 24;
+
+    pub(super) fn compress(data: &[u8], quality: u32, window_log: u32, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let mut state = BrotliEncoderStateStruct::new(StandardAlloc::default());
+        let size_hint = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let params_ok = state.set_parameter(BrotliEncoderParameter::BROTLI_PARAM_QUALITY, quality)
+            && state.set_parameter(
+                BrotliEncoderParameter::BROTLI_PARAM_LARGE_WINDOW,
+                u32::from(window_log > MAX_STANDARD_WINDOW_LOG),
+            )
+            && state.set_parameter(BrotliEncoderParameter::BROTLI_PARAM_LGWIN, window_log)
+            && state.set_parameter(BrotliEncoderParameter::BROTLI_PARAM_SIZE_HINT, size_hint);
+        if !params_ok {
+            return Err(codec_failed("brotli", 0, "setting encoder parameters failed".to_owned()));
+        }
+        let stream_start = out.len();
+        // Room for the whole stream in one go (grown below if ever too small).
+        let bound = brotli::enc::BrotliEncoderMaxCompressedSize(data.len()).max(data.len() / 2 + 64);
+        out.resize(stream_start + bound, 0);
+        let mut in_offset = 0;
+        let mut out_offset = stream_start;
+        loop {
+            let mut available_in = data.len() - in_offset;
+            let mut available_out = out.len() - out_offset;
+            let ok = state.compress_stream(
+                BrotliEncoderOperation::BROTLI_OPERATION_FINISH,
+                &mut available_in,
+                data,
+                &mut in_offset,
+                &mut available_out,
+                out,
+                &mut out_offset,
+                &mut None,
+                &mut |_, _, _, _| (),
+            );
+            if !ok {
+                out.truncate(stream_start);
+                return Err(codec_failed("brotli", 0, "encoder failed".to_owned()));
+            }
+            if state.is_finished() {
+                break;
+            }
+            if available_out == 0 {
+                let grow = (out.len() - stream_start).max(4096);
+                out.resize(out.len() + grow, 0);
+            }
+        }
+        out.truncate(out_offset);
+        Ok(())
+    }
+
+    pub(super) fn decompress(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let start = out.len();
+        out.resize(start + size, 0);
+        let output = out.get_mut(start..).unwrap_or_default();
+        // `BrotliState::new` accepts large-window streams, as C++ Riegeli's reader does.
+        let mut state = BrotliState::new(StandardAlloc::default(), StandardAlloc::default(), StandardAlloc::default());
+        let mut available_in = stream.len();
+        let mut in_offset = 0;
+        let mut available_out = output.len();
+        let mut out_offset = 0;
+        let mut total_out = 0;
+        let result = BrotliDecompressStream(
+            &mut available_in,
+            &mut in_offset,
+            stream,
+            &mut available_out,
+            &mut out_offset,
+            output,
+            &mut total_out,
+            &mut state,
+        );
+        match result {
+            BrotliResult::ResultSuccess => {
+                if out_offset != size {
+                    return Err(shorter_than_declared(in_offset));
+                }
+                if in_offset != stream.len() {
+                    return Err(trailing_bytes(in_offset));
+                }
+                Ok(())
+            }
+            BrotliResult::NeedsMoreOutput => Err(longer_than_declared(in_offset)),
+            BrotliResult::NeedsMoreInput => Err(CodecError::truncated("compressed stream", stream.len() as u64, 1)),
+            BrotliResult::ResultFailure => {
+                Err(codec_failed("brotli", in_offset, format!("corrupt stream ({:?})", state.error_code)))
+            }
+        }
+    }
+}
+
+#[cfg(feature = "zstd")]
+mod zstd_impl {
+    //! Zstd through the `zstd` crate's bulk API, with reused contexts.
+    use std::io::Cursor;
+
+    use zstd::zstd_safe::{self, CParameter, DParameter};
+
+    use super::{
+        CodecError, CompressorOptions, Encoder, codec_failed, longer_than_declared, shorter_than_declared,
+        trailing_bytes,
+    };
+
+    /// The largest window zstd frames may use (`ZSTD_WINDOWLOG_MAX` on 64-bit
+    /// targets); C++ Riegeli writes up to this.
+    const MAX_WINDOW_LOG: u32 = 31;
+
+    fn failed(offset: usize, e: &std::io::Error) -> CodecError {
+        codec_failed("zstd", offset, e.to_string())
+    }
+
+    pub(super) fn new_encoder(options: &CompressorOptions) -> Result<Encoder, CodecError> {
+        let mut encoder = zstd::bulk::Compressor::new(options.level).map_err(|e| failed(0, &e))?;
+        // As C++ Riegeli's `ZstdWriter`: no checksum. The content size is
+        // written (compressing in one call makes it known), which C++ reads.
+        encoder.set_parameter(CParameter::ChecksumFlag(false)).map_err(|e| failed(0, &e))?;
+        encoder.set_parameter(CParameter::ContentSizeFlag(true)).map_err(|e| failed(0, &e))?;
+        if let Some(window_log) = options.window_log {
+            encoder.set_parameter(CParameter::WindowLog(window_log)).map_err(|e| failed(0, &e))?;
+        }
+        Ok(Encoder::Zstd(Box::new(encoder)))
+    }
+
+    pub(super) fn compress(
+        encoder: &mut zstd::bulk::Compressor<'static>,
+        data: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        // With room for the worst case, zstd compresses straight into `out`.
+        out.reserve(zstd_safe::compress_bound(data.len()));
+        let mut cursor = Cursor::new(&mut *out);
+        cursor.set_position(cursor.get_ref().len() as u64);
+        encoder.compress_to_buffer(data, &mut cursor).map_err(|e| failed(0, &e))?;
+        Ok(())
+    }
+
+    pub(super) fn decompress(
+        context: &mut Option<zstd::bulk::Decompressor<'static>>,
+        stream: &[u8],
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        // Exactly one frame, and nothing after it.
+        let frame_len = zstd_safe::find_frame_compressed_size(stream).map_err(|code| {
+            codec_failed("zstd", 0, format!("invalid or truncated frame: {}", zstd_safe::get_error_name(code)))
+        })?;
+        if frame_len != stream.len() {
+            return Err(trailing_bytes(frame_len));
+        }
+        // A content size in the frame header must agree with the declared size.
+        if let Ok(Some(content_size)) = zstd_safe::get_frame_content_size(stream)
+            && content_size != size as u64
+        {
+            return Err(if content_size > size as u64 { longer_than_declared(0) } else { shorter_than_declared(0) });
+        }
+        let decoder = match context {
+            Some(decoder) => decoder,
+            None => {
+                let mut decoder = zstd::bulk::Decompressor::new().map_err(|e| failed(0, &e))?;
+                decoder.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG)).map_err(|e| failed(0, &e))?;
+                context.insert(decoder)
+            }
+        };
+        // Decompress into spare capacity of exactly the declared size (or a
+        // little more, if `out` already had it): a longer stream fails with
+        // "destination buffer too small" or is caught by the length check.
+        let start = out.len();
+        out.reserve_exact(size);
+        let mut cursor = Cursor::new(&mut *out);
+        cursor.set_position(start as u64);
+        let written = match decoder.decompress_to_buffer(stream, &mut cursor) {
+            Ok(written) => written,
+            Err(e) if e.to_string().contains("too small") => return Err(longer_than_declared(0)),
+            Err(e) => return Err(failed(0, &e)),
+        };
+        if written != size {
+            out.truncate(start);
+            return Err(if written > size { longer_than_declared(0) } else { shorter_than_declared(stream.len()) });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "snappy")]
+mod snappy_impl {
+    //! Snappy raw blocks through the pure-Rust `snap` crate.
+    use super::{CodecError, codec_failed};
+
+    pub(super) fn compress(encoder: &mut snap::raw::Encoder, data: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let bound = snap::raw::max_compress_len(data.len());
+        if bound == 0 && !data.is_empty() {
+            return Err(CodecError::limit(
+                "snappy input",
+                0,
+                "snappy maximum input size",
+                data.len() as u64,
+                u64::from(u32::MAX),
+            ));
+        }
+        let start = out.len();
+        out.resize(start + bound, 0);
+        let written = encoder
+            .compress(data, out.get_mut(start..).unwrap_or_default())
+            .map_err(|e| codec_failed("snappy", 0, e.to_string()))?;
+        out.truncate(start + written);
+        Ok(())
+    }
+
+    pub(super) fn decompress(
+        decoder: &mut snap::raw::Decoder,
+        stream: &[u8],
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        // The snappy block starts with its own length, which must agree.
+        let own_len = snap::raw::decompress_len(stream).map_err(|e| codec_failed("snappy", 0, e.to_string()))?;
+        if own_len != size {
+            return Err(CodecError::invalid(
+                "compressed stream",
+                0,
+                "snappy block length differs from the declared size",
+            ));
+        }
+        let start = out.len();
+        out.resize(start + size, 0);
+        // The decoder consumes the whole block and checks that it produces
+        // exactly its stated length.
+        let written = decoder
+            .decompress(stream, out.get_mut(start..).unwrap_or_default())
+            .map_err(|e| codec_failed("snappy", 0, e.to_string()))?;
+        if written != size {
+            return Err(CodecError::invalid("compressed stream", 0, "snappy block decompresses to a different size"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_type_bytes() {
+        // From the spec / C++ `constants.h`.
+        for (t, b) in [
+            (CompressionType::None, 0u8),
+            (CompressionType::Brotli, 0x62),
+            (CompressionType::Zstd, 0x7a),
+            (CompressionType::Snappy, 0x73),
+        ] {
+            assert_eq!(t.to_byte(), b);
+            assert_eq!(CompressionType::from_byte(b), Ok(t));
+        }
+        let e = CompressionType::from_byte(b'x').unwrap_err();
+        assert!(matches!(e.kind(), CodecErrorKind::Invalid { .. }));
+    }
+
+    #[test]
+    fn option_ranges() {
+        assert_eq!(CompressorOptions::default(), CompressorOptions::brotli());
+        assert_eq!(CompressorOptions::default().level, 6);
+        assert_eq!(CompressorOptions::zstd().level, 3);
+        assert_eq!(CompressorOptions::snappy().level, 1);
+        assert!(CompressorOptions::brotli().with_level(12).validate().is_err());
+        assert!(CompressorOptions::brotli().with_window_log(Some(31)).validate().is_err());
+        assert!(CompressorOptions::brotli().with_window_log(Some(30)).validate().is_ok());
+        assert!(CompressorOptions::zstd().with_window_log(Some(31)).validate().is_ok());
+        assert!(CompressorOptions::zstd().with_window_log(Some(9)).validate().is_err());
+        assert!(CompressorOptions::zstd().with_level(-131_072).validate().is_ok());
+        assert!(CompressorOptions::snappy().with_window_log(Some(20)).validate().is_err());
+        assert!(CompressorOptions::uncompressed().with_window_log(Some(20)).validate().is_err());
+        let mut c = Compressor::new(CompressorOptions::brotli().with_level(99));
+        let mut out = vec![7];
+        assert!(c.compress(b"abc", &mut out).is_err());
+        assert_eq!(out, [7]);
+    }
+}

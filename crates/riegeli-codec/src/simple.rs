@@ -1,0 +1,394 @@
+//! Simple chunks with records (`chunk_type` `'r'`): encoder and decoder.
+//!
+//! Chunk data (spec "Simple chunk with records"):
+//! - `compression_type` (byte), for both buffers;
+//! - `compressed_sizes_size` (varint64);
+//! - `compressed_sizes` (`compressed_sizes_size` bytes): a compressed block
+//!   holding one varint64 per record, its size;
+//! - `compressed_values` (the rest): a compressed block holding the records
+//!   back to back.
+//!
+//! The chunk header's `num_records` and `decoded_data_size` must match exactly:
+//! the sizes decompress to exactly `num_records` varints that add up to exactly
+//! `decoded_data_size`, and the values decompress to exactly
+//! `decoded_data_size` bytes (C++ `SimpleDecoder` checks the same).
+
+use bytes::Bytes;
+
+use crate::{
+    compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
+    decoded::DecodedRecords,
+    error::CodecError,
+    limits::DecodeLimits,
+    varint,
+};
+
+/// Errors about the chunk data as a whole are reported under this name, with
+/// offsets within the chunk data.
+const WHAT: &str = "simple chunk";
+/// Errors inside compressed sizes are reported under this name, with offsets
+/// within the decompressed sizes.
+const WHAT_SIZES: &str = "simple chunk decompressed sizes";
+
+/// Builds the data of simple chunks from records.
+///
+/// Records are buffered until [`encode`](Self::encode), which writes the chunk
+/// data and leaves the encoder empty for the next chunk, keeping its buffers
+/// and compressor.
+///
+/// # Example
+/// ```
+/// use bytes::Bytes;
+/// use riegeli_codec::{CompressorOptions, DecodeLimits, SimpleChunkDecoder, SimpleChunkEncoder};
+///
+/// let mut encoder = SimpleChunkEncoder::new(CompressorOptions::uncompressed());
+/// encoder.add_record(b"hello");
+/// encoder.add_record(b"");
+/// let (num_records, decoded_data_size) = (encoder.num_records(), encoder.decoded_data_size());
+/// let mut data = Vec::new();
+/// encoder.encode(&mut data)?;
+/// assert_eq!(data, b"\x00\x02\x05\x00hello");
+///
+/// let records = SimpleChunkDecoder::new().decode(
+///     Bytes::from(data),
+///     num_records,
+///     decoded_data_size,
+///     &DecodeLimits::default(),
+/// )?;
+/// assert_eq!(records.get_slice(0), Some(&b"hello"[..]));
+/// assert_eq!(records.get_slice(1), Some(&b""[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SimpleChunkEncoder {
+    compression_type: CompressionType,
+    compressor: Compressor,
+    /// One varint per record.
+    sizes: Vec<u8>,
+    /// The records back to back.
+    values: Vec<u8>,
+    num_records: u64,
+    /// The compressed sizes, before their length is known.
+    scratch: Vec<u8>,
+}
+
+impl SimpleChunkEncoder {
+    /// An empty encoder compressing with `options`.
+    ///
+    /// Invalid options, or a compression type whose cargo feature is off, make
+    /// [`encode`](Self::encode) fail.
+    pub fn new(options: CompressorOptions) -> Self {
+        Self {
+            compression_type: options.compression_type,
+            compressor: Compressor::new(options),
+            sizes: Vec::new(),
+            values: Vec::new(),
+            num_records: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Adds a record to the chunk.
+    pub fn add_record(&mut self, record: &[u8]) {
+        varint::encode_u64(record.len() as u64, &mut self.sizes);
+        self.values.extend_from_slice(record);
+        self.num_records += 1;
+    }
+
+    /// The number of records added since the last [`encode`](Self::encode):
+    /// the chunk header's `num_records`.
+    pub fn num_records(&self) -> u64 {
+        self.num_records
+    }
+
+    /// The sum of the sizes of the records added since the last
+    /// [`encode`](Self::encode): the chunk header's `decoded_data_size`.
+    pub fn decoded_data_size(&self) -> u64 {
+        self.values.len() as u64
+    }
+
+    /// Whether no record was added since the last [`encode`](Self::encode).
+    pub fn is_empty(&self) -> bool {
+        self.num_records == 0
+    }
+
+    /// Drops the records added since the last [`encode`](Self::encode).
+    pub fn clear(&mut self) {
+        self.sizes.clear();
+        self.values.clear();
+        self.num_records = 0;
+    }
+
+    /// Appends the data of a simple chunk holding the records added so far to
+    /// `out`, then empties the encoder for the next chunk (whether encoding
+    /// succeeds or fails). Take [`num_records`](Self::num_records) and
+    /// [`decoded_data_size`](Self::decoded_data_size) for the chunk header
+    /// before calling this.
+    ///
+    /// For no compression the output is byte-identical to C++ Riegeli's.
+    /// On error `out` is left as it was.
+    pub fn encode(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let start = out.len();
+        let result = self.encode_impl(out);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        self.clear();
+        result
+    }
+
+    fn encode_impl(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        out.push(self.compression_type.to_byte());
+        if self.compression_type == CompressionType::None {
+            out.reserve(varint::MAX_VARINT64_LEN + self.sizes.len() + self.values.len());
+            varint::encode_u64(self.sizes.len() as u64, out);
+            out.extend_from_slice(&self.sizes);
+            out.extend_from_slice(&self.values);
+            return Ok(());
+        }
+        self.scratch.clear();
+        self.compressor.compress(&self.sizes, &mut self.scratch)?;
+        varint::encode_u64(self.scratch.len() as u64, out);
+        out.extend_from_slice(&self.scratch);
+        self.compressor.compress(&self.values, out)
+    }
+}
+
+/// Decodes the data of simple chunks into [`DecodedRecords`].
+///
+/// Keeps its decompressor and scratch buffers from chunk to chunk; give
+/// decoded records back with [`recycle`](Self::recycle) to reuse their
+/// buffers too.
+#[derive(Debug, Default)]
+pub struct SimpleChunkDecoder {
+    decompressor: Decompressor,
+    /// Decompressed sizes.
+    sizes: Vec<u8>,
+    /// A buffer for the record ends of the next chunk.
+    spare_ends: Vec<usize>,
+    /// A buffer for the decompressed values of the next chunk.
+    spare_values: Vec<u8>,
+}
+
+impl SimpleChunkDecoder {
+    /// A decoder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes the data of a simple chunk whose header states `num_records`
+    /// and `decoded_data_size`.
+    ///
+    /// Both are checked against `limits` before anything is allocated, and
+    /// against what the data holds. Uncompressed records are slices of `data`
+    /// (no copy); compressed values are decompressed into one buffer which the
+    /// records are slices of.
+    ///
+    /// Errors name what is wrong and where: `what` is `"simple chunk"` with an
+    /// offset within `data`, or `"simple chunk decompressed sizes"` with an
+    /// offset within the decompressed sizes.
+    pub fn decode(
+        &mut self,
+        data: Bytes,
+        num_records: u64,
+        decoded_data_size: u64,
+        limits: &DecodeLimits,
+    ) -> Result<DecodedRecords, CodecError> {
+        if num_records > limits.max_num_records {
+            return Err(CodecError::limit(WHAT, 0, "max_num_records", num_records, limits.max_num_records));
+        }
+        if decoded_data_size > limits.max_decoded_size {
+            return Err(CodecError::limit(WHAT, 0, "max_decoded_size", decoded_data_size, limits.max_decoded_size));
+        }
+        let (Ok(num_records), Ok(decoded_data_size)) =
+            (usize::try_from(num_records), usize::try_from(decoded_data_size))
+        else {
+            return Err(CodecError::limit(
+                WHAT,
+                0,
+                "address space",
+                num_records.max(decoded_data_size),
+                usize::MAX as u64,
+            ));
+        };
+
+        let mut ends = std::mem::take(&mut self.spare_ends);
+        ends.clear();
+        match self.decode_impl(&data, num_records, decoded_data_size, limits, &mut ends) {
+            Ok(values) => DecodedRecords::new(values, ends)
+                .ok_or_else(|| CodecError::invalid(WHAT, 0, "inconsistent record ends")),
+            Err(e) => {
+                self.spare_ends = ends;
+                Err(e)
+            }
+        }
+    }
+
+    /// Fills `ends` and returns the values buffer.
+    fn decode_impl(
+        &mut self,
+        data: &Bytes,
+        num_records: usize,
+        decoded_data_size: usize,
+        limits: &DecodeLimits,
+        ends: &mut Vec<usize>,
+    ) -> Result<Bytes, CodecError> {
+        let Some((&type_byte, rest)) = data.split_first() else {
+            return Err(CodecError::truncated(WHAT, 0, 2));
+        };
+        let compression_type = CompressionType::from_byte(type_byte).map_err(|e| e.within(WHAT, 0))?;
+        let (sizes_size, varint_len) = varint::decode_u64(rest).map_err(|e| e.within(WHAT, 1))?;
+        let sizes_start = 1 + varint_len;
+        let available = data.len() - sizes_start;
+        let sizes_end = match usize::try_from(sizes_size) {
+            Ok(size) if size <= available => sizes_start + size,
+            _ => {
+                return Err(CodecError::truncated(WHAT, data.len() as u64, sizes_size - available as u64));
+            }
+        };
+        let sizes_block = data.get(sizes_start..sizes_end).unwrap_or_default();
+        let values_block = data.get(sizes_end..).unwrap_or_default();
+
+        if compression_type == CompressionType::None {
+            // Every varint takes at least one byte.
+            if num_records > sizes_block.len() {
+                return Err(CodecError::invalid(WHAT, sizes_start as u64, "sizes too short for num_records varints"));
+            }
+            ends.reserve(num_records);
+            parse_sizes(sizes_block, num_records, decoded_data_size, ends)
+                .map_err(|e| e.within(WHAT, sizes_start as u64))?;
+            return match values_block.len().cmp(&decoded_data_size) {
+                std::cmp::Ordering::Less => {
+                    Err(CodecError::truncated(WHAT, data.len() as u64, (decoded_data_size - values_block.len()) as u64))
+                }
+                std::cmp::Ordering::Greater => Err(CodecError::invalid(
+                    WHAT,
+                    (sizes_end + decoded_data_size) as u64,
+                    "bytes after decoded_data_size bytes of values",
+                )),
+                // Zero-copy: the records are slices of `data`.
+                std::cmp::Ordering::Equal => Ok(data.slice(sizes_end..)),
+            };
+        }
+
+        self.decompress_sizes(compression_type, sizes_block, sizes_start, num_records, limits)?;
+        // `num_records` is at most the decompressed sizes' length now.
+        ends.reserve(num_records);
+        parse_sizes(&self.sizes, num_records, decoded_data_size, ends)?;
+
+        let (declared, _) = Decompressor::declared_size(compression_type, values_block)
+            .map_err(|e| e.within(WHAT, sizes_end as u64))?;
+        if declared != decoded_data_size as u64 {
+            return Err(CodecError::invalid(
+                WHAT,
+                sizes_end as u64,
+                "decompressed size of values differs from decoded_data_size",
+            ));
+        }
+        let mut values = std::mem::take(&mut self.spare_values);
+        values.clear();
+        if let Err(e) = self.decompressor.decompress(compression_type, values_block, declared, &mut values) {
+            self.spare_values = values;
+            return Err(e.within(WHAT, sizes_end as u64));
+        }
+        Ok(Bytes::from(values))
+    }
+
+    /// Decompresses the sizes into `self.sizes`, after checking that their
+    /// declared size can hold exactly `num_records` varints.
+    fn decompress_sizes(
+        &mut self,
+        compression_type: CompressionType,
+        block: &[u8],
+        block_start: usize,
+        num_records: usize,
+        limits: &DecodeLimits,
+    ) -> Result<(), CodecError> {
+        let (declared, _) =
+            Decompressor::declared_size(compression_type, block).map_err(|e| e.within(WHAT, block_start as u64))?;
+        let min = num_records as u64;
+        let max = min.saturating_mul(varint::MAX_VARINT64_LEN as u64);
+        if declared < min {
+            return Err(CodecError::invalid(
+                WHAT,
+                block_start as u64,
+                "decompressed sizes too short for num_records varints",
+            ));
+        }
+        if declared > max {
+            return Err(CodecError::invalid(
+                WHAT,
+                block_start as u64,
+                "decompressed sizes too long for num_records varints",
+            ));
+        }
+        self.sizes.clear();
+        self.decompressor
+            .decompress(compression_type, block, limits.max_decoded_size, &mut self.sizes)
+            .map_err(|e| e.within(WHAT, block_start as u64))
+    }
+
+    /// Takes back the buffers of records decoded earlier, to decode later
+    /// chunks into them. Buffers still shared with other [`Bytes`] handles
+    /// are left alone.
+    pub fn recycle(&mut self, records: DecodedRecords) {
+        let (mut values, mut ends) = records.into_parts();
+        ends.clear();
+        if ends.capacity() > self.spare_ends.capacity() {
+            self.spare_ends = ends;
+        }
+        // Keep one byte so that `Vec::from` neither drops nor moves the
+        // buffer; a unique `Bytes` hands its allocation over.
+        if !values.is_empty() && values.is_unique() {
+            values.truncate(1);
+            let mut buffer = Vec::from(values);
+            buffer.clear();
+            if buffer.capacity() > self.spare_values.capacity() {
+                self.spare_values = buffer;
+            }
+        }
+    }
+}
+
+/// Reads `num_records` record sizes from `sizes` into `ends` (as end offsets),
+/// requiring that they add up to `decoded_data_size` and fill `sizes` exactly.
+/// Offsets in errors are within `sizes` (`what` is
+/// `"simple chunk decompressed sizes"`).
+fn parse_sizes(
+    sizes: &[u8],
+    num_records: usize,
+    decoded_data_size: usize,
+    ends: &mut Vec<usize>,
+) -> Result<(), CodecError> {
+    let mut pos = 0;
+    let mut end = 0usize;
+    for _ in 0..num_records {
+        let rest = sizes.get(pos..).unwrap_or_default();
+        let (size, len) = match varint::decode_u64(rest) {
+            Ok(decoded) => decoded,
+            Err(_) if rest.is_empty() => {
+                return Err(CodecError::invalid(WHAT_SIZES, pos as u64, "sizes hold fewer than num_records varints"));
+            }
+            Err(e) => return Err(e.within(WHAT_SIZES, pos as u64)),
+        };
+        match usize::try_from(size) {
+            Ok(size) if size <= decoded_data_size - end => end += size,
+            _ => {
+                return Err(CodecError::invalid(
+                    WHAT_SIZES,
+                    pos as u64,
+                    "record sizes add up to more than decoded_data_size",
+                ));
+            }
+        }
+        pos += len;
+        ends.push(end);
+    }
+    if pos != sizes.len() {
+        return Err(CodecError::invalid(WHAT_SIZES, pos as u64, "sizes hold more than num_records varints"));
+    }
+    if end != decoded_data_size {
+        return Err(CodecError::invalid(WHAT_SIZES, pos as u64, "record sizes add up to less than decoded_data_size"));
+    }
+    Ok(())
+}

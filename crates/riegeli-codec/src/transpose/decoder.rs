@@ -1,0 +1,1253 @@
+//! Decoding transposed (`'t'`) and metadata (`'m'`) chunk data (spec §3–§10).
+//!
+//! The header is parsed into a table of [`Node`]s, then the state machine runs
+//! backwards (§7): every emitted piece is written in front of the previous
+//! ones, into an output buffer of exactly `decoded_data_size` bytes that is
+//! filled from its end. Small pieces are written as one 8-byte store that ends
+//! at the write position: the bytes in front of it are still unwritten, so the
+//! store may spill into them.
+
+use bytes::Bytes;
+
+use super::projection::{FieldProjection, IncludeTree, IncludeType, ROOT_ID};
+use crate::compression::{CompressionType, Decompressor};
+use crate::decoded::DecodedRecords;
+use crate::error::CodecError;
+use crate::limits::DecodeLimits;
+use crate::varint;
+
+const WHAT_DATA: &str = "transposed chunk";
+const WHAT_HEADER: &str = "transposed chunk header";
+const WHAT_RUN: &str = "transposed chunk transitions";
+
+/// The largest inline varint subtype (value 127).
+const MAX_INLINE_SUBTYPE: u8 = 137;
+/// The first inline varint subtype (value 0).
+const FIRST_INLINE_SUBTYPE: u8 = 10;
+/// Reserve at most this many record limits up front; more are added as found.
+const MAX_RESERVED_RECORDS: u64 = 1 << 16;
+
+/// What a node does when executed (§6.1), after the tag is resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names, reason = "NoOp is the spec's name")]
+enum Op {
+    /// Nothing (id 0, and excluded leaf fields under projection).
+    NoOp,
+    /// A non-proto record, then a record start (id 1).
+    NonProto,
+    /// Pop the submessage stack and emit tag + length (id 2).
+    SubmessageStart,
+    /// A record boundary (id 3).
+    RecordStart,
+    /// Push the submessage stack (wire type 6).
+    SubmessageEnd,
+    /// Emit `emit_len` bytes of `emit` (groups, inline varints).
+    CopyTag,
+    /// A varint of `vlen` bytes from the buffer.
+    Varint,
+    /// 4 bytes from the buffer.
+    Fixed32,
+    /// 8 bytes from the buffer.
+    Fixed64,
+    /// A length varint and payload from the buffer.
+    String,
+    /// Projection: not decided yet.
+    Select,
+    /// Projection: leaving an excluded submessage or group.
+    SkippedStart,
+    /// Projection: entering an excluded submessage or group.
+    SkippedEnd,
+    /// Projection: tag + 4 zero bytes.
+    Fixed32Existence,
+    /// Projection: tag + 8 zero bytes.
+    Fixed64Existence,
+    /// Projection: a start-group tag that pops the stack.
+    StartGroup,
+    /// Projection: an end-group tag that pushes the stack.
+    EndGroup,
+}
+
+/// The kind of a proto-tag node, for projection decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Special,
+    Varint,
+    Fixed32,
+    Fixed64,
+    String,
+    SubmessageEnd,
+    StartGroup,
+    EndGroup,
+}
+
+/// One state of the machine.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    /// The bytes to emit for the tag (and inline value), right-aligned:
+    /// `emit.to_le_bytes()[8 - emit_len..]`.
+    emit: u64,
+    /// Bytes of `emit` copied by [`Op::CopyTag`].
+    emit_len: u8,
+    /// Bytes of the proto tag itself (the first `tag_len` of the emitted ones).
+    tag_len: u8,
+    /// Bytes of a buffered varint value.
+    vlen: u8,
+    op: Op,
+    kind: Kind,
+    implicit: bool,
+    /// Field number (projection).
+    field: u32,
+    /// Buffer index, `u32::MAX` if none.
+    buffer: u32,
+    /// Base of the next node.
+    next: u32,
+}
+
+impl Node {
+    const EMPTY: Node = Node {
+        emit: 0,
+        emit_len: 0,
+        tag_len: 0,
+        vlen: 0,
+        op: Op::NoOp,
+        kind: Kind::Special,
+        implicit: false,
+        field: 0,
+        buffer: u32::MAX,
+        next: 0,
+    };
+
+    /// The proto tag's bytes, as emitted.
+    fn tag_bytes(&self) -> ([u8; 8], usize) {
+        let bytes = self.emit.to_le_bytes();
+        let start = 8 - usize::from(self.emit_len);
+        let mut out = [0u8; 8];
+        let len = usize::from(self.tag_len);
+        if let (Some(dst), Some(src)) = (out.get_mut(..len), bytes.get(start..start + len)) {
+            dst.copy_from_slice(src);
+        }
+        (out, len)
+    }
+}
+
+/// Read position and end of one buffer within the bytes of its source.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cursor {
+    pos: usize,
+    end: usize,
+}
+
+/// A bucket: where its stored bytes are in the chunk data and its
+/// decompressed size.
+#[derive(Debug, Clone)]
+struct Bucket {
+    stored: std::ops::Range<usize>,
+    size: u64,
+}
+
+/// Where a buffer lies within its bucket's decompressed bytes.
+#[derive(Debug, Clone, Copy)]
+struct BufferPlace {
+    bucket: u32,
+    offset: usize,
+    len: usize,
+}
+
+/// An open submessage (or group, under projection).
+#[derive(Debug, Clone, Copy)]
+struct StackEntry {
+    /// The decoded size when its end was seen.
+    end: usize,
+    /// The node that pushed it.
+    node: u32,
+}
+
+/// Decodes transposed chunks (spec §3–§10).
+///
+/// Reusable: it keeps its decompressor and scratch buffers from one chunk to
+/// the next. Decoding is a pure function of its arguments.
+///
+/// ```
+/// use bytes::Bytes;
+/// use riegeli_codec::{DecodeLimits, FieldProjection, TransposedChunkDecoder};
+///
+/// // A chunk with one empty record, as the C++ writer makes it (spec §12.6).
+/// let data = Bytes::from_static(&[0x00, 0x06, 0x00, 0x00, 0x01, 0x03, 0x00, 0x00]);
+/// let mut decoder = TransposedChunkDecoder::new();
+/// let records = decoder.decode(data, 1, 0, &DecodeLimits::default(), &FieldProjection::all())?;
+/// assert_eq!(records.len(), 1);
+/// assert!(records.get(0).unwrap().is_empty());
+/// # Ok::<(), riegeli_codec::CodecError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct TransposedChunkDecoder {
+    decompressor: Decompressor,
+    strict: bool,
+    header_buf: Vec<u8>,
+    arena: Vec<u8>,
+    transitions_buf: Vec<u8>,
+    nodes: Vec<Node>,
+    ids: Vec<u32>,
+    nexts: Vec<u32>,
+    marks: Vec<u32>,
+    buckets: Vec<Bucket>,
+    places: Vec<BufferPlace>,
+    cursors: Vec<Cursor>,
+    stack: Vec<StackEntry>,
+    /// Output buffers handed back by [`TransposedChunkDecoder::recycle`].
+    spare_out: Vec<u8>,
+    spare_ends: Vec<usize>,
+}
+
+/// Everything the header says, ready to run.
+struct Parsed {
+    compression: CompressionType,
+    first_node: u32,
+    /// The stored transitions block.
+    transitions: std::ops::Range<usize>,
+    has_nonproto: bool,
+}
+
+/// The bytes buffers are read from, possibly decompressed on demand.
+trait Source {
+    fn bytes(&self) -> &[u8];
+    /// Makes `buffer` readable (decompressing its bucket if needed).
+    fn materialize(&mut self, buffer: u32, cursors: &mut [Cursor]) -> Result<(), CodecError>;
+}
+
+/// Buffers already laid out in one byte string.
+struct Plain<'a>(&'a [u8]);
+
+impl Source for Plain<'_> {
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        self.0
+    }
+    fn materialize(&mut self, _: u32, _: &mut [Cursor]) -> Result<(), CodecError> {
+        Ok(())
+    }
+}
+
+/// Compressed buckets, decompressed the first time one of their buffers is needed.
+struct Lazy<'a> {
+    data: &'a [u8],
+    arena: &'a mut Vec<u8>,
+    buckets: &'a [Bucket],
+    places: &'a [BufferPlace],
+    done: Vec<bool>,
+    decompressor: &'a mut Decompressor,
+    compression: CompressionType,
+}
+
+impl Source for Lazy<'_> {
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        self.arena
+    }
+
+    fn materialize(&mut self, buffer: u32, cursors: &mut [Cursor]) -> Result<(), CodecError> {
+        let place = self.places.get(buffer as usize).ok_or_else(|| bad_header(0, "buffer index too large"))?;
+        let b = place.bucket as usize;
+        if self.done.get(b).copied().unwrap_or(true) {
+            return Ok(());
+        }
+        let bucket = self.buckets.get(b).ok_or_else(|| bad_header(0, "bucket index too large"))?;
+        let start = self.arena.len();
+        let stored = self.data.get(bucket.stored.clone()).unwrap_or_default();
+        self.decompressor
+            .decompress(self.compression, stored, bucket.size, self.arena)
+            .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
+        if (self.arena.len() - start) as u64 != bucket.size {
+            return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
+        }
+        for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
+            if place.bucket as usize == b {
+                cursor.pos = start + place.offset;
+                cursor.end = cursor.pos + place.len;
+            }
+        }
+        if let Some(done) = self.done.get_mut(b) {
+            *done = true;
+        }
+        Ok(())
+    }
+}
+
+/// `i` as a `u32`: node and buffer indices come from `u32` counts.
+fn to_u32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+fn bad_header(offset: usize, reason: &'static str) -> CodecError {
+    CodecError::invalid(WHAT_HEADER, offset as u64, reason)
+}
+
+fn bad_run(offset: usize, reason: &'static str) -> CodecError {
+    CodecError::invalid(WHAT_RUN, offset as u64, reason)
+}
+
+/// Reads the structures of the chunk data or the header, front to back.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    fn new(data: &'a [u8], what: &'static str) -> Self {
+        Self { data, pos: 0, what }
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.data.get(self.pos..).unwrap_or_default()
+    }
+
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    fn u32(&mut self) -> Result<u32, CodecError> {
+        let (value, len) = varint::decode_u32(self.rest()).map_err(|e| e.within(self.what, self.pos as u64))?;
+        self.pos += len;
+        Ok(value)
+    }
+
+    fn u64(&mut self) -> Result<u64, CodecError> {
+        let (value, len) = varint::decode_u64(self.rest()).map_err(|e| e.within(self.what, self.pos as u64))?;
+        self.pos += len;
+        Ok(value)
+    }
+
+    fn take(&mut self, len: u64) -> Result<std::ops::Range<usize>, CodecError> {
+        let remaining = self.remaining();
+        match usize::try_from(len) {
+            Ok(len) if len <= remaining => {
+                let range = self.pos..self.pos + len;
+                self.pos += len;
+                Ok(range)
+            }
+            _ => Err(CodecError::truncated(self.what, self.pos as u64, len.saturating_sub(remaining as u64))),
+        }
+    }
+}
+
+/// The varint-encoded proto tag `tag` as a right-aligned word, and its length.
+fn tag_word(tag: u32) -> (u64, u8) {
+    let mut buf = [0u8; varint::MAX_VARINT64_LEN];
+    let len = varint::encode_u64_to_array(u64::from(tag), &mut buf);
+    let mut word = [0u8; 8];
+    let (_, tail) = word.split_at_mut(8 - len.min(8));
+    if let Some(src) = buf.get(..tail.len()) {
+        tail.copy_from_slice(src);
+    }
+    (u64::from_le_bytes(word), u8::try_from(len.min(8)).unwrap_or(8))
+}
+
+/// Appends `byte` after the bytes of a right-aligned word of `len` bytes.
+fn word_push(word: u64, byte: u8) -> u64 {
+    (word >> 8) | (u64::from(byte) << 56)
+}
+
+impl TransposedChunkDecoder {
+    /// A decoder in the default (C++-compatible) mode.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns strict mode on or off (off by default).
+    ///
+    /// The default mode accepts exactly the chunks the C++ reader accepts
+    /// (spec §9). Strict mode also rejects what the C++ encoder never writes
+    /// (spec §7): buffers (including the non-proto lengths) left partly
+    /// unread, and varint buffer bytes with bit 7 already set. Strict checks
+    /// apply only without projection.
+    pub fn set_strict(&mut self, strict: bool) -> &mut Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Decodes the records of a transposed chunk: `data` is the chunk data,
+    /// `num_records` and `decoded_data_size` come from the chunk header.
+    ///
+    /// With a projection other than [`FieldProjection::all`], only the chosen
+    /// fields are decoded, and `decoded_data_size` only bounds the result.
+    ///
+    /// `decoded_data_size` and `num_records` must be within `limits`. Each
+    /// decompressed part of the chunk (the header, all buckets together, the
+    /// transitions) must also be at most `limits.max_decoded_size` bytes.
+    pub fn decode(
+        &mut self,
+        data: Bytes,
+        num_records: u64,
+        decoded_data_size: u64,
+        limits: &DecodeLimits,
+        projection: &FieldProjection,
+    ) -> Result<DecodedRecords, CodecError> {
+        if num_records > limits.max_num_records {
+            return Err(CodecError::limit(WHAT_DATA, 0, "max_num_records", num_records, limits.max_num_records));
+        }
+        if decoded_data_size > limits.max_decoded_size {
+            return Err(CodecError::limit(
+                WHAT_DATA,
+                0,
+                "max_decoded_size",
+                decoded_data_size,
+                limits.max_decoded_size,
+            ));
+        }
+        let capacity = usize::try_from(decoded_data_size)
+            .map_err(|_| CodecError::limit(WHAT_DATA, 0, "address space", decoded_data_size, usize::MAX as u64))?;
+        let tree = projection.paths().map(IncludeTree::build);
+        let result = self.decode_inner(&data, num_records, capacity, limits, tree.as_ref());
+        self.stack.clear();
+        result
+    }
+
+    /// Hands back the records of an earlier chunk once the caller is done
+    /// with them, so that the next chunk reuses their memory instead of
+    /// allocating (and page-faulting) fresh buffers. Has no effect while
+    /// other [`Bytes`] still share the records' buffer.
+    pub fn recycle(&mut self, records: DecodedRecords) {
+        let (values, ends) = records.into_parts();
+        if let Ok(values) = values.try_into_mut() {
+            let values = Vec::from(values);
+            if values.capacity() > self.spare_out.capacity() {
+                self.spare_out = values;
+            }
+        }
+        if ends.capacity() > self.spare_ends.capacity() {
+            self.spare_ends = ends;
+        }
+    }
+
+    /// Decodes the data of a file metadata chunk (`'m'`, spec §11): one
+    /// serialized `RecordsMetadata` stored as a transposed chunk.
+    ///
+    /// `num_records` from the chunk header must be 0, and the result is
+    /// exactly `decoded_data_size` bytes.
+    pub fn decode_metadata_chunk(
+        &mut self,
+        data: Bytes,
+        num_records: u64,
+        decoded_data_size: u64,
+        limits: &DecodeLimits,
+    ) -> Result<Bytes, CodecError> {
+        if num_records != 0 {
+            return Err(CodecError::invalid("metadata chunk", 0, "metadata chunk with records"));
+        }
+        let records = self.decode(data, 1, decoded_data_size, limits, &FieldProjection::all())?;
+        records.get(0).ok_or_else(|| CodecError::invalid("metadata chunk", 0, "metadata chunk without a record"))
+    }
+
+    fn decode_inner(
+        &mut self,
+        data: &[u8],
+        num_records: u64,
+        capacity: usize,
+        limits: &DecodeLimits,
+        tree: Option<&IncludeTree>,
+    ) -> Result<DecodedRecords, CodecError> {
+        let projection = tree.is_some();
+        let parsed = self.parse(data, limits, projection)?;
+        let out = std::mem::take(&mut self.spare_out);
+        let ends = std::mem::take(&mut self.spare_ends);
+        let mut state = RunState::new(num_records, capacity, self.strict && !projection, out, ends)?;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+
+        // The transitions, decompressed if needed.
+        let transitions: &[u8] = if parsed.compression == CompressionType::None {
+            data.get(parsed.transitions.clone()).unwrap_or_default()
+        } else {
+            self.transitions_buf.clear();
+            let stored = data.get(parsed.transitions.clone()).unwrap_or_default();
+            self.decompressor
+                .decompress(parsed.compression, stored, limits.max_decoded_size, &mut self.transitions_buf)
+                .map_err(|e| e.within("transposed chunk transitions block", parsed.transitions.start as u64))?;
+            &self.transitions_buf
+        };
+
+        let nodes = &mut self.nodes;
+        let cursors = &mut self.cursors;
+        let result = if parsed.compression == CompressionType::None {
+            // Every buffer is a slice of the chunk data.
+            for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
+                let bucket = self.buckets.get(place.bucket as usize).map_or(0, |b| b.stored.start);
+                cursor.pos = bucket + place.offset;
+                cursor.end = cursor.pos + place.len;
+            }
+            let mut source = Plain(data);
+            match tree {
+                None => state.run::<false, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, None),
+                Some(tree) => {
+                    state.run::<true, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, Some(tree))
+                }
+            }
+        } else if let Some(tree) = tree {
+            self.arena.clear();
+            let mut source = Lazy {
+                data,
+                arena: &mut self.arena,
+                buckets: &self.buckets,
+                places: &self.places,
+                done: vec![false; self.buckets.len()],
+                decompressor: &mut self.decompressor,
+                compression: parsed.compression,
+            };
+            for cursor in cursors.iter_mut() {
+                *cursor = Cursor::default();
+            }
+            if parsed.has_nonproto {
+                // Non-proto records are always decoded (their data buffer is
+                // materialized when their node is parsed), and so are their lengths.
+                for node in nodes.iter().filter(|n| n.op == Op::NonProto) {
+                    source.materialize(node.buffer, cursors)?;
+                }
+                let last = u32::try_from(cursors.len().saturating_sub(1)).unwrap_or(u32::MAX);
+                source.materialize(last, cursors)?;
+            }
+            state.run::<true, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, Some(tree))
+        } else {
+            // Decompress every bucket into the arena, back to back.
+            self.arena.clear();
+            let mut starts = Vec::with_capacity(self.buckets.len());
+            for bucket in &self.buckets {
+                let start = self.arena.len();
+                starts.push(start);
+                let stored = data.get(bucket.stored.clone()).unwrap_or_default();
+                self.decompressor
+                    .decompress(parsed.compression, stored, bucket.size, &mut self.arena)
+                    .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
+                if (self.arena.len() - start) as u64 != bucket.size {
+                    return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
+                }
+            }
+            for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
+                cursor.pos = starts.get(place.bucket as usize).copied().unwrap_or(0) + place.offset;
+                cursor.end = cursor.pos + place.len;
+            }
+            let mut source = Plain(&self.arena);
+            state.run::<false, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, None)
+        };
+        self.stack = stack;
+        result?;
+        state.finish(cursors, projection)
+    }
+
+    /// Parses the chunk data up to the transitions (§3–§6).
+    fn parse(&mut self, data: &[u8], limits: &DecodeLimits, projection: bool) -> Result<Parsed, CodecError> {
+        let mut chunk = Reader::new(data, WHAT_DATA);
+        let (&compression_byte, _) = data.split_first().ok_or_else(|| CodecError::truncated(WHAT_DATA, 0, 1))?;
+        chunk.pos = 1;
+        let compression = CompressionType::from_byte(compression_byte).map_err(|e| e.within(WHAT_DATA, 0))?;
+        let header_size = chunk.u64()?;
+        let header_range = chunk.take(header_size)?;
+        let stored_header = data.get(header_range.clone()).unwrap_or_default();
+        let header: &[u8] = if compression == CompressionType::None {
+            stored_header
+        } else {
+            self.header_buf.clear();
+            self.decompressor
+                .decompress(compression, stored_header, limits.max_decoded_size, &mut self.header_buf)
+                .map_err(|e| e.within("transposed chunk header block", header_range.start as u64))?;
+            &self.header_buf
+        };
+        let mut h = Reader::new(header, WHAT_HEADER);
+
+        // Buckets and buffers (§5).
+        let num_buckets = h.u32()?;
+        let num_buffers = h.u32()?;
+        if num_buckets as usize > h.remaining() || num_buffers as usize > h.remaining() {
+            return Err(CodecError::truncated(WHAT_HEADER, h.pos as u64, 1));
+        }
+        self.buckets.clear();
+        self.places.clear();
+        for _ in 0..num_buckets {
+            let stored_size = h.u64()?;
+            let stored = chunk.take(stored_size)?;
+            let size = if compression == CompressionType::None {
+                stored_size
+            } else {
+                let bytes = data.get(stored.clone()).unwrap_or_default();
+                varint::decode_u64(bytes).map_err(|e| e.within("transposed chunk bucket", stored.start as u64))?.0
+            };
+            self.buckets.push(Bucket { stored, size });
+        }
+        if num_buckets == 0 {
+            if num_buffers != 0 {
+                return Err(bad_header(h.pos, "too few buckets"));
+            }
+        } else {
+            let mut bucket = 0usize;
+            let mut remaining = self.buckets.first().map_or(0, |b| b.size);
+            let mut total: u64 = 0;
+            for _ in 0..num_buffers {
+                let at = h.pos;
+                let len = h.u64()?;
+                if len > remaining {
+                    return Err(bad_header(at, "buffer does not fit in bucket"));
+                }
+                let size = self.buckets.get(bucket).map_or(0, |b| b.size);
+                let offset = usize::try_from(size - remaining).map_err(|_| bad_header(at, "bucket too large"))?;
+                let len_usize = usize::try_from(len).map_err(|_| bad_header(at, "buffer too large"))?;
+                self.places.push(BufferPlace { bucket: to_u32(bucket), offset, len: len_usize });
+                total = total.saturating_add(len);
+                remaining -= len;
+                while remaining == 0 && bucket + 1 < self.buckets.len() {
+                    bucket += 1;
+                    remaining = self.buckets.get(bucket).map_or(0, |b| b.size);
+                }
+            }
+            if bucket + 1 < self.buckets.len() {
+                return Err(bad_header(h.pos, "too few buckets"));
+            }
+            if remaining > 0 {
+                return Err(bad_header(h.pos, "end of data expected: last bucket not fully used"));
+            }
+            if compression != CompressionType::None && total > limits.max_decoded_size {
+                return Err(CodecError::limit(WHAT_HEADER, 0, "max_decoded_size", total, limits.max_decoded_size));
+            }
+        }
+        self.cursors.clear();
+        self.cursors.resize(self.places.len(), Cursor::default());
+
+        // Nodes (§4, §6).
+        let num_nodes = h.u32()?;
+        let s = num_nodes as usize;
+        // Each node takes at least two header bytes (its id and its next).
+        if s > h.remaining() / 2 {
+            return Err(CodecError::truncated(WHAT_HEADER, h.pos as u64, (2 * s - h.remaining()) as u64));
+        }
+        self.ids.clear();
+        for _ in 0..s {
+            self.ids.push(h.u32()?);
+        }
+        self.nexts.clear();
+        for _ in 0..s {
+            self.nexts.push(h.u32()?);
+        }
+        let num_subtypes = self.ids.iter().filter(|&&id| id >= 8 && id & 7 == 0).count();
+        let subtypes_range = h.take(num_subtypes as u64)?;
+        let subtypes = header.get(subtypes_range).unwrap_or_default();
+        let mut subtypes = subtypes.iter();
+        let mut has_nonproto = false;
+        self.nodes.clear();
+        self.nodes.reserve(s);
+        for (&id, &next) in self.ids.iter().zip(self.nexts.iter()) {
+            let mut node = Node::EMPTY;
+            let at = h.pos;
+            match id {
+                0 => node.op = Op::NoOp,
+                1 => {
+                    node.op = Op::NonProto;
+                    node.buffer = h.u32()?;
+                    has_nonproto = true;
+                }
+                2 => node.op = if projection { Op::Select } else { Op::SubmessageStart },
+                3 => node.op = Op::RecordStart,
+                _ => {
+                    let mut tag = id;
+                    let mut end_of_submessage = false;
+                    if tag & 7 == 6 {
+                        tag -= 4;
+                        end_of_submessage = true;
+                    }
+                    let wire_type = tag & 7;
+                    if tag < 8 || wire_type > 5 {
+                        return Err(bad_header(at, "invalid tag"));
+                    }
+                    let (word, tag_len) = tag_word(tag);
+                    node.emit = word;
+                    node.emit_len = tag_len;
+                    node.tag_len = tag_len;
+                    node.field = tag >> 3;
+                    let mut has_buffer = true;
+                    match wire_type {
+                        0 => {
+                            node.kind = Kind::Varint;
+                            let &subtype = subtypes.next().ok_or_else(|| bad_header(at, "missing subtype"))?;
+                            if subtype > MAX_INLINE_SUBTYPE {
+                                return Err(bad_header(at, "invalid node: varint subtype"));
+                            }
+                            if subtype >= FIRST_INLINE_SUBTYPE {
+                                has_buffer = false;
+                                node.op = Op::CopyTag;
+                                node.emit = word_push(word, subtype - FIRST_INLINE_SUBTYPE);
+                                node.emit_len = tag_len + 1;
+                            } else {
+                                node.op = Op::Varint;
+                                node.vlen = subtype + 1;
+                            }
+                        }
+                        1 => {
+                            node.kind = Kind::Fixed64;
+                            node.op = Op::Fixed64;
+                        }
+                        5 => {
+                            node.kind = Kind::Fixed32;
+                            node.op = Op::Fixed32;
+                        }
+                        2 if end_of_submessage => {
+                            has_buffer = false;
+                            node.kind = Kind::SubmessageEnd;
+                            node.op = Op::SubmessageEnd;
+                        }
+                        2 => {
+                            node.kind = Kind::String;
+                            node.op = Op::String;
+                        }
+                        3 => {
+                            has_buffer = false;
+                            node.kind = Kind::StartGroup;
+                            node.op = Op::CopyTag;
+                        }
+                        _ => {
+                            has_buffer = false;
+                            node.kind = Kind::EndGroup;
+                            node.op = Op::CopyTag;
+                        }
+                    }
+                    if has_buffer {
+                        node.buffer = h.u32()?;
+                    }
+                    if projection {
+                        node.op = Op::Select;
+                    }
+                }
+            }
+            if node.buffer != u32::MAX && node.buffer >= num_buffers {
+                return Err(bad_header(at, "buffer index too large"));
+            }
+            let (implicit, base) = if next >= num_nodes { (true, next - num_nodes) } else { (false, next) };
+            if base >= num_nodes {
+                return Err(bad_header(at, "node index too large"));
+            }
+            node.implicit = implicit;
+            node.next = base;
+            self.nodes.push(node);
+        }
+        if has_nonproto && num_buffers == 0 {
+            return Err(bad_header(h.pos, "missing buffer for non-proto records"));
+        }
+        let at = h.pos;
+        let first_node = h.u32()?;
+        if first_node >= num_nodes {
+            return Err(bad_header(at, "first node index too large"));
+        }
+        if h.remaining() != 0 {
+            return Err(bad_header(h.pos, "trailing bytes after the header"));
+        }
+        self.check_implicit_loops()?;
+        self.skip_implicit_noops();
+        Ok(Parsed { compression, first_node, transitions: chunk.pos..data.len(), has_nonproto })
+    }
+
+    /// Rejects a cycle of implicit transitions (§6.4).
+    fn check_implicit_loops(&mut self) -> Result<(), CodecError> {
+        let nodes = &self.nodes;
+        self.marks.clear();
+        self.marks.resize(nodes.len(), 0);
+        let mut walk = 0u32;
+        for start in 0..nodes.len() {
+            if self.marks.get(start).copied().unwrap_or(1) != 0 {
+                continue;
+            }
+            walk += 1;
+            let mut i = start;
+            loop {
+                match self.marks.get_mut(i) {
+                    Some(mark) if *mark == walk => {
+                        return Err(bad_header(i, "nodes contain an implicit loop"));
+                    }
+                    Some(mark) if *mark != 0 => break,
+                    Some(mark) => *mark = walk,
+                    None => break,
+                }
+                match nodes.get(i) {
+                    Some(node) if node.implicit => i = node.next as usize,
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes implicit transitions skip over implicit no-op nodes, which do
+    /// nothing. This keeps every step of the machine paid for by output, a
+    /// record or a transition byte (so adversarial chunks end in linear time).
+    fn skip_implicit_noops(&mut self) {
+        let nodes = &mut self.nodes;
+        // marks[i] = 1 + where an implicit step into i really lands, 0 if unknown.
+        self.marks.clear();
+        self.marks.resize(nodes.len(), 0);
+        for start in 0..nodes.len() {
+            // Follow the chain of implicit no-ops from `start`'s target.
+            let Some(node) = nodes.get(start) else { continue };
+            if !node.implicit {
+                continue;
+            }
+            let mut target = node.next as usize;
+            let mut path_len = 0usize;
+            loop {
+                if let Some(&known) = self.marks.get(target)
+                    && known != 0
+                {
+                    target = known as usize - 1;
+                    break;
+                }
+                match nodes.get(target) {
+                    Some(t) if t.op == Op::NoOp && t.implicit && path_len < nodes.len() => {
+                        target = t.next as usize;
+                        path_len += 1;
+                    }
+                    _ => break,
+                }
+            }
+            // Remember the landing node for every no-op on the way.
+            let mut i = node.next as usize;
+            while i != target {
+                let Some(t) = nodes.get(i) else { break };
+                let next = t.next as usize;
+                if let Some(mark) = self.marks.get_mut(i) {
+                    *mark = to_u32(target).saturating_add(1);
+                }
+                i = next;
+            }
+            if let Some(node) = nodes.get_mut(start) {
+                node.next = to_u32(target);
+            }
+        }
+    }
+}
+
+/// The state of one run of the machine (§7).
+struct RunState {
+    num_records: u64,
+    /// Output, filled from the end; `pos` is the start of what is written.
+    out: Vec<u8>,
+    pos: usize,
+    /// Decoded size at each record start.
+    limits: Vec<usize>,
+    skipped_level: usize,
+    strict: bool,
+}
+
+/// Result of one step that may fail, with the reason.
+type Step = Result<(), &'static str>;
+
+impl RunState {
+    fn new(
+        num_records: u64,
+        capacity: usize,
+        strict: bool,
+        mut out: Vec<u8>,
+        mut limits: Vec<usize>,
+    ) -> Result<Self, CodecError> {
+        out.clear();
+        out.try_reserve_exact(capacity)
+            .map_err(|_| CodecError::limit(WHAT_DATA, 0, "available memory", capacity as u64, 0))?;
+        out.resize(capacity, 0);
+        limits.clear();
+        limits.reserve(usize::try_from(num_records.min(MAX_RESERVED_RECORDS)).unwrap_or(0));
+        Ok(Self { num_records, out, pos: capacity, limits, skipped_level: 0, strict })
+    }
+
+    #[inline(always)]
+    fn size(&self) -> usize {
+        self.out.len() - self.pos
+    }
+
+    /// Writes `bytes` in front of the output.
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) -> Step {
+        let start = self.pos.checked_sub(bytes.len()).ok_or("position limit exceeded")?;
+        self.out.get_mut(start..self.pos).ok_or("position limit exceeded")?.copy_from_slice(bytes);
+        self.pos = start;
+        Ok(())
+    }
+
+    /// Writes the last `len` bytes of the little-endian `word` in front of the output.
+    #[inline(always)]
+    fn put_word(&mut self, word: u64, len: usize) -> Step {
+        if self.pos >= 8 {
+            let start = self.pos - 8;
+            if let Some(dst) = self.out.get_mut(start..).and_then(|s| s.first_chunk_mut::<8>()) {
+                *dst = word.to_le_bytes();
+                self.pos -= len;
+                return Ok(());
+            }
+        }
+        self.put_word_slow(word, len)
+    }
+
+    /// Writes `data[end - len..end]` in front of the output. Short pieces
+    /// are copied as 32 fixed bytes that end at the piece's end (the bytes
+    /// before it in `data` land in the unwritten space).
+    #[inline(always)]
+    fn put_tail(&mut self, data: &[u8], end: usize, len: usize) -> Step {
+        if len <= 32
+            && self.pos >= 32
+            && let Some(start) = end.checked_sub(32)
+            && let Some(src) = data.get(start..).and_then(|s| s.first_chunk::<32>())
+            && let Some(dst) = self.out.get_mut(self.pos - 32..).and_then(|s| s.first_chunk_mut::<32>())
+        {
+            *dst = *src;
+            self.pos -= len;
+            return Ok(());
+        }
+        self.put(data.get(end.wrapping_sub(len)..end).ok_or("buffer exhausted")?)
+    }
+
+    #[cold]
+    fn put_word_slow(&mut self, word: u64, len: usize) -> Step {
+        let bytes = word.to_le_bytes();
+        self.put(bytes.get(8 - len.min(8)..).unwrap_or_default())
+    }
+
+    #[inline(always)]
+    fn record_start(&mut self, stack: &[StackEntry]) -> Step {
+        if !stack.is_empty() {
+            return Err("record start with submessages still open");
+        }
+        if self.limits.len() as u64 >= self.num_records {
+            return Err("too many records");
+        }
+        self.limits.push(self.size());
+        Ok(())
+    }
+
+    /// Pushes an open submessage, bounding the stack by what its pops must emit.
+    #[inline(always)]
+    fn push(&mut self, stack: &mut Vec<StackEntry>, node: u32, min_pop_bytes: usize) -> Step {
+        if (stack.len() + 1) * min_pop_bytes > self.pos {
+            return Err("submessage stack overflow: more open submessages than output left");
+        }
+        stack.push(StackEntry { end: self.size(), node });
+        Ok(())
+    }
+
+    /// Runs the state machine until the transitions run out.
+    #[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
+    fn run<const PROJECTION: bool, S: Source>(
+        &mut self,
+        nodes: &mut [Node],
+        cursors: &mut [Cursor],
+        stack: &mut Vec<StackEntry>,
+        parsed: &Parsed,
+        transitions: &[u8],
+        source: &mut S,
+        tree: Option<&IncludeTree>,
+    ) -> Result<(), CodecError> {
+        let mut index = parsed.first_node as usize;
+        let mut pending = 0u8;
+        let mut t = 0usize;
+        // Under projection, a bound on steps that no chunk written by an
+        // encoder can reach (§10 has no implicit-no-op rule to lean on).
+        let mut budget: u64 = if PROJECTION {
+            (self.out.len() as u64)
+                .saturating_add(self.num_records)
+                .saturating_add(4 * transitions.len() as u64)
+                .saturating_add(nodes.len() as u64)
+                .saturating_add(1)
+        } else {
+            0
+        };
+        let nonproto_lengths = cursors.len().wrapping_sub(1);
+        loop {
+            let Some(&node) = nodes.get(index) else {
+                return Err(bad_run(t, "invalid node index"));
+            };
+            let mut node = node;
+            if PROJECTION {
+                budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
+                if node.op == Op::Select {
+                    node = self.select(nodes, index, stack, cursors, source, tree)?;
+                }
+            }
+            let data = source.bytes();
+            let step = match node.op {
+                Op::NoOp => Ok(()),
+                Op::CopyTag => self.put_word(node.emit, usize::from(node.emit_len)),
+                Op::Varint => self.varint(&node, cursors, data),
+                Op::Fixed32 => self.fixed::<4>(&node, cursors, data),
+                Op::Fixed64 => self.fixed::<8>(&node, cursors, data),
+                Op::String => self.string(&node, cursors, data),
+                Op::RecordStart => self.record_start(stack),
+                Op::SubmessageEnd => self.push(stack, to_u32(index), if PROJECTION { 1 } else { 2 }),
+                Op::SubmessageStart => self.submessage_start(nodes, stack),
+                Op::NonProto => self.nonproto(&node, cursors, nonproto_lengths, data, stack),
+                Op::SkippedEnd => {
+                    self.skipped_level += 1;
+                    Ok(())
+                }
+                Op::SkippedStart => match self.skipped_level.checked_sub(1) {
+                    Some(level) => {
+                        self.skipped_level = level;
+                        Ok(())
+                    }
+                    None => Err("skipped submessage stack underflow"),
+                },
+                Op::Fixed32Existence => {
+                    self.put(&[0; 4]).and_then(|()| self.put_word(node.emit, usize::from(node.tag_len)))
+                }
+                Op::Fixed64Existence => {
+                    self.put(&[0; 8]).and_then(|()| self.put_word(node.emit, usize::from(node.tag_len)))
+                }
+                Op::EndGroup => self
+                    .push(stack, to_u32(index), 1)
+                    .and_then(|()| self.put_word(node.emit, usize::from(node.emit_len))),
+                Op::StartGroup => match stack.pop() {
+                    Some(_) => self.put_word(node.emit, usize::from(node.emit_len)),
+                    None => Err("submessage stack underflow"),
+                },
+                Op::Select => Err("invalid node"),
+            };
+            if let Err(reason) = step {
+                return Err(bad_run(t, reason));
+            }
+            if node.implicit {
+                index = node.next as usize;
+            } else if pending > 0 {
+                pending -= 1;
+                index = node.next as usize;
+            } else {
+                let Some(&byte) = transitions.get(t) else { break };
+                t += 1;
+                index = node.next as usize + usize::from(byte >> 2);
+                pending = byte & 3;
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides what a node does under projection, the first time it runs (§10).
+    fn select<S: Source>(
+        &mut self,
+        nodes: &mut [Node],
+        index: usize,
+        stack: &[StackEntry],
+        cursors: &mut [Cursor],
+        source: &mut S,
+        tree: Option<&IncludeTree>,
+    ) -> Result<Node, CodecError> {
+        let mut node = *nodes.get(index).ok_or_else(|| bad_run(0, "invalid node index"))?;
+        if node.kind == Kind::Special {
+            // Start of submessage (id 2).
+            node.op = if self.skipped_level > 0 { Op::SkippedStart } else { Op::SubmessageStart };
+        } else {
+            let mut included = None; // None: excluded.
+            let mut field_id = ROOT_ID;
+            if self.skipped_level == 0 {
+                included = Some(IncludeType::ExistenceOnly);
+                for entry in stack {
+                    let field = nodes.get(entry.node as usize).map_or(0, |n| n.field);
+                    match tree.and_then(|tree| tree.get(field_id, field)) {
+                        None => {
+                            included = None;
+                            break;
+                        }
+                        Some((_, IncludeType::Fully)) => {
+                            included = Some(IncludeType::Fully);
+                            break;
+                        }
+                        Some((id, _)) => field_id = id,
+                    }
+                }
+            }
+            if node.kind != Kind::StartGroup && included == Some(IncludeType::ExistenceOnly) {
+                included = match tree.and_then(|tree| tree.get(field_id, node.field)) {
+                    None => None,
+                    Some((_, IncludeType::Fully | IncludeType::Child)) => Some(IncludeType::Fully),
+                    Some((_, IncludeType::ExistenceOnly)) => Some(IncludeType::ExistenceOnly),
+                };
+            }
+            let tag_len = node.tag_len;
+            node.op = match (included, node.kind) {
+                (Some(IncludeType::ExistenceOnly), Kind::Varint | Kind::String) => {
+                    // The tag followed by a zero: the default value.
+                    let (word, _) = tag_word_from_node(&node);
+                    node.emit = word_push(word, 0);
+                    node.emit_len = tag_len + 1;
+                    Op::CopyTag
+                }
+                (Some(IncludeType::ExistenceOnly), Kind::Fixed32) => Op::Fixed32Existence,
+                (Some(IncludeType::ExistenceOnly), Kind::Fixed64) => Op::Fixed64Existence,
+                (Some(_), Kind::SubmessageEnd) => Op::SubmessageEnd,
+                (Some(_), Kind::StartGroup) => Op::StartGroup,
+                (Some(_), Kind::EndGroup) => Op::EndGroup,
+                (Some(_), Kind::Varint) if node.vlen == 0 => Op::CopyTag,
+                (Some(_), Kind::Varint) => Op::Varint,
+                (Some(_), Kind::Fixed32) => Op::Fixed32,
+                (Some(_), Kind::Fixed64) => Op::Fixed64,
+                (Some(_), Kind::String) => Op::String,
+                (None, Kind::SubmessageEnd | Kind::EndGroup) => Op::SkippedEnd,
+                (None, Kind::StartGroup) => Op::SkippedStart,
+                (None, _) | (_, Kind::Special) => Op::NoOp,
+            };
+            if matches!(node.op, Op::Varint | Op::Fixed32 | Op::Fixed64 | Op::String) {
+                source.materialize(node.buffer, cursors)?;
+            }
+        }
+        if let Some(slot) = nodes.get_mut(index) {
+            *slot = node;
+        }
+        Ok(node)
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let n = usize::from(node.vlen);
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading varint field failed")?;
+        if cursor.end - cursor.pos < n {
+            return Err("reading varint field failed");
+        }
+        let at = cursor.pos;
+        cursor.pos += n;
+        if n <= 8
+            && let Some(src) = data.get(at..).and_then(|s| s.first_chunk::<8>())
+        {
+            let raw = u64::from_le_bytes(*src);
+            let keep = if n == 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
+            let continuation = 0x8080_8080_8080_8080 & (keep >> 8);
+            if self.strict && raw & keep & 0x8080_8080_8080_8080 != 0 {
+                return Err("varint buffer byte with bit 7 set");
+            }
+            let value = (raw & keep) | continuation;
+            self.put_word(value << (8 * (8 - n)), n)?;
+        } else {
+            let src = data.get(at..at + n).ok_or("reading varint field failed")?;
+            let mut buf = [0u8; varint::MAX_VARINT64_LEN];
+            let dst = buf.get_mut(..n).ok_or("reading varint field failed")?;
+            dst.copy_from_slice(src);
+            if self.strict && dst.iter().any(|b| b & 0x80 != 0) {
+                return Err("varint buffer byte with bit 7 set");
+            }
+            if let Some((_, init)) = dst.split_last_mut() {
+                for b in init {
+                    *b |= 0x80;
+                }
+            }
+            self.put(dst)?;
+        }
+        self.put_word(node.emit, usize::from(node.tag_len))
+    }
+
+    #[inline(always)]
+    fn fixed<const N: usize>(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading fixed field failed")?;
+        if cursor.end - cursor.pos < N {
+            return Err("reading fixed field failed");
+        }
+        let src = data.get(cursor.pos..).and_then(|s| s.first_chunk::<N>()).ok_or("reading fixed field failed")?;
+        cursor.pos += N;
+        let mut word = [0u8; 8];
+        if let Some(dst) = word.get_mut(8 - N..) {
+            dst.copy_from_slice(src);
+        }
+        self.put_word(u64::from_le_bytes(word), N)?;
+        self.put_word(node.emit, usize::from(node.tag_len))
+    }
+
+    #[inline(always)]
+    fn string(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading string field failed")?;
+        let available = data.get(cursor.pos..cursor.end).ok_or("reading string field failed")?;
+        let (len, len_len) = varint::decode_u32(available).map_err(|_| "reading string length failed")?;
+        if u64::from(len) + len_len as u64 > u64::from(u32::MAX) {
+            return Err("string length overflow");
+        }
+        let total = len_len + len as usize;
+        if total > available.len() {
+            return Err("reading string field failed");
+        }
+        cursor.pos += total;
+        self.put_tail(data, cursor.pos, total)?;
+        self.put_word(node.emit, usize::from(node.tag_len))
+    }
+
+    #[inline(always)]
+    fn nonproto(
+        &mut self,
+        node: &Node,
+        cursors: &mut [Cursor],
+        lengths: usize,
+        data: &[u8],
+        stack: &[StackEntry],
+    ) -> Step {
+        let lengths = cursors.get_mut(lengths).ok_or("reading non-proto record length failed")?;
+        let available = data.get(lengths.pos..lengths.end).ok_or("reading non-proto record length failed")?;
+        let (len, len_len) = varint::decode_u32(available).map_err(|_| "reading non-proto record length failed")?;
+        lengths.pos += len_len;
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading non-proto record failed")?;
+        if len as usize > cursor.end - cursor.pos {
+            return Err("reading non-proto record failed");
+        }
+        cursor.pos += len as usize;
+        self.put_tail(data, cursor.pos, len as usize)?;
+        self.record_start(stack)
+    }
+
+    #[inline(always)]
+    fn submessage_start(&mut self, nodes: &[Node], stack: &mut Vec<StackEntry>) -> Step {
+        let entry = stack.pop().ok_or("submessage stack underflow")?;
+        let length = self.size() - entry.end;
+        let length = u32::try_from(length).map_err(|_| "message too large")?;
+        let owner = nodes.get(entry.node as usize).ok_or("invalid node index")?;
+        let tag_len = usize::from(owner.tag_len);
+        if length < 0x80 && tag_len < 8 && usize::from(owner.emit_len) == tag_len {
+            // The common case: tag and a one-byte length in one word.
+            let word = (owner.emit >> 8) | (u64::from(length) << 56);
+            return self.put_word(word, tag_len + 1);
+        }
+        let (tag, tag_len) = owner.tag_bytes();
+        let mut piece = [0u8; 16];
+        let (head, tail) = piece.split_at_mut(tag_len.min(8));
+        head.copy_from_slice(tag.get(..head.len()).unwrap_or_default());
+        let mut len_buf = [0u8; varint::MAX_VARINT64_LEN];
+        let len_len = varint::encode_u64_to_array(u64::from(length), &mut len_buf);
+        let dst = tail.get_mut(..len_len).ok_or("message too large")?;
+        dst.copy_from_slice(len_buf.get(..len_len).unwrap_or_default());
+        self.put(piece.get(..tag_len + len_len).unwrap_or_default())
+    }
+
+    /// The end-of-run checks (§7 `finish`), and the records.
+    fn finish(mut self, cursors: &[Cursor], projection: bool) -> Result<DecodedRecords, CodecError> {
+        if self.skipped_level != 0 {
+            return Err(bad_run(0, "skipped submessages still open"));
+        }
+        if (self.limits.len() as u64) != self.num_records {
+            return Err(bad_run(0, "too few records"));
+        }
+        let size = self.size();
+        if self.limits.last().copied().unwrap_or(0) != size {
+            return Err(bad_run(0, "unfinished message: data before the first record"));
+        }
+        if !projection && self.pos != 0 {
+            return Err(bad_run(0, "decoded size smaller than declared"));
+        }
+        if self.strict && cursors.iter().any(|c| c.pos != c.end) {
+            return Err(bad_run(0, "buffer left partly unread"));
+        }
+        // Emission order holds the decoded size at each record start, last
+        // record first; turn it into end offsets in file order.
+        let mut ends = std::mem::take(&mut self.limits);
+        ends.reverse();
+        let k = ends.len();
+        for j in 0..k {
+            let next = ends.get(j + 1).copied().unwrap_or(0);
+            if let Some(slot) = ends.get_mut(j) {
+                *slot = size - next;
+            }
+        }
+        let pos = self.pos;
+        let values = Bytes::from(self.out).slice(pos..);
+        DecodedRecords::new(values, ends).ok_or_else(|| bad_run(0, "inconsistent record limits"))
+    }
+}
+
+/// The proto tag of `node` alone (without an inline value), right-aligned.
+fn tag_word_from_node(node: &Node) -> (u64, u8) {
+    let shift = 8 * u32::from(node.emit_len - node.tag_len);
+    let word = if shift >= 64 { 0 } else { node.emit << shift };
+    (word, node.tag_len)
+}

@@ -1,0 +1,274 @@
+//! Reading whole chunks from a [`Source`], and skipping damaged regions.
+
+use std::io::Read;
+
+use bytes::Bytes;
+use riegeli_framing::{
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, FramingError, FramingErrorKind,
+    add_with_overhead, is_possible_chunk_boundary, next_block_boundary, parse_chunk, parse_chunk_header,
+};
+
+use crate::error::{Error, ErrorKind};
+use crate::options::RecordReaderOptions;
+use crate::source::Source;
+
+/// A chunk read from the file, data hash verified.
+#[derive(Debug, Clone)]
+pub(crate) struct RawChunk {
+    pub(crate) begin: u64,
+    pub(crate) end: u64,
+    pub(crate) header: ChunkHeader,
+    pub(crate) data: Bytes,
+    /// Block headers inside the chunk whose hash failed (ignored, as the spec says).
+    pub(crate) damaged_block_headers: Vec<u64>,
+}
+
+/// Where reading can resume after damage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resume {
+    /// At this chunk boundary (the damaged chunk's header could be trusted).
+    At(u64),
+    /// At the chunk boundary that the first valid block header at or after this position points to.
+    FindFrom(u64),
+    /// Nowhere: the file ends in the damaged region.
+    Eof,
+}
+
+/// A damaged or unreadable chunk: the error, where the damage begins, and where to resume.
+#[derive(Debug)]
+pub(crate) struct Damage {
+    pub(crate) error: Error,
+    pub(crate) begin: u64,
+    pub(crate) resume: Resume,
+}
+
+impl Damage {
+    fn new(error: impl Into<Error>, begin: u64, resume: Resume) -> Self {
+        Self { error: error.into(), begin, resume }
+    }
+}
+
+/// Either an I/O error (not recoverable) or damage (recoverable).
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    Io(Error),
+    Damage(Damage),
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e.into())
+    }
+}
+
+/// Decides where to resume after a framing error found while reading the chunk at `begin`.
+fn resume_after(error: &FramingError, begin: u64, physical: &[u8]) -> Resume {
+    match error.kind() {
+        FramingErrorKind::BlockHeaderMismatch { field: "previous_chunk", .. } => {
+            // As C++: trust the rest of a valid block header if it points into its own block.
+            let block = error.position();
+            let offset = usize::try_from(block - begin).unwrap_or(usize::MAX);
+            match physical.get(offset..).map(|b| BlockHeader::parse(b, block)) {
+                Some(Ok((header, _))) if header.next_chunk <= BLOCK_SIZE => Resume::At(block + header.next_chunk),
+                _ => Resume::FindFrom(block.saturating_add(1)),
+            }
+        }
+        _ => Resume::FindFrom(error.position().max(begin).saturating_add(1)),
+    }
+}
+
+/// Reads the chunk beginning at the source's position.
+///
+/// Returns `Ok(None)` at a clean end of file (no byte after the last chunk).
+pub(crate) fn read_chunk<R: Read>(
+    source: &mut Source<R>,
+    options: &RecordReaderOptions,
+) -> Result<Option<RawChunk>, ReadError> {
+    let begin = source.pos();
+    let header_span = add_with_overhead(begin, CHUNK_HEADER_SIZE).map_or(usize::MAX, |end| (end - begin) as usize);
+    let have = source.fill(header_span)?;
+    if have == 0 {
+        // The end of the file, wherever it is (also after a skipped region).
+        return Ok(None);
+    }
+    if !is_possible_chunk_boundary(begin) {
+        let error = FramingError::from_kind(begin, FramingErrorKind::InvalidChunkBoundary);
+        return Err(ReadError::Damage(Damage::new(error, begin, Resume::FindFrom(begin))));
+    }
+    if have < header_span {
+        let truncated = ErrorKind::Truncated { pos: begin, end: begin + have as u64 };
+        return Err(ReadError::Damage(Damage::new(truncated, begin, Resume::Eof)));
+    }
+    let header = match parse_chunk_header(source.buffered(), begin) {
+        Ok((header, _)) => header,
+        Err(e) => {
+            let resume = resume_after(&e, begin, source.buffered());
+            return Err(ReadError::Damage(Damage::new(e, begin, resume)));
+        }
+    };
+    for (limit, requested, max) in [
+        ("chunk data_size", header.data_size(), options.max_chunk_data_size),
+        ("chunk num_records", header.num_records(), options.max_num_records),
+        ("chunk decoded_data_size", header.decoded_data_size(), options.max_decoded_size),
+    ] {
+        if requested > max {
+            let error = ErrorKind::LimitExceeded { pos: begin, limit, requested, max };
+            // Do not trust the size: block headers inside the chunk lead past it.
+            return Err(ReadError::Damage(Damage::new(error, begin, Resume::FindFrom(begin + 1))));
+        }
+    }
+    // chunk_end fits (parse_chunk_header checked it), and the limits bound the length
+    // except for num_records' padding, which the records limit bounds.
+    let end =
+        header.chunk_end(begin).map_err(|e| ReadError::Damage(Damage::new(e, begin, Resume::FindFrom(begin + 1))))?;
+    let len = usize::try_from(end - begin).unwrap_or(usize::MAX);
+    let have = source.fill(len)?;
+    if have < len {
+        let truncated = ErrorKind::Truncated { pos: begin, end: begin + have as u64 };
+        return Err(ReadError::Damage(Damage::new(truncated, begin, Resume::Eof)));
+    }
+    let view = match parse_chunk(source.buffered(), begin) {
+        Ok(view) => view,
+        Err(e) => {
+            let resume = resume_after(&e, begin, source.buffered());
+            return Err(ReadError::Damage(Damage::new(e, begin, resume)));
+        }
+    };
+    if options.verify_hashes
+        && let Err(e) = view.verify_data_hash()
+    {
+        return Err(ReadError::Damage(Damage::new(e, begin, Resume::At(end))));
+    }
+    let damaged_block_headers = view.damaged_block_headers().to_vec();
+    let contiguous = view.contiguous_data().is_some();
+    let data_offset = view.data_offset();
+    let data_size = header.data_size() as usize;
+    let data = if contiguous {
+        let physical = source.take(len);
+        physical.slice(data_offset..data_offset + data_size)
+    } else {
+        let mut data = Vec::with_capacity(data_size);
+        view.copy_data_into(&mut data);
+        source.consume(len);
+        Bytes::from(data)
+    };
+    Ok(Some(RawChunk { begin, end, header, data, damaged_block_headers }))
+}
+
+/// Moves the source past a damaged region. Returns where reading resumes, or
+/// `None` if the file ends inside the region (the source is then at its end).
+pub(crate) fn skip_damage<R: Read>(source: &mut Source<R>, resume: Resume) -> Result<Option<u64>, Error> {
+    match resume {
+        Resume::At(pos) => Ok(if source.skip_to(pos)? && is_possible_chunk_boundary(pos) { Some(pos) } else { None }),
+        Resume::Eof => {
+            while source.fill(1)? > 0 {
+                let n = source.buffered().len();
+                source.consume(n);
+            }
+            Ok(None)
+        }
+        Resume::FindFrom(from) => {
+            let Ok(mut block) = next_block_boundary(from) else { return Ok(None) };
+            loop {
+                if !source.skip_to(block)? {
+                    return Ok(None);
+                }
+                if source.fill(BLOCK_HEADER_SIZE as usize)? < BLOCK_HEADER_SIZE as usize {
+                    let n = source.buffered().len();
+                    source.consume(n);
+                    return Ok(None);
+                }
+                if let Ok((header, _)) = BlockHeader::parse(source.buffered(), block) {
+                    let boundary = if header.previous_chunk == 0 { block } else { header.chunk_end(block) };
+                    if is_possible_chunk_boundary(boundary) {
+                        if boundary > block && !source.skip_to(boundary)? {
+                            return Ok(None);
+                        }
+                        return Ok(Some(boundary));
+                    }
+                }
+                let Some(next) = block.checked_add(BLOCK_SIZE) else { return Ok(None) };
+                block = next;
+            }
+        }
+    }
+}
+
+/// A chunk of a Riegeli/records file, as [`ChunkReader`] returns it.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    raw: RawChunk,
+}
+
+impl Chunk {
+    /// Where the chunk begins.
+    pub fn begin(&self) -> u64 {
+        self.raw.begin
+    }
+    /// Where the chunk ends (padding included): where the next chunk begins.
+    pub fn end(&self) -> u64 {
+        self.raw.end
+    }
+    /// The chunk header.
+    pub fn header(&self) -> &ChunkHeader {
+        &self.raw.header
+    }
+    /// The chunk data (block headers removed), data hash verified.
+    pub fn data(&self) -> &Bytes {
+        &self.raw.data
+    }
+    /// Block headers inside the chunk whose hash failed; they were ignored, as
+    /// the spec says, since the chunk's own hashes protect it.
+    pub fn damaged_block_headers(&self) -> &[u64] {
+        &self.raw.damaged_block_headers
+    }
+}
+
+/// Reads a file chunk by chunk (for inspection tools: `describe`, `verify`,
+/// physical concatenation). Verifies block headers, chunk header hashes and
+/// data hashes; does not decode chunk data.
+#[derive(Debug)]
+pub struct ChunkReader<R> {
+    source: Source<R>,
+    options: RecordReaderOptions,
+    pending: Option<Damage>,
+}
+
+impl<R: Read> ChunkReader<R> {
+    /// A chunk reader of the file whose bytes `src` yields from the beginning.
+    pub fn new(src: R, options: RecordReaderOptions) -> Self {
+        Self { source: Source::new(src, 0), options, pending: None }
+    }
+
+    /// The position of the next chunk.
+    pub fn pos(&self) -> u64 {
+        self.source.pos()
+    }
+
+    /// Reads the next chunk, or `None` at the end of the file. After an error
+    /// (other than I/O), [`recover`](Self::recover) skips the damaged region.
+    pub fn read_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+        match read_chunk(&mut self.source, &self.options) {
+            Ok(chunk) => Ok(chunk.map(|raw| Chunk { raw })),
+            Err(ReadError::Io(e)) => Err(e),
+            Err(ReadError::Damage(damage)) => {
+                let error = Error::invalid(damage.begin, damage.error.to_string());
+                let kind_error = match damage.error.kind() {
+                    ErrorKind::Truncated { pos, end } => Error::new(ErrorKind::Truncated { pos: *pos, end: *end }),
+                    _ => error,
+                };
+                self.pending = Some(damage);
+                Err(kind_error)
+            }
+        }
+    }
+
+    /// Skips the damage the last error reported; returns the skipped region.
+    pub fn recover(&mut self) -> Result<Option<crate::SkippedRegion>, Error> {
+        let Some(damage) = self.pending.take() else { return Ok(None) };
+        let message = damage.error.to_string();
+        let resumed = skip_damage(&mut self.source, damage.resume)?;
+        let end = resumed.unwrap_or(self.source.pos());
+        Ok(Some(crate::SkippedRegion::new(damage.begin, end, message)))
+    }
+}

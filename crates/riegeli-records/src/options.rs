@@ -1,0 +1,588 @@
+//! `RecordWriterOptions` (with the C++ option-string grammar) and `RecordReaderOptions`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use riegeli_codec::{CompressionType, CompressorOptions, DecodeLimits};
+
+use crate::metadata::RecordsMetadata;
+
+/// Default chunk size when compressing (C++ `chunk_size:auto`): 1 MiB.
+pub const DEFAULT_COMPRESSED_CHUNK_SIZE: u64 = 1 << 20;
+/// Default chunk size without compression (C++ `chunk_size:auto`): 4 KiB.
+pub const DEFAULT_UNCOMPRESSED_CHUNK_SIZE: u64 = 4 << 10;
+/// The padding that a bare `padding`, `initial_padding` or `final_padding` means: 64 KiB.
+pub const IMPLICIT_PADDING: u64 = 64 << 10;
+
+/// Which brotli encoder the C++ writer should use. Accepted for compatibility
+/// with the option grammar; this implementation always uses the Rust encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BrotliEncoder {
+    /// `rbrotli_or_cbrotli` (the default).
+    #[default]
+    RbrotliOrCbrotli,
+    /// `cbrotli`.
+    Cbrotli,
+    /// `rbrotli`.
+    Rbrotli,
+}
+
+impl BrotliEncoder {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::RbrotliOrCbrotli => "rbrotli_or_cbrotli",
+            Self::Cbrotli => "cbrotli",
+            Self::Rbrotli => "rbrotli",
+        }
+    }
+}
+
+/// Options of a [`RecordWriter`](crate::RecordWriter).
+///
+/// Build them with the setters, or parse the option string of C++ Riegeli
+/// (google/riegeli `doc/record_writer_options.md`):
+///
+/// ```text
+/// options ::= option? ("," option?)*
+/// option ::= "default" | "transpose" (":" ("true" | "false"))? | "uncompressed"
+///   | "brotli" (":" 0..11)? | "zstd" (":" -131072..22)? | "snappy" (":" 1..2)?
+///   | "window_log" ":" ("auto" | 10..31) | "brotli_encoder" ":" ("rbrotli_or_cbrotli" | "cbrotli" | "rbrotli")
+///   | "chunk_size" ":" ("auto" | real with suffix [BkKMGTPE]) | "bucket_fraction" ":" 0..1
+///   | "padding" (":" size)? | "initial_padding" (":" size)? | "final_padding" (":" size)?
+///   | "parallelism" ":" N
+/// ```
+///
+/// `Display` writes an option string that parses back to equal options.
+///
+/// ```
+/// use riegeli_records::RecordWriterOptions;
+/// let options: RecordWriterOptions = "transpose,zstd:5,chunk_size:2M".parse()?;
+/// assert!(options.transpose());
+/// assert_eq!(options.effective_chunk_size(), 2 << 20);
+/// assert_eq!(options.to_string().parse::<RecordWriterOptions>()?, options);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordWriterOptions {
+    transpose: bool,
+    compression_type: CompressionType,
+    compression_level: i32,
+    window_log: Option<u32>,
+    brotli_encoder: BrotliEncoder,
+    chunk_size: Option<u64>,
+    bucket_fraction: f64,
+    initial_padding: u64,
+    final_padding: u64,
+    parallelism: usize,
+    metadata: Option<RecordsMetadata>,
+}
+
+impl Default for RecordWriterOptions {
+    fn default() -> Self {
+        Self {
+            transpose: false,
+            compression_type: CompressionType::Brotli,
+            compression_level: 6,
+            window_log: None,
+            brotli_encoder: BrotliEncoder::default(),
+            chunk_size: None,
+            bucket_fraction: 1.0,
+            initial_padding: 1,
+            final_padding: 1,
+            parallelism: 0,
+            metadata: None,
+        }
+    }
+}
+
+impl RecordWriterOptions {
+    /// The default options: brotli:6, simple chunks, 1 MiB chunks, no padding, serial.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Transposed chunks (better compression of proto records).
+    pub fn set_transpose(mut self, transpose: bool) -> Self {
+        self.transpose = transpose;
+        self
+    }
+    /// No compression.
+    pub fn set_uncompressed(mut self) -> Self {
+        self.compression_type = CompressionType::None;
+        self.compression_level = 0;
+        self.window_log = None;
+        self
+    }
+    /// Brotli compression at `level` (0..=11).
+    ///
+    /// # Panics
+    /// If `level` is out of range.
+    pub fn set_brotli(mut self, level: i32) -> Self {
+        assert!((0..=11).contains(&level), "brotli level {level} out of range 0..=11");
+        self.compression_type = CompressionType::Brotli;
+        self.compression_level = level;
+        self
+    }
+    /// Zstd compression at `level` (-131072..=22).
+    ///
+    /// # Panics
+    /// If `level` is out of range.
+    pub fn set_zstd(mut self, level: i32) -> Self {
+        assert!((-131072..=22).contains(&level), "zstd level {level} out of range -131072..=22");
+        self.compression_type = CompressionType::Zstd;
+        self.compression_level = level;
+        self
+    }
+    /// Snappy compression at `level` (1..=2).
+    ///
+    /// # Panics
+    /// If `level` is out of range.
+    pub fn set_snappy(mut self, level: i32) -> Self {
+        assert!((1..=2).contains(&level), "snappy level {level} out of range 1..=2");
+        self.compression_type = CompressionType::Snappy;
+        self.compression_level = level;
+        self.window_log = None;
+        self
+    }
+    /// Logarithm of the LZ77 window (`None`: the codec's default).
+    pub fn set_window_log(mut self, window_log: Option<u32>) -> Self {
+        self.window_log = window_log;
+        self
+    }
+    /// Desired decoded size of a chunk (`None`: 1 MiB compressed, 4 KiB uncompressed).
+    pub fn set_chunk_size(mut self, chunk_size: Option<u64>) -> Self {
+        self.chunk_size = chunk_size.map(|s| s.max(1));
+        self
+    }
+    /// Bucket size relative to the chunk size, for transposed chunks (0..=1).
+    pub fn set_bucket_fraction(mut self, fraction: f64) -> Self {
+        self.bucket_fraction = fraction.clamp(0.0, 1.0);
+        self
+    }
+    /// Pads the file at the beginning (when appending) to a multiple of `padding`.
+    pub fn set_initial_padding(mut self, padding: u64) -> Self {
+        self.initial_padding = padding.max(1);
+        self
+    }
+    /// Pads the file when flushing and at the end to a multiple of `padding`.
+    pub fn set_final_padding(mut self, padding: u64) -> Self {
+        self.final_padding = padding.max(1);
+        self
+    }
+    /// Both initial and final padding.
+    pub fn set_padding(self, padding: u64) -> Self {
+        self.set_initial_padding(padding).set_final_padding(padding)
+    }
+    /// Number of chunks encoded in parallel in the background (0: encode in the caller's thread).
+    pub fn set_parallelism(mut self, parallelism: usize) -> Self {
+        self.parallelism = parallelism;
+        self
+    }
+    /// File metadata, written as a metadata chunk after the file signature.
+    pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Whether chunks are transposed.
+    pub fn transpose(&self) -> bool {
+        self.transpose
+    }
+    /// The compression type.
+    pub fn compression_type(&self) -> CompressionType {
+        self.compression_type
+    }
+    /// The compression level.
+    pub fn compression_level(&self) -> i32 {
+        self.compression_level
+    }
+    /// The window log, if set.
+    pub fn window_log(&self) -> Option<u32> {
+        self.window_log
+    }
+    /// The chunk size actually used.
+    pub fn effective_chunk_size(&self) -> u64 {
+        self.chunk_size.unwrap_or(if self.compression_type == CompressionType::None {
+            DEFAULT_UNCOMPRESSED_CHUNK_SIZE
+        } else {
+            DEFAULT_COMPRESSED_CHUNK_SIZE
+        })
+    }
+    /// The bucket fraction.
+    pub fn bucket_fraction(&self) -> f64 {
+        self.bucket_fraction
+    }
+    /// The bucket size for transposed chunks: `round(chunk_size * bucket_fraction)`, at least 1.
+    pub fn bucket_size(&self) -> u64 {
+        let size = (self.effective_chunk_size() as f64 * self.bucket_fraction).round();
+        if size >= u64::MAX as f64 {
+            u64::MAX
+        } else if size >= 1.0 {
+            size as u64
+        } else {
+            1
+        }
+    }
+    /// The initial padding.
+    pub fn initial_padding(&self) -> u64 {
+        self.initial_padding
+    }
+    /// The final padding.
+    pub fn final_padding(&self) -> u64 {
+        self.final_padding
+    }
+    /// The parallelism.
+    pub fn parallelism(&self) -> usize {
+        self.parallelism
+    }
+    /// The metadata, if any.
+    pub fn metadata(&self) -> Option<&RecordsMetadata> {
+        self.metadata.as_ref()
+    }
+
+    /// The compressor options these options imply.
+    pub fn compressor_options(&self) -> CompressorOptions {
+        CompressorOptions {
+            compression_type: self.compression_type,
+            level: self.compression_level,
+            window_log: self.window_log,
+        }
+    }
+}
+
+/// A bad option string: the token at fault and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid option {token:?}: {message}")]
+pub struct ParseOptionsError {
+    token: String,
+    message: String,
+}
+
+impl ParseOptionsError {
+    fn new(token: &str, message: impl Into<String>) -> Self {
+        Self { token: token.to_owned(), message: message.into() }
+    }
+    /// The offending `name[:value]` item.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// Parses an integer in `min..=max`.
+fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
+    match value.parse::<i64>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(ParseOptionsError::new(token, format!("expected an integer in {min}..={max}"))),
+    }
+}
+
+/// Parses "real with optional suffix [BkKMGTPE]" into a positive byte count.
+fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
+    let bad = || ParseOptionsError::new(token, "expected a positive size like 65536, 64k or 1.5M");
+    let (number, shift) = match value.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c {
+                'B' => 0,
+                'k' | 'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                'P' => 50,
+                'E' => 60,
+                _ => return Err(bad()),
+            };
+            (&value[..i], shift)
+        }
+        _ => (value, 0),
+    };
+    if let Ok(n) = number.parse::<u64>() {
+        return n.checked_mul(1u64 << shift).filter(|&n| n >= 1).ok_or_else(bad);
+    }
+    let real: f64 = number.parse().map_err(|_| bad())?;
+    let scaled = (real * (1u64 << shift) as f64).round();
+    if !scaled.is_finite() || scaled < 1.0 || scaled >= u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(scaled as u64)
+}
+
+/// Parses `true`/`false` (empty means `true`).
+fn parse_bool(token: &str, value: Option<&str>) -> Result<bool, ParseOptionsError> {
+    match value {
+        None | Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(_) => Err(ParseOptionsError::new(token, "expected true or false")),
+    }
+}
+
+impl FromStr for RecordWriterOptions {
+    type Err = ParseOptionsError;
+
+    fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
+        let mut options = Self::default();
+        let mut compression_token: Option<&str> = None;
+        let mut window_log: Option<(&str, Option<u32>)> = None;
+        for token in text.split(',') {
+            if token.is_empty() {
+                continue;
+            }
+            let (name, value) = match token.split_once(':') {
+                Some((name, value)) => (name, Some(value)),
+                None => (token, None),
+            };
+            let need_value = || ParseOptionsError::new(token, "a value is required");
+            let mut set_compression = |kind, level| {
+                if let Some(previous) = compression_token {
+                    return Err(ParseOptionsError::new(
+                        token,
+                        format!("conflicts with the earlier compression option {previous:?}"),
+                    ));
+                }
+                compression_token = Some(token);
+                options.compression_type = kind;
+                options.compression_level = level;
+                Ok(())
+            };
+            match name {
+                "default" if value.is_none() => {}
+                "transpose" => options.transpose = parse_bool(token, value)?,
+                "uncompressed" if value.is_none() => set_compression(CompressionType::None, 0)?,
+                "brotli" => {
+                    let level = value.map_or(Ok(6), |v| parse_int(token, v, 0, 11))?;
+                    set_compression(CompressionType::Brotli, level as i32)?;
+                }
+                "zstd" => {
+                    let level = value.map_or(Ok(3), |v| parse_int(token, v, -131072, 22))?;
+                    set_compression(CompressionType::Zstd, level as i32)?;
+                }
+                "snappy" => {
+                    let level = value.map_or(Ok(1), |v| parse_int(token, v, 1, 2))?;
+                    set_compression(CompressionType::Snappy, level as i32)?;
+                }
+                "window_log" => {
+                    let value = value.ok_or_else(need_value)?;
+                    let log = if value == "auto" { None } else { Some(parse_int(token, value, 10, 31)? as u32) };
+                    window_log = Some((token, log));
+                }
+                "brotli_encoder" => {
+                    options.brotli_encoder = match value.ok_or_else(need_value)? {
+                        "rbrotli_or_cbrotli" => BrotliEncoder::RbrotliOrCbrotli,
+                        "cbrotli" => BrotliEncoder::Cbrotli,
+                        "rbrotli" => BrotliEncoder::Rbrotli,
+                        _ => {
+                            return Err(ParseOptionsError::new(
+                                token,
+                                "expected rbrotli_or_cbrotli, cbrotli or rbrotli",
+                            ));
+                        }
+                    }
+                }
+                "chunk_size" => {
+                    let value = value.ok_or_else(need_value)?;
+                    options.chunk_size = if value == "auto" { None } else { Some(parse_bytes(token, value)?) };
+                }
+                "bucket_fraction" => {
+                    let value = value.ok_or_else(need_value)?;
+                    options.bucket_fraction = match value.parse::<f64>() {
+                        Ok(f) if (0.0..=1.0).contains(&f) => f,
+                        _ => {
+                            return Err(ParseOptionsError::new(token, "expected a real number in 0..1"));
+                        }
+                    };
+                }
+                "padding" | "initial_padding" | "final_padding" => {
+                    let padding = value.map_or(Ok(IMPLICIT_PADDING), |v| parse_bytes(token, v))?;
+                    if name != "final_padding" {
+                        options.initial_padding = padding;
+                    }
+                    if name != "initial_padding" {
+                        options.final_padding = padding;
+                    }
+                }
+                "parallelism" => {
+                    let value = value.ok_or_else(need_value)?;
+                    options.parallelism = parse_int(token, value, 0, i64::from(i32::MAX))? as usize;
+                }
+                "default" | "uncompressed" => {
+                    return Err(ParseOptionsError::new(token, "takes no value"));
+                }
+                _ => return Err(ParseOptionsError::new(token, "unknown option")),
+            }
+        }
+        if let Some((token, log)) = window_log {
+            match options.compression_type {
+                CompressionType::None => {
+                    return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
+                }
+                CompressionType::Snappy => {
+                    return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
+                }
+                CompressionType::Brotli if log.is_some_and(|l| l > 30) => {
+                    return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
+                }
+                _ => options.window_log = log,
+            }
+        }
+        Ok(options)
+    }
+}
+
+impl fmt::Display for RecordWriterOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut items: Vec<String> = Vec::new();
+        if self.transpose {
+            items.push("transpose".into());
+        }
+        let default = Self::default();
+        if (self.compression_type, self.compression_level) != (default.compression_type, default.compression_level) {
+            items.push(match self.compression_type {
+                CompressionType::None => "uncompressed".into(),
+                CompressionType::Brotli => format!("brotli:{}", self.compression_level),
+                CompressionType::Zstd => format!("zstd:{}", self.compression_level),
+                CompressionType::Snappy => format!("snappy:{}", self.compression_level),
+                _ => format!("unknown:{}", self.compression_level),
+            });
+        }
+        if let Some(log) = self.window_log {
+            items.push(format!("window_log:{log}"));
+        }
+        if self.brotli_encoder != BrotliEncoder::default() {
+            items.push(format!("brotli_encoder:{}", self.brotli_encoder.as_str()));
+        }
+        if let Some(size) = self.chunk_size {
+            items.push(format!("chunk_size:{size}"));
+        }
+        if self.bucket_fraction != 1.0 {
+            items.push(format!("bucket_fraction:{}", self.bucket_fraction));
+        }
+        if self.initial_padding > 1 {
+            items.push(format!("initial_padding:{}", self.initial_padding));
+        }
+        if self.final_padding > 1 {
+            items.push(format!("final_padding:{}", self.final_padding));
+        }
+        if self.parallelism > 0 {
+            items.push(format!("parallelism:{}", self.parallelism));
+        }
+        if items.is_empty() { f.write_str("default") } else { f.write_str(&items.join(",")) }
+    }
+}
+
+/// Options of a [`RecordReader`](crate::RecordReader): limits on what hostile
+/// headers can make the reader allocate, and checks.
+///
+/// Every allocation sized by the file is checked against these limits first;
+/// a chunk over a limit is an error (recoverable: the reader can skip it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordReaderOptions {
+    /// Largest chunk `data_size` accepted (default 1 GiB).
+    pub max_chunk_data_size: u64,
+    /// Largest decoded chunk (sum of record sizes) accepted (default 2 GiB).
+    pub max_decoded_size: u64,
+    /// Largest number of records per chunk accepted (default 2^28).
+    pub max_num_records: u64,
+    /// Verify chunk data hashes (default `true`; turning it off is for diagnostics only).
+    pub verify_hashes: bool,
+}
+
+impl Default for RecordReaderOptions {
+    fn default() -> Self {
+        Self { max_chunk_data_size: 1 << 30, max_decoded_size: 2 << 30, max_num_records: 1 << 28, verify_hashes: true }
+    }
+}
+
+impl RecordReaderOptions {
+    pub(crate) fn decode_limits(&self) -> DecodeLimits {
+        DecodeLimits { max_decoded_size: self.max_decoded_size, max_num_records: self.max_num_records }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_cpp() {
+        let o: RecordWriterOptions = "".parse().unwrap();
+        assert_eq!(o, RecordWriterOptions::default());
+        assert_eq!(o.compression_type(), CompressionType::Brotli);
+        assert_eq!(o.compression_level(), 6);
+        assert_eq!(o.effective_chunk_size(), 1 << 20);
+        assert_eq!("default".parse::<RecordWriterOptions>().unwrap(), o);
+        assert_eq!("zstd".parse::<RecordWriterOptions>().unwrap().compression_level(), 3);
+        assert_eq!("snappy".parse::<RecordWriterOptions>().unwrap().compression_level(), 1);
+        let u: RecordWriterOptions = "uncompressed".parse().unwrap();
+        assert_eq!(u.effective_chunk_size(), 4096);
+    }
+
+    #[test]
+    fn sizes_with_suffixes() {
+        for (text, want) in [
+            ("chunk_size:1", 1),
+            ("chunk_size:64k", 65536),
+            ("chunk_size:64K", 65536),
+            ("chunk_size:1.5M", 3 << 19),
+            ("chunk_size:2G", 2 << 30),
+            ("chunk_size:100B", 100),
+            ("chunk_size:1E", 1 << 60),
+        ] {
+            assert_eq!(text.parse::<RecordWriterOptions>().unwrap().effective_chunk_size(), want, "{text}");
+        }
+        let o: RecordWriterOptions = "padding".parse().unwrap();
+        assert_eq!((o.initial_padding(), o.final_padding()), (65536, 65536));
+        let o: RecordWriterOptions = "final_padding:1M".parse().unwrap();
+        assert_eq!((o.initial_padding(), o.final_padding()), (1, 1 << 20));
+    }
+
+    #[test]
+    fn errors_name_the_token() {
+        for bad in [
+            "brotli:12",
+            "zstd:23",
+            "zstd:-131073",
+            "snappy:3",
+            "transpose:yes",
+            "chunk_size:0",
+            "chunk_size:-5",
+            "chunk_size:12Q",
+            "bucket_fraction:1.5",
+            "window_log:9",
+            "window_log:32",
+            "parallelism:-1",
+            "frobnicate",
+            "uncompressed:1",
+        ] {
+            let err = bad.parse::<RecordWriterOptions>().unwrap_err();
+            assert_eq!(err.token(), bad, "{bad}: {err}");
+        }
+        let err = "zstd,brotli".parse::<RecordWriterOptions>().unwrap_err();
+        assert_eq!(err.token(), "brotli");
+        let err = "uncompressed,window_log:20".parse::<RecordWriterOptions>().unwrap_err();
+        assert_eq!(err.token(), "window_log:20");
+        assert!("snappy,window_log:auto".parse::<RecordWriterOptions>().is_err());
+        assert!("brotli,window_log:31".parse::<RecordWriterOptions>().is_err());
+        assert!("zstd,window_log:31".parse::<RecordWriterOptions>().is_ok());
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in [
+            "default",
+            "transpose",
+            "transpose:false,uncompressed",
+            "brotli:0",
+            "zstd:-5,window_log:20",
+            "snappy:2",
+            "brotli_encoder:cbrotli",
+            "chunk_size:1.5M,bucket_fraction:0.25",
+            "padding:1M,parallelism:10",
+            "initial_padding,final_padding:128k",
+            ",,zstd:22,,",
+        ] {
+            let options: RecordWriterOptions = text.parse().unwrap();
+            let shown = options.to_string();
+            assert_eq!(shown.parse::<RecordWriterOptions>().unwrap(), options, "{text} -> {shown}");
+        }
+        assert_eq!("zstd:3,transpose".parse::<RecordWriterOptions>().unwrap().to_string(), "transpose,zstd:3");
+    }
+}

@@ -1,0 +1,735 @@
+//! `RecordReader`: sequential and random-access reading of records.
+
+use std::cmp::Ordering;
+use std::io::{Read, Seek};
+
+use bytes::Bytes;
+use riegeli_codec::{
+    ChunkType, CodecError, DecodedRecords, FieldProjection, SimpleChunkDecoder, TransposedChunkDecoder,
+};
+use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
+
+use crate::chunk_reader::{Damage, RawChunk, ReadError, Resume, read_chunk, skip_damage};
+use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::RecordsMetadata;
+use crate::options::RecordReaderOptions;
+use crate::position::RecordPosition;
+use crate::skipped_region::SkippedRegion;
+use crate::source::Source;
+
+/// The recovery callback: called with each skipped region; returns whether to keep reading.
+type RecoveryFn = Box<dyn FnMut(&SkippedRegion) -> bool + Send>;
+
+#[derive(Debug, Clone)]
+enum MetadataState {
+    /// No chunk after the signature has been read yet.
+    Unknown,
+    /// The file has no metadata chunk.
+    Absent,
+    /// The metadata chunk's raw data and its header's decoded_data_size.
+    Present(Bytes, u64),
+}
+
+/// Which chunk [`RecordReader::locate_chunk`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    /// The first chunk holding the record with this numeric position, or beginning after it.
+    Containing,
+    /// The chunk whose bytes include this position.
+    Before,
+}
+
+/// Decodes chunk data into records, reusing decoders across chunks.
+struct ChunkDecoder {
+    simple: SimpleChunkDecoder,
+    transposed: TransposedChunkDecoder,
+    projection: FieldProjection,
+    /// Whether the records last handed out came from the transposed decoder.
+    last_transposed: bool,
+}
+
+impl ChunkDecoder {
+    /// Gives a finished chunk's buffers back to the decoder that made them.
+    fn recycle(&mut self, records: DecodedRecords) {
+        if self.last_transposed {
+            self.transposed.recycle(records);
+        } else {
+            self.simple.recycle(records);
+        }
+    }
+
+    /// The records of a chunk, or `None` for chunks without records.
+    fn decode(
+        &mut self,
+        chunk: &RawChunk,
+        options: &RecordReaderOptions,
+    ) -> std::result::Result<Option<DecodedRecords>, CodecError> {
+        let header = &chunk.header;
+        let limits = options.decode_limits();
+        self.last_transposed = header.chunk_type() == ChunkType::Transposed.to_byte();
+        match ChunkType::from_byte(header.chunk_type()) {
+            Some(ChunkType::Simple) => self
+                .simple
+                .decode(chunk.data.clone(), header.num_records(), header.decoded_data_size(), &limits)
+                .map(Some),
+            Some(ChunkType::Transposed) => self
+                .transposed
+                .decode(chunk.data.clone(), header.num_records(), header.decoded_data_size(), &limits, &self.projection)
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Reads records from a Riegeli/records file.
+///
+/// With `R: Read` it reads sequentially from any byte stream (a file, stdin,
+/// memory); with `R: Read + Seek` it can also [`seek`](Self::seek) to record
+/// positions, [`seek_back`](Self::seek_back) and [`search`](Self::search).
+///
+/// Records are returned as [`Bytes`] slices of the decoded chunk, without
+/// copying. Memory use is bounded by about one chunk plus a 64 KiB read-ahead:
+/// the reader may read up to 64 KiB past the chunk it needs.
+///
+/// Damaged regions are reported as errors. With
+/// [`set_recovery`](Self::set_recovery) they are skipped instead and reported
+/// to a callback; after an error, [`recover`](Self::recover) skips the damage
+/// and continues. The loss is what the format promises and no more: a chunk
+/// whose data hash fails loses that chunk only; a damaged chunk header loses
+/// data up to the chunk the next valid block header points to; a truncated
+/// file yields every complete chunk.
+///
+/// ```
+/// use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+///
+/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_uncompressed())?;
+/// writer.write_record(b"hello")?;
+/// writer.write_record(b"world")?;
+/// let file = writer.close()?;
+///
+/// let mut reader = RecordReader::new(std::io::Cursor::new(file));
+/// assert_eq!(reader.read_record()?.as_deref(), Some(&b"hello"[..]));
+/// let second = reader.pos();
+/// assert_eq!(reader.read_record()?.as_deref(), Some(&b"world"[..]));
+/// assert_eq!(reader.read_record()?, None);
+/// reader.seek(second)?;
+/// assert_eq!(reader.read_record()?.as_deref(), Some(&b"world"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RecordReader<R> {
+    source: Source<R>,
+    options: RecordReaderOptions,
+    decoder: ChunkDecoder,
+    records: DecodedRecords,
+    /// Where the chunk of `records` begins (meaningful when `records` is non-empty).
+    chunk_begin: u64,
+    index: usize,
+    metadata: MetadataState,
+    /// A chunk read ahead by `read_serialized_metadata` that holds records.
+    peeked: Option<RawChunk>,
+    recovery: Option<RecoveryFn>,
+    /// Damage reported as an error, for `recover()`.
+    pending: Option<Damage>,
+    last_pos: Option<RecordPosition>,
+}
+
+impl<R> std::fmt::Debug for RecordReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordReader")
+            .field("pos", &self.source.pos())
+            .field("chunk_begin", &self.chunk_begin)
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Read> RecordReader<R> {
+    /// A reader of the file whose bytes `src` yields from the beginning, with default options.
+    pub fn new(src: R) -> Self {
+        Self::with_options(src, RecordReaderOptions::default())
+    }
+
+    /// A reader with the given options.
+    pub fn with_options(src: R, options: RecordReaderOptions) -> Self {
+        Self::at_position(src, 0, options)
+    }
+
+    /// A reader of a stream that starts at file position `pos` (which must be a
+    /// chunk boundary, e.g. from an earlier [`pos`](Self::pos)`.chunk_begin()`).
+    pub fn at_position(src: R, pos: u64, options: RecordReaderOptions) -> Self {
+        Self {
+            source: Source::new(src, pos),
+            options,
+            decoder: ChunkDecoder {
+                simple: SimpleChunkDecoder::new(),
+                transposed: TransposedChunkDecoder::new(),
+                projection: FieldProjection::all(),
+                last_transposed: false,
+            },
+            records: DecodedRecords::default(),
+            chunk_begin: pos,
+            index: 0,
+            metadata: if pos == 0 { MetadataState::Unknown } else { MetadataState::Absent },
+            peeked: None,
+            recovery: None,
+            pending: None,
+            last_pos: None,
+        }
+    }
+
+    /// Skips damaged regions instead of failing, calling `callback` with each;
+    /// the callback returns `false` to stop reading (the read then returns the error).
+    pub fn set_recovery(&mut self, callback: impl FnMut(&SkippedRegion) -> bool + Send + 'static) {
+        self.recovery = Some(Box::new(callback));
+    }
+
+    /// Reads only the given fields of transposed chunks (other chunks are read whole).
+    pub fn set_field_projection(&mut self, projection: FieldProjection) {
+        self.decoder.projection = projection;
+    }
+
+    /// The options.
+    pub fn options(&self) -> &RecordReaderOptions {
+        &self.options
+    }
+
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        self.source.get_ref()
+    }
+
+    /// Returns the underlying reader (its position is unspecified).
+    pub fn into_inner(self) -> R {
+        self.source.into_inner()
+    }
+
+    /// Reads the next record, or `None` at the end of the file.
+    pub fn read_record(&mut self) -> Result<Option<Bytes>> {
+        loop {
+            if let Some(record) = self.records.get(self.index) {
+                self.last_pos = RecordPosition::new(self.chunk_begin, self.index as u64);
+                self.index += 1;
+                return Ok(Some(record));
+            }
+            if !self.advance_chunk()? {
+                self.last_pos = None;
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Reads the next record into `buf` (replacing its contents); returns
+    /// `false` at the end of the file.
+    pub fn read_record_into(&mut self, buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        match self.read_record()? {
+            Some(record) => {
+                buf.extend_from_slice(&record);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Reads the next record and parses it as a protobuf message.
+    pub fn read_message<M: prost::Message + Default>(&mut self) -> Result<Option<M>> {
+        let Some(record) = self.read_record()? else { return Ok(None) };
+        let pos = self.last_pos.map_or(0, |p| p.numeric());
+        M::decode(record).map(Some).map_err(|e| Error::invalid(pos, format!("record is not a valid message: {e}")))
+    }
+
+    /// An iterator over the remaining records.
+    pub fn records(&mut self) -> Records<'_, R> {
+        Records { reader: self }
+    }
+
+    /// The position of the next record (or of the end of the file).
+    pub fn pos(&self) -> RecordPosition {
+        if self.index < self.records.len() {
+            return RecordPosition::new(self.chunk_begin, self.index as u64).unwrap_or_default();
+        }
+        let next = self.peeked.as_ref().map_or(self.source.pos(), |c| c.begin);
+        RecordPosition::new(next, 0).unwrap_or_default()
+    }
+
+    /// The position of the record last read, until the next seek.
+    pub fn last_pos(&self) -> Option<RecordPosition> {
+        self.last_pos
+    }
+
+    /// Checks that the file begins like a Riegeli/records file (valid file
+    /// signature). Reads the first chunk if nothing has been read yet.
+    pub fn check_file_format(&mut self) -> Result<()> {
+        if self.source.pos() == 0 && self.peeked.is_none() && self.records.is_empty() {
+            match read_chunk(&mut self.source, &self.options) {
+                Ok(Some(chunk)) => {
+                    check_signature(&chunk)?;
+                    self.chunk_begin = chunk.end;
+                }
+                Ok(None) => return Err(Error::invalid(0, "empty file: missing file signature")),
+                Err(ReadError::Io(e)) => return Err(e),
+                Err(ReadError::Damage(d)) => return Err(d.error),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the file metadata, if the file has a metadata chunk.
+    ///
+    /// Best called before reading records; afterwards it returns the metadata
+    /// if the metadata chunk has been passed.
+    pub fn read_metadata(&mut self) -> Result<Option<RecordsMetadata>> {
+        let Some(serialized) = self.read_serialized_metadata()? else { return Ok(None) };
+        <RecordsMetadata as prost::Message>::decode(serialized)
+            .map(Some)
+            .map_err(|e| Error::invalid(0, format!("metadata is not a valid RecordsMetadata: {e}")))
+    }
+
+    /// Reads the file metadata in serialized form (a `RecordsMetadata` message,
+    /// extensions included), if the file has a metadata chunk.
+    pub fn read_serialized_metadata(&mut self) -> Result<Option<Bytes>> {
+        while matches!(self.metadata, MetadataState::Unknown) && self.records.len() == self.index {
+            if self.peeked.is_some() {
+                self.metadata = MetadataState::Absent;
+                break;
+            }
+            let chunk = match read_chunk(&mut self.source, &self.options) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => {
+                    self.metadata = MetadataState::Absent;
+                    break;
+                }
+                Err(ReadError::Io(e)) => return Err(e),
+                Err(ReadError::Damage(d)) => {
+                    let error = Error::invalid(d.begin, format!("cannot read metadata: {}", d.error));
+                    self.pending = Some(d);
+                    return Err(error);
+                }
+            };
+            match ChunkType::from_byte(chunk.header.chunk_type()) {
+                Some(ChunkType::FileSignature | ChunkType::FileMetadata) => {
+                    let begin = chunk.begin;
+                    if let Err(damage) = self.install(chunk) {
+                        return Err(damage.error);
+                    }
+                    self.chunk_begin = begin;
+                }
+                _ => {
+                    self.metadata = MetadataState::Absent;
+                    self.peeked = Some(chunk);
+                }
+            }
+        }
+        match &self.metadata {
+            MetadataState::Present(data, decoded_data_size) => {
+                let mut decoder = TransposedChunkDecoder::new();
+                decoder
+                    .decode_metadata_chunk(data.clone(), 0, *decoded_data_size, &self.options.decode_limits())
+                    .map(Some)
+                    .map_err(|e| Error::codec(0, e))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Skips the damage that the last error reported and returns the skipped
+    /// region, or `None` if there is nothing to recover from.
+    pub fn recover(&mut self) -> Result<Option<SkippedRegion>> {
+        match self.pending.take() {
+            Some(damage) => self.skip(damage).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Loads the next chunk with records. Returns `false` at the end of the file.
+    fn advance_chunk(&mut self) -> Result<bool> {
+        loop {
+            let finished = std::mem::take(&mut self.records);
+            if !finished.is_empty() {
+                self.decoder.recycle(finished);
+            }
+            self.index = 0;
+            let chunk = match self.peeked.take() {
+                Some(chunk) => chunk,
+                None => match read_chunk(&mut self.source, &self.options) {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => {
+                        self.chunk_begin = self.source.pos();
+                        return Ok(false);
+                    }
+                    Err(ReadError::Io(e)) => return Err(e),
+                    Err(ReadError::Damage(damage)) => {
+                        self.handle_damage(damage)?;
+                        continue;
+                    }
+                },
+            };
+            self.chunk_begin = chunk.begin;
+            match self.install(chunk) {
+                Ok(()) if !self.records.is_empty() => return Ok(true),
+                Ok(()) => {}
+                Err(damage) => self.handle_damage(damage)?,
+            }
+        }
+    }
+
+    /// Interprets a chunk: records, metadata, signature or padding.
+    fn install(&mut self, chunk: RawChunk) -> std::result::Result<(), Damage> {
+        let kind = ChunkType::from_byte(chunk.header.chunk_type());
+        if chunk.begin == 0 {
+            return check_signature(&chunk).map_err(|error| Damage { error, begin: 0, resume: Resume::At(chunk.end) });
+        }
+        match kind {
+            Some(ChunkType::FileMetadata) => {
+                if matches!(self.metadata, MetadataState::Unknown) {
+                    self.metadata = MetadataState::Present(chunk.data.clone(), chunk.header.decoded_data_size());
+                }
+                return Ok(());
+            }
+            Some(ChunkType::FileSignature | ChunkType::Padding) => return Ok(()),
+            _ => {}
+        }
+        if matches!(self.metadata, MetadataState::Unknown) {
+            self.metadata = MetadataState::Absent;
+        }
+        match self.decoder.decode(&chunk, &self.options) {
+            Ok(Some(records)) => {
+                self.records = records;
+                Ok(())
+            }
+            Ok(None) if chunk.header.num_records() == 0 => Ok(()),
+            Ok(None) => Err(Damage {
+                error: Error::invalid(
+                    chunk.begin,
+                    format!("unknown chunk type {:#04x} with records", chunk.header.chunk_type()),
+                ),
+                begin: chunk.begin,
+                resume: Resume::At(chunk.end),
+            }),
+            Err(e) => {
+                Err(Damage { error: Error::codec(chunk.begin, e), begin: chunk.begin, resume: Resume::At(chunk.end) })
+            }
+        }
+    }
+
+    /// Skips damage through the recovery callback, or records it for `recover()` and fails.
+    fn handle_damage(&mut self, damage: Damage) -> Result<()> {
+        if self.recovery.is_none() {
+            let error = Error::new(clone_kind(&damage.error));
+            self.pending = Some(damage);
+            return Err(error);
+        }
+        let message = damage.error.to_string();
+        let region = self.skip(damage)?;
+        let keep_going = self.recovery.as_mut().is_none_or(|callback| callback(&region));
+        if keep_going { Ok(()) } else { Err(Error::invalid(region.begin(), message)) }
+    }
+
+    /// Moves past damage; returns the region skipped.
+    fn skip(&mut self, damage: Damage) -> Result<SkippedRegion> {
+        self.records = DecodedRecords::default();
+        self.index = 0;
+        self.peeked = None;
+        let message = damage.error.to_string();
+        let resumed = skip_damage(&mut self.source, damage.resume)?;
+        let end = resumed.unwrap_or(self.source.pos());
+        self.chunk_begin = end;
+        Ok(SkippedRegion::new(damage.begin, end, message))
+    }
+}
+
+/// Rebuilds an error kind for reporting while the original stays with the pending damage.
+fn clone_kind(error: &Error) -> ErrorKind {
+    match error.kind() {
+        ErrorKind::Framing(e) => ErrorKind::Framing(e.clone()),
+        ErrorKind::Codec { pos, source } => ErrorKind::Codec { pos: *pos, source: source.clone() },
+        ErrorKind::Truncated { pos, end } => ErrorKind::Truncated { pos: *pos, end: *end },
+        ErrorKind::LimitExceeded { pos, limit, requested, max } => {
+            ErrorKind::LimitExceeded { pos: *pos, limit, requested: *requested, max: *max }
+        }
+        other => ErrorKind::Invalid { pos: error.position().unwrap_or(0), message: other.to_string() },
+    }
+}
+
+/// Checks the file signature chunk at position 0.
+fn check_signature(chunk: &RawChunk) -> Result<()> {
+    let h = &chunk.header;
+    if ChunkType::from_byte(h.chunk_type()) != Some(ChunkType::FileSignature)
+        || h.data_size() != 0
+        || h.num_records() != 0
+        || h.decoded_data_size() != 0
+    {
+        return Err(Error::invalid(0, "missing file signature: not a Riegeli/records file"));
+    }
+    Ok(())
+}
+
+impl<R: Read + Seek> RecordReader<R> {
+    /// The size of the file in bytes.
+    pub fn size(&mut self) -> Result<u64> {
+        Ok(self.source.size()?)
+    }
+
+    /// Moves to chunk boundary `pos` without reading.
+    fn jump_to(&mut self, pos: u64) -> Result<()> {
+        self.records = DecodedRecords::default();
+        self.index = 0;
+        self.peeked = None;
+        self.pending = None;
+        self.chunk_begin = pos;
+        self.source.seek(pos)?;
+        if pos > 0 && matches!(self.metadata, MetadataState::Unknown) {
+            self.metadata = MetadataState::Absent;
+        }
+        Ok(())
+    }
+
+    /// Seeks to a record position obtained from [`pos`](Self::pos) or
+    /// [`last_pos`](Self::last_pos) for the same file.
+    pub fn seek(&mut self, pos: RecordPosition) -> Result<()> {
+        self.last_pos = None;
+        if !self.records.is_empty() && pos.chunk_begin() == self.chunk_begin {
+            self.index = usize::try_from(pos.record_index()).unwrap_or(usize::MAX).min(self.records.len());
+            return Ok(());
+        }
+        self.jump_to(pos.chunk_begin())?;
+        if pos.record_index() == 0 {
+            return Ok(());
+        }
+        let begin = pos.chunk_begin();
+        if self.advance_chunk()? && self.chunk_begin == begin {
+            self.index = usize::try_from(pos.record_index()).unwrap_or(usize::MAX).min(self.records.len());
+        }
+        Ok(())
+    }
+
+    /// Seeks to the record with numeric position `pos` (`chunk_begin + record_index`),
+    /// or the next record if `pos` falls between records. Any `pos` from 0 to the
+    /// file size is allowed.
+    pub fn seek_numeric(&mut self, pos: u64) -> Result<()> {
+        self.last_pos = None;
+        if !self.records.is_empty() && pos >= self.chunk_begin && pos < self.source.pos() {
+            self.index = usize::try_from(pos - self.chunk_begin).unwrap_or(usize::MAX).min(self.records.len());
+            return Ok(());
+        }
+        let chunk = self.locate_chunk(pos, Which::Containing)?;
+        self.jump_to(chunk)?;
+        if chunk >= pos {
+            return Ok(());
+        }
+        if self.advance_chunk()? && self.chunk_begin == chunk {
+            self.index = usize::try_from(pos - chunk).unwrap_or(usize::MAX).min(self.records.len());
+        }
+        Ok(())
+    }
+
+    /// Moves back to the previous record, so that the next read returns it
+    /// again. Returns `false` if there is no previous record.
+    pub fn seek_back(&mut self) -> Result<bool> {
+        self.last_pos = None;
+        if self.index > 0 && !self.records.is_empty() {
+            self.index -= 1;
+            return Ok(true);
+        }
+        let mut pos = self.pos().chunk_begin();
+        while pos > 0 {
+            let chunk = self.locate_chunk(pos - 1, Which::Before)?;
+            self.jump_to(chunk)?;
+            if self.load_chunk_here()? {
+                self.index = self.records.len() - 1;
+                return Ok(true);
+            }
+            pos = chunk;
+        }
+        self.jump_to(0)?;
+        Ok(false)
+    }
+
+    /// Loads the chunk at the current position; `true` if it has records.
+    fn load_chunk_here(&mut self) -> Result<bool> {
+        let begin = self.source.pos();
+        match read_chunk(&mut self.source, &self.options) {
+            Ok(Some(chunk)) => match self.install(chunk) {
+                Ok(()) => {
+                    self.chunk_begin = begin;
+                    Ok(!self.records.is_empty())
+                }
+                Err(damage) => {
+                    self.handle_damage(damage)?;
+                    Ok(false)
+                }
+            },
+            Ok(None) => Ok(false),
+            Err(ReadError::Io(e)) => Err(e),
+            Err(ReadError::Damage(damage)) => {
+                self.handle_damage(damage)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Finds a chunk by position using block headers, then chunk headers
+    /// within one block: never a scan of the whole file.
+    fn locate_chunk(&mut self, target: u64, which: Which) -> Result<u64> {
+        let mut block = block_begin(target);
+        let mut chunk = loop {
+            if block == 0 {
+                break 0;
+            }
+            self.source.seek(block)?;
+            self.source.fill(BLOCK_HEADER_SIZE as usize)?;
+            match BlockHeader::parse(self.source.buffered(), block) {
+                Ok((header, _)) if header.previous_chunk == 0 => break block,
+                Ok((header, _)) => {
+                    let next = header.chunk_end(block);
+                    break if next > target { header.chunk_begin(block) } else { next };
+                }
+                // Past the end of the file, or a damaged block header: try the block before.
+                Err(_) => block -= BLOCK_SIZE,
+            }
+        };
+        loop {
+            if chunk >= target {
+                return Ok(chunk);
+            }
+            self.source.seek(chunk)?;
+            let have = self.source.fill(64)?;
+            if have == 0 {
+                return Ok(chunk);
+            }
+            let header = match parse_chunk_header(self.source.buffered(), chunk) {
+                Ok((header, _)) => header,
+                Err(e) if e.is_incomplete() => {
+                    return Err(ErrorKind::Truncated { pos: chunk, end: chunk + have as u64 }.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let end = header.chunk_end(chunk)?;
+            let found = match which {
+                Which::Containing => chunk.saturating_add(header.num_records()) > target,
+                Which::Before => end > target,
+            };
+            if found {
+                return Ok(chunk);
+            }
+            chunk = end;
+        }
+    }
+
+    /// Binary search over the records, as C++ `RecordReader::Search`: bisects
+    /// byte positions, reading O(log size) chunks.
+    ///
+    /// `test` judges a record: `Some(Less)` if it is before the desired
+    /// position, `Some(Equal)` if it is desired, `Some(Greater)` if it is
+    /// after, `None` if it cannot tell (the record is skipped). Records must be
+    /// ordered: all `Less` before all `Equal`/`Greater`.
+    ///
+    /// Returns `Some(Equal)` positioned at an equal record; `Some(Greater)`
+    /// positioned at the earliest greater record if none is equal;
+    /// `Some(Less)` positioned at the end if every ordered record is less;
+    /// `None` positioned at the end if no record is ordered.
+    pub fn search(&mut self, mut test: impl FnMut(&Bytes) -> Option<Ordering>) -> Result<Option<Ordering>> {
+        self.last_pos = None;
+        let size = self.size()?;
+        let mut low = 0u64;
+        let mut high = size;
+        let mut greater: Option<(u64, usize, Ordering)> = None;
+        let mut less: Option<(u64, usize)> = None;
+        'bisect: while low < high {
+            let middle = low + (high - low) / 2;
+            let first = self.locate_chunk(middle, Which::Before)?.max(low);
+            let mut chunk = first;
+            loop {
+                if chunk >= high {
+                    // Everything in [first, high) is unordered: look before it.
+                    high = first;
+                    continue 'bisect;
+                }
+                self.jump_to(chunk)?;
+                if !self.load_chunk_here()? {
+                    let next = self.source.pos();
+                    if next <= chunk {
+                        high = first;
+                        continue 'bisect;
+                    }
+                    chunk = next;
+                    continue;
+                }
+                let next = self.source.pos();
+                let verdict =
+                    (0..self.records.len()).find_map(|i| self.records.get(i).and_then(|r| test(&r)).map(|o| (i, o)));
+                match verdict {
+                    Some((i, Ordering::Less)) => {
+                        less = Some((chunk, i + 1));
+                        low = next;
+                    }
+                    Some((i, ordering)) => {
+                        greater = Some((chunk, i, ordering));
+                        if ordering == Ordering::Equal {
+                            break 'bisect;
+                        }
+                        high = chunk;
+                    }
+                    None => {
+                        chunk = next;
+                        continue;
+                    }
+                }
+                continue 'bisect;
+            }
+        }
+        let mut result = greater;
+        if result.is_none_or(|(_, _, o)| o != Ordering::Equal)
+            && let Some((chunk, start)) = less
+        {
+            self.jump_to(chunk)?;
+            if self.load_chunk_here()? {
+                // Binary search over the records after the last known less one.
+                let (mut lo, mut hi) = (start, self.records.len());
+                let mut found: Option<(usize, Ordering)> = None;
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    let judged = (mid..hi).find_map(|i| self.records.get(i).and_then(|r| test(&r)).map(|o| (i, o)));
+                    match judged {
+                        Some((i, Ordering::Less)) => lo = i + 1,
+                        Some((i, ordering)) => {
+                            found = Some((i, ordering));
+                            if ordering == Ordering::Equal {
+                                break;
+                            }
+                            hi = mid;
+                        }
+                        None => hi = mid,
+                    }
+                }
+                if let Some((i, ordering)) = found {
+                    result = Some((chunk, i, ordering));
+                }
+            }
+        }
+        match result {
+            Some((chunk, index, ordering)) => {
+                self.seek(RecordPosition::new(chunk, index as u64).unwrap_or_default())?;
+                Ok(Some(ordering))
+            }
+            None => {
+                self.jump_to(size)?;
+                Ok(less.map(|_| Ordering::Less))
+            }
+        }
+    }
+}
+
+/// An iterator over the records of a [`RecordReader`], from [`RecordReader::records`].
+#[derive(Debug)]
+pub struct Records<'a, R> {
+    reader: &'a mut RecordReader<R>,
+}
+
+impl<R: Read> Iterator for Records<'_, R> {
+    type Item = Result<Bytes>;
+
+    fn next(&mut self) -> Option<Result<Bytes>> {
+        self.reader.read_record().transpose()
+    }
+}
