@@ -2,6 +2,8 @@
 
 mod common;
 mod corruption;
+mod golden;
+mod interop;
 mod roundtrip;
 mod search;
 mod streams;
