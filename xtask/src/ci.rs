@@ -15,8 +15,11 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     step("test");
     cmd!(sh, "cargo test --workspace --all-features --locked").run()?;
     step("codec feature matrix");
-    for features in FEATURE_MATRIX {
-        cmd!(sh, "cargo test --locked -p riegeli-codec --no-default-features --features={features}").run()?;
+    // Without any codec, the tests check that compressed data is `Unsupported`;
+    // each codec alone must at least build with its tests.
+    cmd!(sh, "cargo test --locked -p riegeli-codec --no-default-features").run()?;
+    for features in FEATURE_MATRIX.iter().filter(|f| !f.is_empty()) {
+        cmd!(sh, "cargo check --locked -p riegeli-codec --tests --no-default-features --features={features}").run()?;
     }
     step("doc");
     cmd!(sh, "cargo doc --workspace --no-deps --document-private-items --locked")
