@@ -3,4 +3,5 @@
 //! can replay `fuzz/regressions/` through the same calls.
 #![forbid(unsafe_code)]
 
+pub mod codec;
 pub mod framing;

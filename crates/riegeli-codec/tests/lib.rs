@@ -2,6 +2,7 @@
 
 mod compression;
 mod delta;
+mod fuzz_regressions;
 mod simple;
 mod transpose_examples;
 mod transpose_gen;
