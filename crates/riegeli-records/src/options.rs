@@ -276,7 +276,7 @@ fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseO
     }
 }
 
-/// Parses "real with optional suffix [BkKMGTPE]" into a positive byte count.
+/// Parses a "real with optional suffix `[BkKMGTPE]`" into a positive byte count.
 fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
     let bad = || ParseOptionsError::new(token, "expected a positive size like 65536, 64k or 1.5M");
     let (number, shift) = match value.char_indices().last() {
