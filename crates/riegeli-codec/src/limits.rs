@@ -32,6 +32,29 @@ impl DecodeLimits {
 
     /// No limits beyond what the address space allows (for trusted data only).
     pub const UNLIMITED: Self = Self { max_decoded_size: u64::MAX, max_num_records: u64::MAX };
+
+    /// Checks a chunk header's `num_records` and `decoded_data_size` against
+    /// the limits, before anything is allocated for them.
+    pub(crate) fn check_chunk(
+        &self,
+        what: &'static str,
+        num_records: u64,
+        decoded_data_size: u64,
+    ) -> Result<(), crate::CodecError> {
+        if num_records > self.max_num_records {
+            return Err(crate::CodecError::limit(what, 0, "max_num_records", num_records, self.max_num_records));
+        }
+        if decoded_data_size > self.max_decoded_size {
+            return Err(crate::CodecError::limit(
+                what,
+                0,
+                "max_decoded_size",
+                decoded_data_size,
+                self.max_decoded_size,
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for DecodeLimits {

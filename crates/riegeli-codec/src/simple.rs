@@ -194,12 +194,7 @@ impl SimpleChunkDecoder {
         decoded_data_size: u64,
         limits: &DecodeLimits,
     ) -> Result<DecodedRecords, CodecError> {
-        if num_records > limits.max_num_records {
-            return Err(CodecError::limit(WHAT, 0, "max_num_records", num_records, limits.max_num_records));
-        }
-        if decoded_data_size > limits.max_decoded_size {
-            return Err(CodecError::limit(WHAT, 0, "max_decoded_size", decoded_data_size, limits.max_decoded_size));
-        }
+        limits.check_chunk(WHAT, num_records, decoded_data_size)?;
         let (Ok(num_records), Ok(decoded_data_size)) =
             (usize::try_from(num_records), usize::try_from(decoded_data_size))
         else {

@@ -252,13 +252,9 @@ impl<R: Read> ChunkReader<R> {
             Ok(chunk) => Ok(chunk.map(|raw| Chunk { raw })),
             Err(ReadError::Io(e)) => Err(e),
             Err(ReadError::Damage(damage)) => {
-                let error = Error::invalid(damage.begin, damage.error.to_string());
-                let kind_error = match damage.error.kind() {
-                    ErrorKind::Truncated { pos, end } => Error::new(ErrorKind::Truncated { pos: *pos, end: *end }),
-                    _ => error,
-                };
+                let error = damage.error.duplicate();
                 self.pending = Some(damage);
-                Err(kind_error)
+                Err(error)
             }
         }
     }

@@ -80,6 +80,22 @@ impl Error {
         Self::new(ErrorKind::Codec { pos, source })
     }
 
+    /// A copy of an error about file contents (I/O and usage errors, which
+    /// cannot be cloned, become `Invalid` with their message). Used when the
+    /// original stays with pending damage for `recover()`.
+    pub(crate) fn duplicate(&self) -> Self {
+        let kind = match self.kind() {
+            ErrorKind::Framing(e) => ErrorKind::Framing(e.clone()),
+            ErrorKind::Codec { pos, source } => ErrorKind::Codec { pos: *pos, source: source.clone() },
+            ErrorKind::Truncated { pos, end } => ErrorKind::Truncated { pos: *pos, end: *end },
+            ErrorKind::LimitExceeded { pos, limit, requested, max } => {
+                ErrorKind::LimitExceeded { pos: *pos, limit, requested: *requested, max: *max }
+            }
+            other => ErrorKind::Invalid { pos: self.position().unwrap_or(0), message: other.to_string() },
+        };
+        Self::new(kind)
+    }
+
     /// The kind of error.
     pub fn kind(&self) -> &ErrorKind {
         &self.0

@@ -415,7 +415,7 @@ impl<R: Read> RecordReader<R> {
     /// Skips damage through the recovery callback, or records it for `recover()` and fails.
     fn handle_damage(&mut self, damage: Damage) -> Result<()> {
         if self.recovery.is_none() {
-            let error = Error::new(clone_kind(&damage.error));
+            let error = damage.error.duplicate();
             self.pending = Some(damage);
             return Err(error);
         }
@@ -435,19 +435,6 @@ impl<R: Read> RecordReader<R> {
         let end = resumed.unwrap_or(self.source.pos());
         self.chunk_begin = end;
         Ok(SkippedRegion::new(damage.begin, end, message))
-    }
-}
-
-/// Rebuilds an error kind for reporting while the original stays with the pending damage.
-fn clone_kind(error: &Error) -> ErrorKind {
-    match error.kind() {
-        ErrorKind::Framing(e) => ErrorKind::Framing(e.clone()),
-        ErrorKind::Codec { pos, source } => ErrorKind::Codec { pos: *pos, source: source.clone() },
-        ErrorKind::Truncated { pos, end } => ErrorKind::Truncated { pos: *pos, end: *end },
-        ErrorKind::LimitExceeded { pos, limit, requested, max } => {
-            ErrorKind::LimitExceeded { pos: *pos, limit, requested: *requested, max: *max }
-        }
-        other => ErrorKind::Invalid { pos: error.position().unwrap_or(0), message: other.to_string() },
     }
 }
 

@@ -383,18 +383,7 @@ impl TransposedChunkDecoder {
         limits: &DecodeLimits,
         projection: &FieldProjection,
     ) -> Result<DecodedRecords, CodecError> {
-        if num_records > limits.max_num_records {
-            return Err(CodecError::limit(WHAT_DATA, 0, "max_num_records", num_records, limits.max_num_records));
-        }
-        if decoded_data_size > limits.max_decoded_size {
-            return Err(CodecError::limit(
-                WHAT_DATA,
-                0,
-                "max_decoded_size",
-                decoded_data_size,
-                limits.max_decoded_size,
-            ));
-        }
+        limits.check_chunk(WHAT_DATA, num_records, decoded_data_size)?;
         let capacity = usize::try_from(decoded_data_size)
             .map_err(|_| CodecError::limit(WHAT_DATA, 0, "address space", decoded_data_size, usize::MAX as u64))?;
         let tree = projection.paths().map(IncludeTree::build);
