@@ -6,11 +6,13 @@
 //! - `testdata [--check]`: regenerate the golden files through a venv with the C++
 //!   implementation (array-record), or verify them against `SHA256SUMS`;
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
-//! - `bench [criterion args]`: criterion benches;
+//! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
+//!   `bench [criterion args]`: criterion benches;
 //! - `release <version>`: bump every crate, require a CHANGELOG section, package in order.
 #![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
 #![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
 
+mod bench;
 mod ci;
 mod fuzz;
 mod python;
@@ -32,7 +34,7 @@ fn main() -> Result<()> {
         Some("fuzz") => fuzz::run(&sh, rest),
         Some("testdata") => testdata::run(&sh, rest),
         Some("interop") => python::interop(&sh),
-        Some("bench") => bench(&sh, rest),
+        Some("bench") => bench::run(&sh, rest),
         Some("release") => release::run(&sh, rest),
         _ => {
             eprintln!(
@@ -42,6 +44,8 @@ fn main() -> Result<()> {
                  fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \
+                 bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
+                                             records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order"
             );
@@ -53,9 +57,4 @@ fn main() -> Result<()> {
 /// The workspace root (the parent of this crate's manifest directory).
 pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
-fn bench(sh: &Shell, args: &[String]) -> Result<()> {
-    xshell::cmd!(sh, "cargo bench --workspace {args...}").run()?;
-    Ok(())
 }

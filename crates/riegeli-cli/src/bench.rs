@@ -2,13 +2,16 @@
 //! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
 //! read speed, CPU and real time, for a list of writer option sets.
 
-use std::io::Cursor;
+use std::io::{Cursor, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
 
+use crate::tfrecord::TfCompression;
+use crate::write::InputFormat;
 use crate::{PathArg, Usage, io};
 
 /// The option sets records_benchmark measures by default.
@@ -47,6 +50,9 @@ pub(crate) struct BenchArgs {
     /// Take the records from this Riegeli file instead of generating them.
     #[arg(long)]
     input: Option<PathArg>,
+    /// Take the records from this delimited stream (as `--save-records` writes) instead.
+    #[arg(long, value_name = "FILE", conflicts_with = "input")]
+    input_delimited: Option<PathBuf>,
     /// Kind of generated records.
     #[arg(long, value_enum, default_value_t = Generate::Text)]
     generate: Generate,
@@ -59,6 +65,13 @@ pub(crate) struct BenchArgs {
     /// Repetitions; the fastest is reported.
     #[arg(long, default_value_t = 3)]
     repeat: u32,
+    /// Also save the records measured, as a delimited stream (each record's varint
+    /// length, then its bytes), so other implementations can be timed on them.
+    #[arg(long, value_name = "FILE")]
+    save_records: Option<PathBuf>,
+    /// Also write the figures as JSON (one object per option set) to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 /// Deterministic record generator.
@@ -232,9 +245,32 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
             }
             records
         }
-        None => generate(args.generate, (args.megabytes * 1_000_000) as usize),
+        None => match &args.input_delimited {
+            Some(path) => {
+                let mut records = Vec::new();
+                let input = crate::write::boxed_input(Some(path))?;
+                crate::write::for_each_record(input, InputFormat::Delimited, TfCompression::None, |record| {
+                    records.push(record.to_vec());
+                    Ok(())
+                })?;
+                records
+            }
+            None => generate(args.generate, (args.megabytes * 1_000_000) as usize),
+        },
     };
     let payload: usize = records.iter().map(Vec::len).sum();
+    if let Some(path) = &args.save_records {
+        let mut out = io::create(path)?;
+        let mut prefix = Vec::with_capacity(10);
+        for record in &records {
+            prefix.clear();
+            push_varint(&mut prefix, record.len() as u64);
+            out.write_all(&prefix)?;
+            out.write_all(record)?;
+        }
+        out.flush()?;
+    }
+    let mut json = Vec::new();
     let configs: Vec<String> = if args.configs.is_empty() {
         DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
     } else {
@@ -266,6 +302,22 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
             mbps(m.read_real),
             cpu(m.read_cpu, m.read_real),
         );
+        let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+        json.push(serde_json::json!({
+            "config": config,
+            "records": records.len(),
+            "payload_bytes": payload,
+            "file_bytes": m.compressed,
+            "write_real_s": m.write_real.as_secs_f64(),
+            "write_cpu_s": secs(m.write_cpu),
+            "read_real_s": m.read_real.as_secs_f64(),
+            "read_cpu_s": secs(m.read_cpu),
+        }));
+    }
+    if let Some(path) = &args.json {
+        let mut out = io::create(path)?;
+        serde_json::to_writer_pretty(&mut out, &json)?;
+        out.flush()?;
     }
     Ok(())
 }

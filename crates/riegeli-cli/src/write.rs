@@ -115,7 +115,7 @@ fn parse_options(text: &str) -> Result<RecordWriterOptions> {
 }
 
 /// Calls `f` with each record of a delimited/lines/json/tfrecord stream.
-fn for_each_record(
+pub(crate) fn for_each_record(
     input: Box<dyn Read>,
     format: InputFormat,
     compression: TfCompression,
@@ -202,7 +202,7 @@ fn for_each_record(
     }
 }
 
-fn boxed_input(path: Option<&Path>) -> Result<Box<dyn Read>> {
+pub(crate) fn boxed_input(path: Option<&Path>) -> Result<Box<dyn Read>> {
     Ok(match path {
         Some(path) => Box::new(io::open(path)?),
         None => Box::new(std::io::stdin()),
