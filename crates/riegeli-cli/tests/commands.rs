@@ -241,3 +241,45 @@ fn bad_usage_and_bad_files_give_one_line_and_the_documented_code() {
     assert_one_line_error(&out, 1, "TFRecord");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn help_on_every_command_completions_and_bench() {
+    let commands =
+        ["describe", "cat", "count", "write", "convert", "verify", "recover", "concat", "bench", "completions"];
+    let out = riegeli(&["--help"], b"");
+    assert!(out.status.success());
+    for command in commands {
+        assert!(text(&out.stdout).contains(command), "--help lists {command}");
+        let out = riegeli(&["help", command], b"");
+        assert!(out.status.success(), "help {command}");
+        assert!(text(&out.stdout).contains("Usage: riegeli "), "help {command}: {}", text(&out.stdout));
+        let out = riegeli(&[command, "--help"], b"");
+        assert!(out.status.success(), "{command} --help");
+    }
+    let out = riegeli(&["cat", "--help"], b"");
+    for option in ["--format", "proto-text", "proto-json", "--from", "--limit", "--skip-corrupted", "--pretty"] {
+        assert!(text(&out.stdout).contains(option), "cat --help mentions {option}");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let out = riegeli(&["completions", shell], b"");
+        assert!(out.status.success(), "{shell}");
+        assert!(text(&out.stdout).contains("proto-json"), "{shell} completes --format values");
+    }
+    let out = riegeli(&["--version"], b"");
+    assert!(text(&out.stdout).starts_with("riegeli "));
+
+    let out =
+        riegeli(&["bench", "--megabytes", "1", "--repeat", "1", "--config", "uncompressed", "--config", "zstd:1"], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[1].starts_with("options") && lines[1].contains("ratio %"), "{table}");
+    assert!(lines[2].starts_with("uncompressed ") && lines[3].starts_with("zstd:1 "), "{table}");
+    // A bad option set is a usage error before anything is measured or printed.
+    let out = riegeli(&["bench", "--megabytes", "1", "--config", "zstd:99"], b"");
+    assert_one_line_error(&out, 2, "zstd:99");
+    assert!(out.stdout.is_empty());
+    let out = riegeli(&["bench", "--repeat", "0"], b"");
+    assert_eq!(out.status.code(), Some(2));
+}
