@@ -305,7 +305,7 @@ pub(crate) fn count(args: CountArgs) -> Result<()> {
                 }
                 Ok(None) => break,
                 Err(e) if e.is_corruption() && args.skip_corrupted => {
-                    if let Some(region) = reader.recover()? {
+                    if let Some(region) = reader.recover().with_context(|| name.clone())? {
                         progress::note(&format!("riegeli: {name}: {region}"));
                     }
                 }

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use bytes::Bytes;
 use clap::Args;
 use riegeli_codec::{
@@ -142,7 +142,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 Ok(None) => break,
                 Err(e) if e.is_corruption() => {
                     problems = true;
-                    let region = reader.recover()?;
+                    let region = reader.recover().with_context(|| name.clone())?;
                     let text = region.map_or_else(|| e.to_string(), |r| r.to_string());
                     if args.json {
                         writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
@@ -151,7 +151,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
             let h = chunk.header();
             let mut problem = None;
@@ -264,14 +264,14 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 Ok(None) => break,
                 Err(e) if e.is_corruption() => {
                     problems += 1;
-                    let region = reader.recover()?;
+                    let region = reader.recover().with_context(|| name.clone())?;
                     match region {
                         Some(r) => progress::out(&format!("{name}: {r}")),
                         None => progress::out(&format!("{name}: {e}")),
                     }
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
             chunks += 1;
             for block in chunk.damaged_block_headers() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
-use crate::progress;
+use crate::{Usage, progress};
 
 /// An input: a file (seekable) or standard input, with a progress bar that
 /// follows the bytes read (hidden unless [`Input::with_progress`] showed it).
@@ -67,17 +67,34 @@ impl Seek for Input {
 
 /// Opens `path`, or standard input for `-`.
 pub(crate) fn open(path: &Path) -> Result<Input> {
-    let src = if path.as_os_str() == "-" {
-        Src::Stdin(io::stdin())
-    } else {
-        Src::File(File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
-    };
+    let src = if path.as_os_str() == "-" { Src::Stdin(io::stdin()) } else { Src::File(open_file(path)?) };
     Ok(Input { src, bar: ProgressBar::hidden() })
 }
 
 /// Opens a file that must be seekable.
 pub(crate) fn open_file(path: &Path) -> Result<File> {
-    File::open(path).with_context(|| format!("cannot open {}", path.display()))
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        anyhow::bail!("cannot open {}: is a directory", path.display());
+    }
+    Ok(file)
+}
+
+/// Refuses an output that is also one of the inputs: creating it would truncate the input.
+pub(crate) fn check_output_is_not_an_input<'a>(
+    out: &Path,
+    inputs: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), Usage> {
+    if out.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(out_real) = out.canonicalize() else { return Ok(()) };
+    for input in inputs {
+        if input.as_os_str() != "-" && input.canonicalize().is_ok_and(|real| real == out_real) {
+            return Err(Usage(format!("{}: the output is also an input; write to another file", out.display())));
+        }
+    }
+    Ok(())
 }
 
 /// Creates `path` for writing, or standard output for `-`.

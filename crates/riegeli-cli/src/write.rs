@@ -238,9 +238,10 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
         metadata.record_writer_options = options.to_string();
         options = options.set_metadata(Some(metadata));
     }
+    io::check_output_is_not_an_input(&args.out, args.input.as_deref())?;
+    let input = boxed_input(args.input.as_deref())?;
     let dest = io::create(&args.out)?;
     let mut writer = RecordWriter::new(dest, options)?;
-    let input = boxed_input(args.input.as_deref())?;
     for_each_record(input, args.input_format, args.tfrecord_compression, |record| Ok(writer.write_record(record)?))?;
     writer.close()?.flush()?;
     Ok(())
@@ -284,6 +285,8 @@ impl Sink {
 }
 
 pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
+    let options = parse_options(&args.options)?;
     let from = match args.from {
         Some(from) => from,
         None => detect(&args.input)?,
@@ -300,7 +303,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     let dest = io::create(&args.out)?;
     let mut sink = match args.to {
         Container::Riegeli => {
-            let mut options = parse_options(&args.options)?;
+            let mut options = options;
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
@@ -324,6 +327,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
 }
 
 pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
     let options = parse_options(&args.options)?;
     let name = io::name(&args.input);
     let mut reader = RecordReader::new(io::open(&args.input)?.with_progress(&name, true));
@@ -351,8 +355,15 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
 }
 
 pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, args.inputs.iter().map(|p| p.as_path()))?;
+    let mut options = parse_options(&args.options)?;
+    // Physical concatenation needs Riegeli files that end at a block boundary; anything
+    // else goes record by record, where a bad input is reported as such.
     let padded = !args.records
-        && args.inputs.iter().all(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0));
+        && args.inputs.iter().all(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0 && m.len() > 0)
+                && detect(p).is_ok_and(|c| c == Container::Riegeli)
+        });
     let mut dest = io::create(&args.out)?;
     if padded {
         // Every input ends at a block boundary: byte concatenation is a valid file.
@@ -363,7 +374,6 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
         dest.flush()?;
         return Ok(());
     }
-    let mut options = parse_options(&args.options)?;
     let mut writer = None;
     for path in &args.inputs {
         let name = io::name(path);

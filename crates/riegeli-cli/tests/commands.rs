@@ -283,3 +283,30 @@ fn help_on_every_command_completions_and_bench() {
     let out = riegeli(&["bench", "--repeat", "0"], b"");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = scratch_dir("overwrite");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    write_lines(&path("a.riegeli"), "uncompressed", "a\n");
+    let before = std::fs::read(path("a.riegeli")).unwrap();
+    let same = format!("{}/../{}/a.riegeli", dir.display(), dir.file_name().unwrap().to_str().unwrap());
+    for args in [
+        vec!["convert", &path("a.riegeli"), &same],
+        vec!["recover", &path("a.riegeli"), &path("a.riegeli")],
+        vec!["concat", &path("a.riegeli"), &path("a.riegeli")],
+        vec!["write", "--input", &path("a.riegeli"), &path("a.riegeli")],
+    ] {
+        let out = riegeli(&args, b"");
+        assert_one_line_error(&out, 2, "the output is also an input");
+        assert!(std::fs::read(path("a.riegeli")).unwrap() == before, "{args:?} left the input alone");
+    }
+    // Bad options do not leave an empty output behind.
+    let out = riegeli(&["convert", "--options", "zstd:99", &path("a.riegeli"), &path("new.riegeli")], b"");
+    assert_one_line_error(&out, 2, "zstd:99");
+    assert!(!std::path::Path::new(&path("new.riegeli")).exists());
+    // A directory is not a file.
+    let out = riegeli(&["describe", dir.to_str().unwrap()], b"");
+    assert_one_line_error(&out, 1, "is a directory");
+    let _ = std::fs::remove_dir_all(&dir);
+}
