@@ -310,3 +310,40 @@ fn outputs_never_overwrite_inputs() {
     assert_one_line_error(&out, 1, "is a directory");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cat_every_format_on_binary_records_and_every_option_set() {
+    let dir = scratch_dir("formats");
+    let file = dir.join("bin.riegeli");
+    let file = file.to_str().unwrap();
+    // Records "hello", 00 ff 'a' '\n', and the empty record, as a delimited stream.
+    let input = b"\x05hello\x04\x00\xffa\n\x00";
+    for options in
+        ["default", "uncompressed", "brotli:1", "zstd:1", "snappy", "transpose", "chunk_size:8,parallelism:2"]
+    {
+        let out = riegeli(&["write", "--options", options, file], input);
+        assert!(out.status.success(), "{options}: {}", text(&out.stderr));
+        let cat = |format: &str| {
+            let out = riegeli(&["cat", "--format", format, file], b"");
+            assert!(out.status.success(), "{options} {format}: {}", text(&out.stderr));
+            out.stdout
+        };
+        assert_eq!(text(&cat("text")), "hello\n\\x00\\xffa\\n\n\n", "{options}");
+        assert_eq!(text(&cat("hex")), "68656c6c6f\n00ff610a\n\n", "{options}");
+        assert_eq!(text(&cat("base64")), "aGVsbG8=\nAP9hCg==\n\n", "{options}");
+        assert_eq!(cat("delimited"), input, "{options}");
+        let json: Vec<serde_json::Value> =
+            text(&cat("json")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(json.len(), 3);
+        assert_eq!((&json[0]["data"], &json[0]["size"]), (&"hello".into(), &5.into()), "{options}");
+        assert_eq!((&json[1]["data_base64"], &json[1]["size"]), (&"AP9hCg==".into(), &4.into()), "{options}");
+        assert_eq!((&json[2]["data"], &json[2]["size"]), (&"".into(), &0.into()), "{options}");
+        // JSON lines go back in unchanged.
+        let again = dir.join("again.riegeli");
+        let out = riegeli(&["write", "--input-format", "json", again.to_str().unwrap()], &cat("json"));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = riegeli(&["cat", "--format", "delimited", again.to_str().unwrap()], b"");
+        assert_eq!(out.stdout, input, "{options}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

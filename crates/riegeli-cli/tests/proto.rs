@@ -204,6 +204,46 @@ fn cat_proto_text_and_json_decode_with_the_stored_descriptors() {
 }
 
 #[test]
+fn convert_recover_and_concat_keep_the_record_type() {
+    let files = Files::new("proto-keep");
+    let file = files.write("people.riegeli", "uncompressed", PEOPLE);
+    let want = concat!(
+        r#"{"name":"alice","id":7,"tags":["x","y"],"home":{"city":"Paris"},"kind":"ROBOT"}"#,
+        "\n",
+        r#"{"id":300}"#,
+        "\n",
+        "{}\n"
+    );
+    for (args, output) in [
+        (vec!["convert", "--options", "transpose,brotli:2", &file], "converted.riegeli"),
+        (vec!["recover", &file], "recovered.riegeli"),
+        (vec!["concat", "--records"], "concatenated.riegeli"),
+    ] {
+        let out_path = files.path(output);
+        let mut args = args.clone();
+        if args[0] == "concat" {
+            args.push(&out_path);
+            args.push(&file);
+        } else {
+            args.push(&out_path);
+        }
+        let out = riegeli(&args, b"");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let out = riegeli(&["cat", "--format", "proto-json", &out_path], b"");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), want, "{args:?}");
+    }
+    // The converted file records its own writer options.
+    let out = riegeli(&["describe", "--json", "--show-records-metadata", &files.path("converted.riegeli")], b"");
+    let metadata: serde_json::Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|c| c["chunk_type"] == "FILE_METADATA")
+        .unwrap();
+    assert_eq!(metadata["records_metadata"]["record_writer_options"], "transpose,brotli:2");
+}
+
+#[test]
 fn describe_shows_the_records_metadata() {
     let files = Files::new("proto-describe");
     let file = files.write("people.riegeli", "zstd:1", PEOPLE);
