@@ -145,8 +145,8 @@ enum Start {
 }
 
 impl Start {
-    /// Whether the record at `pos` comes before the start.
-    fn is_after(self, pos: RecordPosition) -> bool {
+    /// Whether a record at `pos` comes before the start (and is not printed).
+    fn skips(self, pos: RecordPosition) -> bool {
         match self {
             Self::Position(start) => pos < start,
             Self::Numeric(start) => pos.numeric() < start,
@@ -220,7 +220,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             seeked_to = None;
             let Some(record) = record else { break };
             let pos = reader.last_pos().unwrap_or_default();
-            if stdin && start.is_some_and(|start| start.is_after(pos)) {
+            if stdin && start.is_some_and(|start| start.skips(pos)) {
                 continue;
             }
             buf.clear();
@@ -230,8 +230,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                     buf.push(b'\n');
                 }
                 Format::Hex => {
-                    for b in record.iter() {
-                        buf.extend_from_slice(format!("{b:02x}").as_bytes());
+                    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                    for &b in record.iter() {
+                        buf.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]);
                     }
                     buf.push(b'\n');
                 }

@@ -14,17 +14,32 @@ use crate::Usage;
 
 /// Builds the descriptor pool of `files` and finds `type_name` in it.
 ///
-/// `source` names where the descriptors come from, for error messages.
+/// `source` names where the descriptors come from, for error messages. Files that
+/// import well-known types (`google/protobuf/*.proto`) without carrying them are
+/// resolved against prost-reflect's copies of those.
 pub(crate) fn message_type(
     files: Vec<FileDescriptorProto>,
     type_name: &str,
     source: &str,
 ) -> Result<MessageDescriptor> {
-    let pool = DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file: files })
-        .map_err(|e| anyhow!("{source}: invalid file descriptors: {}", one_line(&e.to_string())))?;
+    let own: Vec<String> = files.iter().filter_map(|f| f.name.clone()).collect();
+    let pool = match DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file: files.clone() }) {
+        Ok(pool) => pool,
+        Err(alone) => {
+            let mut pool = DescriptorPool::global();
+            pool.add_file_descriptor_protos(files)
+                .map_err(|_| anyhow!("{source}: invalid file descriptors: {}", one_line(&alone.to_string())))?;
+            pool
+        }
+    };
     let name = type_name.strip_prefix('.').unwrap_or(type_name);
     pool.get_message_by_name(name).ok_or_else(|| {
-        let known: Vec<String> = pool.all_messages().map(|m| m.full_name().to_owned()).take(10).collect();
+        let known: Vec<String> = pool
+            .all_messages()
+            .filter(|m| own.iter().any(|f| f == m.parent_file().name()))
+            .map(|m| m.full_name().to_owned())
+            .take(10)
+            .collect();
         anyhow!("{source}: message type {name:?} is not defined in the file descriptors (they define: {})", {
             if known.is_empty() { "no messages".to_owned() } else { known.join(", ") }
         })
@@ -155,4 +170,65 @@ pub(crate) fn metadata_json(serialized: &[u8]) -> Result<serde_json::Value> {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(name: &str, number: i32, r#type: Type, type_name: Option<&str>) -> FieldDescriptorProto {
+        FieldDescriptorProto {
+            name: Some(name.to_owned()),
+            number: Some(number),
+            label: Some(Label::Optional as i32),
+            r#type: Some(r#type as i32),
+            type_name: type_name.map(str::to_owned),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn metadata_in_text_format_keeps_extensions() {
+        // file_comment "hi", record_type_name "a.B", num_records 3, and extension
+        // field 1000 = varint 5 (tag 1000 << 3 = 0x1f40 = c0 3e).
+        let serialized = b"\x0a\x02hi\x12\x03a.B\x28\x03\xc0\x3e\x05";
+        assert_eq!(
+            metadata_text(serialized, "  ").unwrap(),
+            "  file_comment: \"hi\"\n  record_type_name: \"a.B\"\n  num_records: 3\n  1000: 5\n"
+        );
+        let json = metadata_json(serialized).unwrap();
+        assert_eq!(json, serde_json::json!({"file_comment": "hi", "record_type_name": "a.B", "num_records": 3}));
+        assert!(metadata_text(b"\x0a\x05hi", "").is_err(), "truncated");
+    }
+
+    #[test]
+    fn message_types_resolve_well_known_imports_and_name_what_is_missing() {
+        let file = FileDescriptorProto {
+            name: Some("t.proto".to_owned()),
+            package: Some("t".to_owned()),
+            dependency: vec!["google/protobuf/timestamp.proto".to_owned()],
+            message_type: vec![DescriptorProto {
+                name: Some("Event".to_owned()),
+                field: vec![
+                    field("at", 1, Type::Message, Some(".google.protobuf.Timestamp")),
+                    field("what", 2, Type::String, None),
+                ],
+                ..Default::default()
+            }],
+            syntax: Some("proto3".to_owned()),
+            ..Default::default()
+        };
+        let desc = message_type(vec![file.clone()], ".t.Event", "test").unwrap();
+        assert_eq!(desc.full_name(), "t.Event");
+        let printer = ProtoPrinter::new(desc, false);
+        // at { seconds: 1 } (field 1, 2 bytes: 08 01), what: "x".
+        assert_eq!(printer.text(b"\x0a\x02\x08\x01\x12\x01x").unwrap(), "at{seconds:1},what:\"x\"");
+        assert_eq!(printer.json(b"\x0a\x02\x08\x01\x12\x01x").unwrap(), r#"{"at":"1970-01-01T00:00:01Z","what":"x"}"#);
+        let err = message_type(vec![file.clone()], "t.Nope", "test").unwrap_err().to_string();
+        assert!(err.contains("\"t.Nope\" is not defined") && err.contains("t.Event"), "{err}");
+        let mut broken = file;
+        broken.dependency = vec!["missing.proto".to_owned()];
+        let err = message_type(vec![broken], "t.Event", "test").unwrap_err().to_string();
+        assert!(err.starts_with("test: invalid file descriptors") && !err.contains('\n'), "{err}");
+    }
 }
