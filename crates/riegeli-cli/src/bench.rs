@@ -6,7 +6,7 @@ use std::io::{Cursor, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
 
@@ -63,7 +63,7 @@ pub(crate) struct BenchArgs {
     #[arg(long = "config")]
     configs: Vec<String>,
     /// Repetitions; the fastest is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     /// Also save the records measured, as a delimited stream (each record's varint
     /// length, then its bytes), so other implementations can be timed on them.
@@ -236,11 +236,25 @@ pub(crate) fn measure(records: &[Vec<u8>], options: &RecordWriterOptions, repeat
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<()> {
+    let configs: Vec<String> = if args.configs.is_empty() {
+        DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        args.configs.clone()
+    };
+    // Bad option sets are usage errors before any work is done.
+    let configs = configs
+        .into_iter()
+        .map(|config| {
+            let options: RecordWriterOptions = config.parse().map_err(|e| Usage(format!("--config: {e}")))?;
+            Ok((config, options))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let records = match &args.input {
         Some(path) => {
-            let mut reader = RecordReader::new(io::open(path)?);
+            let name = io::name(path);
+            let mut reader = RecordReader::new(io::open(path)?.with_progress(&name, true));
             let mut records = Vec::new();
-            while let Some(record) = reader.read_record()? {
+            while let Some(record) = reader.read_record().with_context(|| name.clone())? {
                 records.push(record.to_vec());
             }
             records
@@ -271,11 +285,6 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         out.flush()?;
     }
     let mut json = Vec::new();
-    let configs: Vec<String> = if args.configs.is_empty() {
-        DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
-    } else {
-        args.configs.clone()
-    };
     println!(
         "{} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second; best of {}",
         records.len(),
@@ -286,9 +295,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10}",
         "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu"
     );
-    for config in &configs {
-        let options: RecordWriterOptions = config.parse().map_err(|e| Usage(format!("--config: {e}")))?;
-        let m = measure(&records, &options, args.repeat)?;
+    for (config, options) in &configs {
+        let m = measure(&records, options, args.repeat)?;
         let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
         let cpu = |c: Option<Duration>, r: Duration| {
             c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))

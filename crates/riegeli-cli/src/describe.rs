@@ -2,7 +2,8 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use bytes::Bytes;
 use clap::Args;
 use riegeli_codec::{
     ChunkType, CompressionType, DecodeLimits, DecodedRecords, FieldProjection, SimpleChunkDecoder,
@@ -11,7 +12,7 @@ use riegeli_codec::{
 use riegeli_records::{Chunk, ChunkReader, RecordReaderOptions, RecordsMetadata};
 use serde_json::json;
 
-use crate::{Failed, PathArg, io};
+use crate::{Failed, PathArg, io, progress, proto};
 
 /// Arguments of `riegeli describe`.
 #[derive(Debug, Args)]
@@ -106,8 +107,8 @@ impl Decoders {
         }
     }
 
-    /// Decodes a metadata chunk.
-    pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<RecordsMetadata> {
+    /// Decodes a metadata chunk into a serialized `RecordsMetadata`, checking that it parses.
+    pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
         let h = chunk.header();
         let serialized = self.transposed.decode_metadata_chunk(
             chunk.data().clone(),
@@ -115,7 +116,8 @@ impl Decoders {
             h.decoded_data_size(),
             &self.limits,
         )?;
-        Ok(<RecordsMetadata as prost::Message>::decode(serialized)?)
+        <RecordsMetadata as prost::Message>::decode(serialized.clone())?;
+        Ok(serialized)
     }
 }
 
@@ -140,7 +142,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 Ok(None) => break,
                 Err(e) if e.is_corruption() => {
                     problems = true;
-                    let region = reader.recover()?;
+                    let region = reader.recover().with_context(|| name.clone())?;
                     let text = region.map_or_else(|| e.to_string(), |r| r.to_string());
                     if args.json {
                         writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
@@ -149,7 +151,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
             let h = chunk.header();
             let mut problem = None;
@@ -199,7 +201,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                 }
                 if let Some(m) = &metadata {
-                    object["records_metadata"] = metadata_json(m);
+                    object["records_metadata"] = proto::metadata_json(m)?;
                 }
                 if let Some(p) = &problem {
                     object["corrupted"] = json!(p);
@@ -227,7 +229,9 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                 }
                 if let Some(m) = &metadata {
-                    writeln!(out, "    records_metadata: {}", metadata_json(m))?;
+                    writeln!(out, "    records_metadata {{")?;
+                    write!(out, "{}", proto::metadata_text(m, "      ")?)?;
+                    writeln!(out, "    }}")?;
                 }
                 for block in chunk.damaged_block_headers() {
                     writeln!(out, "    # DAMAGED BLOCK HEADER (ignored) at {block}")?;
@@ -246,21 +250,11 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     if problems { Err(Failed.into()) } else { Ok(()) }
 }
 
-pub(crate) fn metadata_json(m: &RecordsMetadata) -> serde_json::Value {
-    json!({
-        "file_comment": m.file_comment,
-        "record_type_name": m.record_type_name,
-        "file_descriptor": m.file_descriptor.iter().map(|f| f.name.clone().unwrap_or_default()).collect::<Vec<_>>(),
-        "record_writer_options": m.record_writer_options,
-        "num_records": m.num_records,
-    })
-}
-
 pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     let mut any_problem = false;
     for path in &args.files {
         let name = io::name(path);
-        let input = io::open(path)?;
+        let input = io::open(path)?.with_progress(&name, true);
         let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
         let mut decoders = Decoders::new();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
@@ -270,47 +264,49 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 Ok(None) => break,
                 Err(e) if e.is_corruption() => {
                     problems += 1;
-                    let region = reader.recover()?;
+                    let region = reader.recover().with_context(|| name.clone())?;
                     match region {
-                        Some(r) => println!("{name}: {r}"),
-                        None => println!("{name}: {e}"),
+                        Some(r) => progress::out(&format!("{name}: {r}")),
+                        None => progress::out(&format!("{name}: {e}")),
                     }
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
             chunks += 1;
             for block in chunk.damaged_block_headers() {
                 problems += 1;
-                println!("{name}: block header at {block}: hash mismatch (ignored; its chunk is intact)");
+                progress::out(&format!(
+                    "{name}: block header at {block}: hash mismatch (ignored; its chunk is intact)"
+                ));
             }
             if chunk.begin() == 0
                 && (chunk.header().chunk_type() != ChunkType::FileSignature.to_byte()
                     || chunk.header().data_size() != 0)
             {
                 problems += 1;
-                println!("{name}: position 0: missing file signature");
+                progress::out(&format!("{name}: position 0: missing file signature"));
             }
             match decoders.records(&chunk) {
                 Ok(Some(decoded)) => records += decoded.len() as u64,
                 Ok(None) => {}
                 Err(e) => {
                     problems += 1;
-                    println!("{name}: chunk at {}: cannot decode: {e}", chunk.begin());
+                    progress::out(&format!("{name}: chunk at {}: cannot decode: {e}", chunk.begin()));
                 }
             }
             if chunk.header().chunk_type() == ChunkType::FileMetadata.to_byte()
                 && let Err(e) = decoders.metadata(&chunk)
             {
                 problems += 1;
-                println!("{name}: metadata chunk at {}: {e:#}", chunk.begin());
+                progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin()));
             }
         }
         if problems > 0 {
             any_problem = true;
-            println!("{name}: {problems} problem(s); {chunks} good chunks, {records} records readable");
+            progress::out(&format!("{name}: {problems} problem(s); {chunks} good chunks, {records} records readable"));
         } else if !args.quiet {
-            println!("{name}: OK ({chunks} chunks, {records} records)");
+            progress::out(&format!("{name}: OK ({chunks} chunks, {records} records)"));
         }
     }
     if any_problem { Err(Failed.into()) } else { Ok(()) }

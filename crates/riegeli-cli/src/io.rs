@@ -5,43 +5,96 @@ use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use indicatif::ProgressBar;
 
-/// An input: a file (seekable) or standard input.
-pub(crate) enum Input {
+use crate::{Usage, progress};
+
+/// An input: a file (seekable) or standard input, with a progress bar that
+/// follows the bytes read (hidden unless [`Input::with_progress`] showed it).
+pub(crate) struct Input {
+    src: Src,
+    bar: ProgressBar,
+}
+
+enum Src {
     File(File),
     Stdin(io::Stdin),
 }
 
+impl Input {
+    /// Whether the input is standard input (which cannot seek).
+    pub(crate) fn is_stdin(&self) -> bool {
+        matches!(self.src, Src::Stdin(_))
+    }
+
+    /// Shows a progress bar of the bytes read (labelled `name`) when `show` and
+    /// standard error is a terminal.
+    pub(crate) fn with_progress(mut self, name: &str, show: bool) -> Self {
+        let len = size_of(&mut self);
+        let here = match &mut self.src {
+            Src::File(f) => f.stream_position().unwrap_or(0),
+            Src::Stdin(_) => 0,
+        };
+        self.bar = progress::bar(name, len, show);
+        self.bar.set_position(here);
+        self
+    }
+}
+
 impl Read for Input {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::File(f) => f.read(buf),
-            Self::Stdin(s) => s.read(buf),
-        }
+        let n = match &mut self.src {
+            Src::File(f) => f.read(buf)?,
+            Src::Stdin(s) => s.read(buf)?,
+        };
+        self.bar.inc(n as u64);
+        Ok(n)
     }
 }
 
 impl Seek for Input {
     fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
-        match self {
-            Self::File(f) => f.seek(pos),
-            Self::Stdin(_) => Err(io::Error::new(io::ErrorKind::Unsupported, "standard input cannot seek")),
+        match &mut self.src {
+            Src::File(f) => {
+                let here = f.seek(pos)?;
+                self.bar.set_position(here);
+                Ok(here)
+            }
+            Src::Stdin(_) => Err(io::Error::new(io::ErrorKind::Unsupported, "standard input cannot seek")),
         }
     }
 }
 
 /// Opens `path`, or standard input for `-`.
 pub(crate) fn open(path: &Path) -> Result<Input> {
-    if path.as_os_str() == "-" {
-        return Ok(Input::Stdin(io::stdin()));
-    }
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(Input::File(file))
+    let src = if path.as_os_str() == "-" { Src::Stdin(io::stdin()) } else { Src::File(open_file(path)?) };
+    Ok(Input { src, bar: ProgressBar::hidden() })
 }
 
 /// Opens a file that must be seekable.
 pub(crate) fn open_file(path: &Path) -> Result<File> {
-    File::open(path).with_context(|| format!("cannot open {}", path.display()))
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        anyhow::bail!("cannot open {}: is a directory", path.display());
+    }
+    Ok(file)
+}
+
+/// Refuses an output that is also one of the inputs: creating it would truncate the input.
+pub(crate) fn check_output_is_not_an_input<'a>(
+    out: &Path,
+    inputs: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), Usage> {
+    if out.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(out_real) = out.canonicalize() else { return Ok(()) };
+    for input in inputs {
+        if input.as_os_str() != "-" && input.canonicalize().is_ok_and(|real| real == out_real) {
+            return Err(Usage(format!("{}: the output is also an input; write to another file", out.display())));
+        }
+    }
+    Ok(())
 }
 
 /// Creates `path` for writing, or standard output for `-`.
@@ -55,14 +108,14 @@ pub(crate) fn create(path: &Path) -> Result<Box<dyn Write>> {
 
 /// The size of a file input, if known.
 pub(crate) fn size_of(input: &mut Input) -> Option<u64> {
-    match input {
-        Input::File(f) => {
+    match &mut input.src {
+        Src::File(f) => {
             let here = f.stream_position().ok()?;
             let end = f.seek(io::SeekFrom::End(0)).ok()?;
             f.seek(io::SeekFrom::Start(here)).ok()?;
             Some(end)
         }
-        Input::Stdin(_) => None,
+        Src::Stdin(_) => None,
     }
 }
 

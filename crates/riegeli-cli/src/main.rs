@@ -10,6 +10,8 @@ mod bench;
 mod cat;
 mod describe;
 mod io;
+mod progress;
+mod proto;
 mod tfrecord;
 mod write;
 
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
             Ok(())
         }
     };
+    progress::clear();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<Failed>() => ExitCode::from(1),

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata};
 
 use crate::tfrecord::{TfCompression, TfReader, TfWriter};
-use crate::{PathArg, Usage, io};
+use crate::{PathArg, Usage, io, progress};
 
 /// Formats of records on standard input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -202,11 +202,12 @@ pub(crate) fn for_each_record(
     }
 }
 
+/// The records' input (standard input by default), with a progress bar unless
+/// someone is typing the records.
 pub(crate) fn boxed_input(path: Option<&Path>) -> Result<Box<dyn Read>> {
-    Ok(match path {
-        Some(path) => Box::new(io::open(path)?),
-        None => Box::new(std::io::stdin()),
-    })
+    let path = path.unwrap_or(Path::new("-"));
+    let typed = path.as_os_str() == "-" && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    Ok(Box::new(io::open(path)?.with_progress(&io::name(path), !typed)))
 }
 
 pub(crate) fn write(args: WriteArgs) -> Result<()> {
@@ -219,9 +220,17 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
     }
     if let (Some(record_type), Some(set_path)) = (&args.record_type, &args.descriptor_set) {
         let bytes = std::fs::read(set_path).with_context(|| format!("cannot read {}", set_path.display()))?;
-        let set = <prost_types_set::FileDescriptorSet as prost::Message>::decode(bytes.as_slice())
-            .with_context(|| format!("{} is not a serialized FileDescriptorSet", set_path.display()))?;
-        metadata.record_type_name = record_type.clone();
+        let set = <prost_types::FileDescriptorSet as prost::Message>::decode(bytes.as_slice()).map_err(|e| {
+            Usage(format!("--descriptor-set {}: not a serialized FileDescriptorSet: {e}", set_path.display()))
+        })?;
+        // Check now that the type is defined, rather than leave an unreadable file.
+        let desc = crate::proto::message_type(
+            set.file.clone(),
+            record_type,
+            &format!("--descriptor-set {}", set_path.display()),
+        )
+        .map_err(|e| Usage(format!("{e:#}")))?;
+        metadata.record_type_name = desc.full_name().to_owned();
         metadata.file_descriptor = set.file;
         has_metadata = true;
     }
@@ -229,9 +238,10 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
         metadata.record_writer_options = options.to_string();
         options = options.set_metadata(Some(metadata));
     }
+    io::check_output_is_not_an_input(&args.out, args.input.as_deref())?;
+    let input = boxed_input(args.input.as_deref())?;
     let dest = io::create(&args.out)?;
     let mut writer = RecordWriter::new(dest, options)?;
-    let input = boxed_input(args.input.as_deref())?;
     for_each_record(input, args.input_format, args.tfrecord_compression, |record| Ok(writer.write_record(record)?))?;
     writer.close()?.flush()?;
     Ok(())
@@ -275,13 +285,15 @@ impl Sink {
 }
 
 pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
+    let options = parse_options(&args.options)?;
     let from = match args.from {
         Some(from) => from,
         None => detect(&args.input)?,
     };
     let name = io::name(&args.input);
     let mut reader = match from {
-        Container::Riegeli => Some(RecordReader::new(io::open(&args.input)?)),
+        Container::Riegeli => Some(RecordReader::new(io::open(&args.input)?.with_progress(&name, true))),
         Container::Tfrecord => None,
     };
     let metadata = match reader.as_mut() {
@@ -291,7 +303,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     let dest = io::create(&args.out)?;
     let mut sink = match args.to {
         Container::Riegeli => {
-            let mut options = parse_options(&args.options)?;
+            let mut options = options;
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
@@ -307,7 +319,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             }
         }
         None => {
-            let input: Box<dyn Read> = Box::new(io::open(&args.input)?);
+            let input: Box<dyn Read> = Box::new(io::open(&args.input)?.with_progress(&name, true));
             for_each_record(input, InputFormat::Tfrecord, args.tfrecord_compression, |r| sink.write(r))?;
         }
     }
@@ -315,9 +327,10 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
 }
 
 pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
     let options = parse_options(&args.options)?;
     let name = io::name(&args.input);
-    let mut reader = RecordReader::new(io::open(&args.input)?);
+    let mut reader = RecordReader::new(io::open(&args.input)?.with_progress(&name, true));
     let regions = crate::cat::report_skipped(&mut reader, &name);
     let metadata = reader.read_metadata().ok().flatten();
     let options = match metadata {
@@ -333,28 +346,38 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
     writer.close()?.flush()?;
     let regions = regions.lock().map(|r| r.clone()).unwrap_or_default();
     let lost: u64 = regions.iter().map(|r| r.len()).sum();
-    eprintln!("riegeli: {name}: recovered {count} records; skipped {} damaged region(s), {lost} bytes", regions.len());
+    drop(reader);
+    progress::note(&format!(
+        "riegeli: {name}: recovered {count} records; skipped {} damaged region(s), {lost} bytes",
+        regions.len()
+    ));
     Ok(())
 }
 
 pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
+    io::check_output_is_not_an_input(&args.out, args.inputs.iter().map(|p| p.as_path()))?;
+    let mut options = parse_options(&args.options)?;
+    // Physical concatenation needs Riegeli files that end at a block boundary; anything
+    // else goes record by record, where a bad input is reported as such.
     let padded = !args.records
-        && args.inputs.iter().all(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0));
+        && args.inputs.iter().all(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0 && m.len() > 0)
+                && detect(p).is_ok_and(|c| c == Container::Riegeli)
+        });
     let mut dest = io::create(&args.out)?;
     if padded {
         // Every input ends at a block boundary: byte concatenation is a valid file.
         for path in &args.inputs {
-            let mut file = io::open_file(path)?;
+            let mut file = io::open(path)?.with_progress(&io::name(path), true);
             std::io::copy(&mut file, &mut dest)?;
         }
         dest.flush()?;
         return Ok(());
     }
-    let mut options = parse_options(&args.options)?;
     let mut writer = None;
     for path in &args.inputs {
         let name = io::name(path);
-        let mut reader = RecordReader::new(io::open(path)?);
+        let mut reader = RecordReader::new(io::open(path)?.with_progress(&name, true));
         let metadata = reader.read_metadata().with_context(|| name.clone())?;
         if writer.is_none() {
             if let Some(m) = metadata {
@@ -371,15 +394,4 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
         w.close()?.flush()?;
     }
     Ok(())
-}
-
-/// `google.protobuf.FileDescriptorSet`, for `--descriptor-set`.
-mod prost_types_set {
-    /// A set of proto file descriptors.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub(crate) struct FileDescriptorSet {
-        /// The files.
-        #[prost(message, repeated, tag = "1")]
-        pub(crate) file: Vec<prost_types::FileDescriptorProto>,
-    }
 }

@@ -1,5 +1,9 @@
 //! Integration tests that run the `riegeli` binary.
 
+mod commands;
+mod golden;
+mod proto;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -11,17 +15,40 @@ fn testdata(name: &str) -> PathBuf {
 fn riegeli(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_riegeli"))
         .args(args)
+        // A backtrace would show up in the one-line checks below.
+        .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run riegeli");
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // The command may exit before reading all of its input.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
     child.wait_with_output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh scratch directory for one test.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("riegeli-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Checks that the command failed with `code` and one line on stderr,
+/// `riegeli: ...` containing `needle`, without a panic or a backtrace.
+#[track_caller]
+fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("riegeli: "), "{stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
 }
 
 #[test]

@@ -1,0 +1,349 @@
+//! Options of the commands, and bad usage and bad input.
+
+use crate::{assert_one_line_error, riegeli, scratch_dir, testdata, text};
+
+/// Writes `lines` (one record per line) with `options` into `path`.
+fn write_lines(path: &str, options: &str, lines: &str) {
+    let out = riegeli(&["write", "--options", options, "--input-format", "lines", path], lines.as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn cat_from_a_position_with_a_limit() {
+    let dir = scratch_dir("cat-from");
+    let file = dir.join("ten.riegeli");
+    let file = file.to_str().unwrap();
+    // chunk_size:40 puts a few records in each chunk, so positions cross chunks.
+    write_lines(file, "uncompressed,chunk_size:40", "r0\nr1\nr2\nr3\nr4\nr5\nr6\nr7\nr8\nr9\n");
+    let out = riegeli(&["cat", "--format", "json", file], b"");
+    let positions: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["pos"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(positions.len(), 10);
+    assert!(positions.iter().any(|p| !p.ends_with("/0")), "some chunk holds several records: {positions:?}");
+    for start in [0, 3, 4, 9] {
+        let from = &positions[start];
+        let want: String = (start..10).take(3).map(|i| format!("r{i}\n")).collect();
+        let out = riegeli(&["cat", "--from", from, "--limit", "3", file], b"");
+        assert_eq!(text(&out.stdout), want, "--from {from}");
+        // Standard input cannot seek: the records before the start are skipped.
+        let out = riegeli(&["cat", "--from", from, "-n", "3", "-"], &std::fs::read(file).unwrap());
+        assert_eq!(text(&out.stdout), want, "--from {from} on stdin");
+        // The numeric form of the same position.
+        let (chunk, index) = from.split_once('/').unwrap();
+        let numeric = (chunk.parse::<u64>().unwrap() + index.parse::<u64>().unwrap()).to_string();
+        let out = riegeli(&["cat", "--from", &numeric, "--limit", "3", file], b"");
+        assert_eq!(text(&out.stdout), want, "--from {numeric}");
+    }
+    let out = riegeli(&["cat", "--limit", "0", file], b"");
+    assert!(out.status.success() && out.stdout.is_empty());
+    // The old spelling still works.
+    let out = riegeli(&["cat", "--start", &positions[8], file], b"");
+    assert_eq!(text(&out.stdout), "r8\nr9\n");
+    let out = riegeli(&["cat", "--from", "1/x", file], b"");
+    assert_one_line_error(&out, 2, "--from \"1/x\"");
+    let out = riegeli(&["cat", "--from", "abc", file], b"");
+    assert_one_line_error(&out, 2, "expected chunk_begin/index or a number");
+    // Not a chunk boundary: the text form must come from a real position.
+    let out = riegeli(&["cat", "--from", "70/0", file], b"");
+    assert_one_line_error(&out, 2, "no chunk begins at 70");
+    // Past the end: nothing to print.
+    let out = riegeli(&["cat", "--from", "99999999", file], b"");
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", text(&out.stderr));
+    let out = riegeli(&["cat", "--from", "abc", file], b"");
+    assert_one_line_error(&out, 2, "expected chunk_begin/index or a number");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn describe_shows_records_and_their_sizes() {
+    let dir = scratch_dir("describe");
+    let file = dir.join("three.riegeli");
+    let file = file.to_str().unwrap();
+    write_lines(file, "zstd:1", "alpha\nbe\n\n");
+    let out = riegeli(&["describe", "--show-record-sizes", "--show-records", file], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("    record_sizes: [5, 2, 0]\n"), "{stdout}");
+    assert!(stdout.contains("    record: \"alpha\"\n    record: \"be\"\n    record: \"\"\n"), "{stdout}");
+    assert!(stdout.contains("    num_records: 3\n"), "{stdout}");
+    assert!(stdout.contains("    compression_type: ZSTD\n"), "{stdout}");
+    // Standard input, as JSON.
+    let out = riegeli(&["describe", "--json", "--show-records", "-"], &std::fs::read(file).unwrap());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let chunk: serde_json::Value = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|c| c["chunk_type"] == "SIMPLE")
+        .unwrap();
+    assert_eq!(chunk["records"], serde_json::json!(["alpha", "be", ""]));
+    assert_eq!(chunk["file"], "<stdin>");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn count_and_verify_read_standard_input() {
+    let bytes = std::fs::read(testdata("valid/transposed_snappy.riegeli")).unwrap();
+    let out = riegeli(&["count", "-"], &bytes);
+    assert_eq!(text(&out.stdout), "700\n");
+    let out = riegeli(&["verify", "-"], &bytes);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "<stdin>: OK (7 chunks, 700 records)\n");
+    let valid = testdata("valid/simple_none.riegeli");
+    let out = riegeli(&["count", valid.to_str().unwrap(), "-"], &bytes);
+    assert_eq!(text(&out.stdout), format!("1500 {}\n700 <stdin>\n2200 total\n", valid.display()));
+}
+
+#[test]
+fn concat_physically_and_record_by_record() {
+    let dir = scratch_dir("concat");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    // Padded inputs: the output is the inputs' bytes one after the other.
+    write_lines(&path("a.riegeli"), "uncompressed,padding", "a1\na2\n");
+    write_lines(&path("b.riegeli"), "uncompressed,padding", "b1\n");
+    let (a, b) = (std::fs::read(path("a.riegeli")).unwrap(), std::fs::read(path("b.riegeli")).unwrap());
+    assert_eq!(a.len() % 65536, 0, "padding pads to a block boundary");
+    let out = riegeli(&["concat", &path("ab.riegeli"), &path("a.riegeli"), &path("b.riegeli")], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(path("ab.riegeli")).unwrap() == [a, b].concat());
+    let out = riegeli(&["cat", &path("ab.riegeli")], b"");
+    assert_eq!(text(&out.stdout), "a1\na2\nb1\n");
+    // Unpadded inputs (one from standard input): re-encoded record by record.
+    write_lines(&path("c.riegeli"), "zstd:1", "c1\nc2\n");
+    let c = std::fs::read(path("c.riegeli")).unwrap();
+    let out = riegeli(&["concat", &path("abc.riegeli"), &path("ab.riegeli"), "-"], &c);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = riegeli(&["cat", &path("abc.riegeli")], b"");
+    assert_eq!(text(&out.stdout), "a1\na2\nb1\nc1\nc2\n");
+    let out = riegeli(&["verify", &path("abc.riegeli")], b"");
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let out = riegeli(&["concat", &path("x.riegeli"), &path("missing.riegeli")], b"");
+    assert_one_line_error(&out, 1, "cannot open");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn write_input_formats_and_their_errors() {
+    let dir = scratch_dir("write-inputs");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    // TFRecord in, from a file (--input), zlib-compressed, via convert's output.
+    write_lines(&path("src.riegeli"), "default", "x\ny\n");
+    let out = riegeli(
+        &["convert", &path("src.riegeli"), &path("t.tfrecord"), "--to", "tfrecord", "--tfrecord-compression", "zlib"],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = riegeli(
+        &[
+            "write",
+            "--input-format",
+            "tfrecord",
+            "--tfrecord-compression",
+            "zlib",
+            "--input",
+            &path("t.tfrecord"),
+            &path("t.riegeli"),
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&riegeli(&["cat", &path("t.riegeli")], b"").stdout), "x\ny\n");
+    // A plain TFRecord written by hand: length 2, masked CRC-32C of the length, "hi",
+    // masked CRC-32C of "hi" (the CRCs computed with TensorFlow's masking formula).
+    let mut tf = Vec::new();
+    tf.extend_from_slice(&2u64.to_le_bytes());
+    tf.extend_from_slice(&masked_crc32c(&2u64.to_le_bytes()).to_le_bytes());
+    tf.extend_from_slice(b"hi");
+    tf.extend_from_slice(&masked_crc32c(b"hi").to_le_bytes());
+    let out = riegeli(&["write", "--input-format", "tfrecord", &path("hi.riegeli")], &tf);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&riegeli(&["cat", &path("hi.riegeli")], b"").stdout), "hi\n");
+    // Bad input data: exit 1 and one line.
+    let mut bad_crc = tf.clone();
+    bad_crc[13] ^= 1;
+    let out = riegeli(&["write", "--input-format", "tfrecord", &path("bad.riegeli")], &bad_crc);
+    assert_one_line_error(&out, 1, "CRC mismatch");
+    let out = riegeli(&["write", "--input-format", "tfrecord", &path("bad.riegeli")], &tf[..15]);
+    assert_one_line_error(&out, 1, "truncated");
+    let out = riegeli(&["write", "--input-format", "json", &path("bad.riegeli")], b"{\"data\": \"ok\"}\n{not json\n");
+    assert_one_line_error(&out, 1, "input line 2");
+    let out = riegeli(&["write", "--input-format", "json", &path("bad.riegeli")], b"{\"size\": 3}\n");
+    assert_one_line_error(&out, 1, "no \"data\" or \"data_base64\"");
+    let out = riegeli(&["write", &path("bad.riegeli")], b"\x05abc");
+    assert_one_line_error(&out, 1, "truncated record");
+    let out = riegeli(&["write", &path("bad.riegeli")], b"\x80");
+    assert_one_line_error(&out, 1, "truncated length varint");
+    let out = riegeli(&["write", "--input", &path("missing"), &path("bad.riegeli")], b"");
+    assert_one_line_error(&out, 1, "cannot open");
+    let out = riegeli(&["write", "--options", "zstd:99", &path("bad.riegeli")], b"");
+    assert_one_line_error(&out, 2, "zstd:99");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// TensorFlow's masked CRC-32C, with a bitwise CRC-32C (Castagnoli, reflected 0x82f63b78).
+fn masked_crc32c(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in data {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+        }
+    }
+    let crc = !crc;
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
+}
+
+#[test]
+fn bad_usage_and_bad_files_give_one_line_and_the_documented_code() {
+    let dir = scratch_dir("bad");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    // Usage errors (clap prints its usage; the code is 2 and nothing panics).
+    for args in [
+        &["frobnicate"][..],
+        &["cat"],
+        &["cat", "--format", "yaml", "f"],
+        &["cat", "--limit", "-1", "f"],
+        &["convert", "only-one"],
+        &["convert", "a", "b", "--to", "parquet"],
+        &["concat", "out"],
+        &["write"],
+        &["describe", "--bogus", "f"],
+    ] {
+        let out = riegeli(args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains("panicked"), "{args:?}");
+    }
+    let out = riegeli(
+        &["convert", "--options", "brotli:99", &testdata("valid/empty.riegeli").to_string_lossy(), &path("o")],
+        b"",
+    );
+    assert_one_line_error(&out, 2, "--options");
+    // Bad data: exit 1, one line.
+    std::fs::write(path("text.riegeli"), b"definitely not a riegeli file, just some text that goes on and on").unwrap();
+    std::fs::write(path("empty"), b"").unwrap();
+    for command in ["cat", "describe", "verify", "count"] {
+        let out = riegeli(&[command, &path("text.riegeli")], b"");
+        assert_eq!(out.status.code(), Some(1), "{command}: {}", text(&out.stderr));
+        assert!(!text(&out.stderr).contains("panicked"), "{command}");
+        let out = riegeli(&[command, &path("nonexistent")], b"");
+        assert_one_line_error(&out, 1, "cannot open");
+    }
+    let out = riegeli(&["cat", &path("text.riegeli")], b"");
+    assert_one_line_error(&out, 1, "text.riegeli");
+    let out = riegeli(&["cat", "-"], b"definitely not a riegeli file, just some text that goes on");
+    assert_one_line_error(&out, 1, "<stdin>");
+    let out = riegeli(&["recover", &path("nonexistent"), &path("o")], b"");
+    assert_one_line_error(&out, 1, "cannot open");
+    let out = riegeli(&["cat", &testdata("corrupt/truncated_mid_chunk.riegeli").to_string_lossy()], b"");
+    assert_one_line_error(&out, 1, "truncated_mid_chunk.riegeli");
+    let out = riegeli(&["convert", &path("text.riegeli"), &path("o")], b"");
+    assert_one_line_error(&out, 1, "TFRecord");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn help_on_every_command_completions_and_bench() {
+    let commands =
+        ["describe", "cat", "count", "write", "convert", "verify", "recover", "concat", "bench", "completions"];
+    let out = riegeli(&["--help"], b"");
+    assert!(out.status.success());
+    for command in commands {
+        assert!(text(&out.stdout).contains(command), "--help lists {command}");
+        let out = riegeli(&["help", command], b"");
+        assert!(out.status.success(), "help {command}");
+        assert!(text(&out.stdout).contains("Usage: riegeli "), "help {command}: {}", text(&out.stdout));
+        let out = riegeli(&[command, "--help"], b"");
+        assert!(out.status.success(), "{command} --help");
+    }
+    let out = riegeli(&["cat", "--help"], b"");
+    for option in ["--format", "proto-text", "proto-json", "--from", "--limit", "--skip-corrupted", "--pretty"] {
+        assert!(text(&out.stdout).contains(option), "cat --help mentions {option}");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let out = riegeli(&["completions", shell], b"");
+        assert!(out.status.success(), "{shell}");
+        assert!(text(&out.stdout).contains("proto-json"), "{shell} completes --format values");
+    }
+    let out = riegeli(&["--version"], b"");
+    assert!(text(&out.stdout).starts_with("riegeli "));
+
+    let out =
+        riegeli(&["bench", "--megabytes", "1", "--repeat", "1", "--config", "uncompressed", "--config", "zstd:1"], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(lines[1].starts_with("options") && lines[1].contains("ratio %"), "{table}");
+    assert!(lines[2].starts_with("uncompressed ") && lines[3].starts_with("zstd:1 "), "{table}");
+    // A bad option set is a usage error before anything is measured or printed.
+    let out = riegeli(&["bench", "--megabytes", "1", "--config", "zstd:99"], b"");
+    assert_one_line_error(&out, 2, "zstd:99");
+    assert!(out.stdout.is_empty());
+    let out = riegeli(&["bench", "--repeat", "0"], b"");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = scratch_dir("overwrite");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    write_lines(&path("a.riegeli"), "uncompressed", "a\n");
+    let before = std::fs::read(path("a.riegeli")).unwrap();
+    let same = format!("{}/../{}/a.riegeli", dir.display(), dir.file_name().unwrap().to_str().unwrap());
+    for args in [
+        vec!["convert", &path("a.riegeli"), &same],
+        vec!["recover", &path("a.riegeli"), &path("a.riegeli")],
+        vec!["concat", &path("a.riegeli"), &path("a.riegeli")],
+        vec!["write", "--input", &path("a.riegeli"), &path("a.riegeli")],
+    ] {
+        let out = riegeli(&args, b"");
+        assert_one_line_error(&out, 2, "the output is also an input");
+        assert!(std::fs::read(path("a.riegeli")).unwrap() == before, "{args:?} left the input alone");
+    }
+    // Bad options do not leave an empty output behind.
+    let out = riegeli(&["convert", "--options", "zstd:99", &path("a.riegeli"), &path("new.riegeli")], b"");
+    assert_one_line_error(&out, 2, "zstd:99");
+    assert!(!std::path::Path::new(&path("new.riegeli")).exists());
+    // A directory is not a file.
+    let out = riegeli(&["describe", dir.to_str().unwrap()], b"");
+    assert_one_line_error(&out, 1, "is a directory");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cat_every_format_on_binary_records_and_every_option_set() {
+    let dir = scratch_dir("formats");
+    let file = dir.join("bin.riegeli");
+    let file = file.to_str().unwrap();
+    // Records "hello", 00 ff 'a' '\n', and the empty record, as a delimited stream.
+    let input = b"\x05hello\x04\x00\xffa\n\x00";
+    for options in
+        ["default", "uncompressed", "brotli:1", "zstd:1", "snappy", "transpose", "chunk_size:8,parallelism:2"]
+    {
+        let out = riegeli(&["write", "--options", options, file], input);
+        assert!(out.status.success(), "{options}: {}", text(&out.stderr));
+        let cat = |format: &str| {
+            let out = riegeli(&["cat", "--format", format, file], b"");
+            assert!(out.status.success(), "{options} {format}: {}", text(&out.stderr));
+            out.stdout
+        };
+        assert_eq!(text(&cat("text")), "hello\n\\x00\\xffa\\n\n\n", "{options}");
+        assert_eq!(text(&cat("hex")), "68656c6c6f\n00ff610a\n\n", "{options}");
+        assert_eq!(text(&cat("base64")), "aGVsbG8=\nAP9hCg==\n\n", "{options}");
+        assert_eq!(cat("delimited"), input, "{options}");
+        let json: Vec<serde_json::Value> =
+            text(&cat("json")).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(json.len(), 3);
+        assert_eq!((&json[0]["data"], &json[0]["size"]), (&"hello".into(), &5.into()), "{options}");
+        assert_eq!((&json[1]["data_base64"], &json[1]["size"]), (&"AP9hCg==".into(), &4.into()), "{options}");
+        assert_eq!((&json[2]["data"], &json[2]["size"]), (&"".into(), &0.into()), "{options}");
+        // JSON lines go back in unchanged.
+        let again = dir.join("again.riegeli");
+        let out = riegeli(&["write", "--input-format", "json", again.to_str().unwrap()], &cat("json"));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = riegeli(&["cat", "--format", "delimited", again.to_str().unwrap()], b"");
+        assert_eq!(out.stdout, input, "{options}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
