@@ -1,5 +1,6 @@
 //! Integration tests of riegeli-records.
 
+mod array_record;
 mod common;
 mod corruption;
 mod golden;
