@@ -27,7 +27,7 @@ fn scrambled(n: u64, count: usize, seed: u64) -> Vec<u64> {
 }
 
 /// Reads `file` through every access path and compares with `expected`.
-fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
+pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
     let n = expected.len() as u64;
     for parallelism in [Some(1), Some(3)] {
         let options = ArrayRecordReaderOptions { parallelism, ..Default::default() };
