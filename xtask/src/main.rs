@@ -6,11 +6,13 @@
 //! - `testdata [--check]`: regenerate the golden files through a venv with the C++
 //!   implementation (array-record), or verify them against `SHA256SUMS`;
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
-//! - `bench [criterion args]`: criterion benches;
+//! - `bench [criterion args]`: criterion benches; `bench array-record`: our ArrayRecord
+//!   reader against C++'s on the same file, as a table (not part of `ci`);
 //! - `release <version>`: bump every crate, require a CHANGELOG section, package in order.
 #![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
 #![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
 
+mod bench;
 mod ci;
 mod fuzz;
 mod python;
@@ -32,7 +34,7 @@ fn main() -> Result<()> {
         Some("fuzz") => fuzz::run(&sh, rest),
         Some("testdata") => testdata::run(&sh, rest),
         Some("interop") => python::interop(&sh),
-        Some("bench") => bench(&sh, rest),
+        Some("bench") => bench::run(&sh, rest),
         Some("release") => release::run(&sh, rest),
         _ => {
             eprintln!(
@@ -43,6 +45,7 @@ fn main() -> Result<()> {
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
+                 bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order"
             );
             bail!("no task given")
@@ -53,9 +56,4 @@ fn main() -> Result<()> {
 /// The workspace root (the parent of this crate's manifest directory).
 pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
-fn bench(sh: &Shell, args: &[String]) -> Result<()> {
-    xshell::cmd!(sh, "cargo bench --workspace {args...}").run()?;
-    Ok(())
 }

@@ -53,8 +53,12 @@ const WINDOW_BYTES: u64 = 64 << 20;
 /// when its data is damaged, each of its three copies is tried) and the
 /// footer, and checks the index more strictly than C++ does: every chunk but
 /// the last holds the same number of records, the counts add up, offsets
-/// increase and lie before the footer; each chunk's header must agree with
-/// its footer entry when it is read. If the postscript or footer is missing
+/// increase and lie before the footer, no entry counts more than
+/// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
+/// chunk's header must agree with its footer entry when it is read. Every
+/// other allocation sized by the file is bounded by the
+/// [`RecordReaderOptions`](crate::RecordReaderOptions) limits, as for
+/// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged, the file is read as plain Riegeli/records instead: one
 /// sequential scan of the chunk headers builds the index
 /// ([`index_source`](Self::index_source) is then [`IndexSource::Scanned`] and
@@ -257,8 +261,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 .map_err(|e| bad(format!("entry {} is not an ArrayRecordFooter: {e}", k - 1)))?;
             let offset = entry.chunk_offset.ok_or_else(|| bad(format!("entry {} has no chunk_offset", k - 1)))?;
             let count = entry.num_records.ok_or_else(|| bad(format!("entry {} has no num_records", k - 1)))?;
-            if count == 0 {
-                return Err(bad(format!("entry {} (chunk at {offset}) counts 0 records", k - 1)));
+            if count == 0 || count > options.max_num_records {
+                return Err(bad(format!(
+                    "entry {} (chunk at {offset}) counts {count} records, not 1 to max_num_records {}",
+                    k - 1,
+                    options.max_num_records
+                )));
             }
             let previous = chunks.last().map_or(CHUNK_HEADER_SIZE, |c| c.offset + 1);
             if offset < previous || offset >= footer_offset {
@@ -492,7 +500,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let (first, _) = self.locate(range.start)?;
         let (last, _) = self.locate(range.end - 1)?;
         let ks: Vec<usize> = (first..=last).collect();
-        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0));
+        // Counts are checked against the limits, but reserve little up front anyway.
+        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
         let chunks = &self.chunks;
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
@@ -569,7 +578,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let threads = if parallel { options.effective_parallelism() } else { 1 };
-        let max_chunks = threads * 16;
+        // Large windows: few thread spawns, memory bounded by WINDOW_BYTES.
+        let max_chunks = if threads > 1 { 4096 } else { 1 };
         let mut next = 0usize;
         while next < ks.len() {
             // Read a window of raw chunks.
