@@ -57,7 +57,7 @@ const WINDOW_BYTES: u64 = 64 << 20;
 /// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
 /// chunk's header must agree with its footer entry when it is read. Every
 /// other allocation sized by the file is bounded by the
-/// [`RecordReaderOptions`] limits, as for
+/// [`RecordReaderOptions`](crate::RecordReaderOptions) limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged, the file is read as plain Riegeli/records instead: one
 /// sequential scan of the chunk headers builds the index
@@ -654,29 +654,25 @@ fn decode_window(
     let next = AtomicUsize::new(0);
     let threads = threads.min(window.len());
     let mut results: Vec<Option<Result<DecodedRecords>>> = (0..window.len()).map(|_| None).collect();
+    let work = || {
+        let mut decoder = ChunkDecoder::new(projection.clone());
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = window.get(i) else { break };
+            done.push((i, decode_checked(&mut decoder, chunk, options)));
+        }
+        done
+    };
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut decoder = ChunkDecoder::new(projection.clone());
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(chunk) = window.get(i) else { break };
-                        done.push((i, decode_checked(&mut decoder, chunk, options)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for worker in workers {
-            // A panicked worker leaves its slots empty: reported below.
-            if let Ok(done) = worker.join() {
-                for (i, result) in done {
-                    if let Some(slot) = results.get_mut(i) {
-                        *slot = Some(result);
-                    }
-                }
+        // The calling thread is one of the workers.
+        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut finished = vec![work()];
+        // A panicked worker leaves its slots empty: reported below.
+        finished.extend(workers.into_iter().filter_map(|w| w.join().ok()));
+        for (i, result) in finished.into_iter().flatten() {
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(result);
             }
         }
     });
