@@ -7,7 +7,8 @@
 //!   implementation (array-record), or verify them against `SHA256SUMS`;
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
-//!   `bench [criterion args]`: criterion benches;
+//!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
+//!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
 //! - `release <version>`: bump every crate, require a CHANGELOG section, package in order.
 #![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
 #![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
@@ -47,6 +48,7 @@ fn main() -> Result<()> {
                  bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
+                 bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order"
             );
             bail!("no task given")

@@ -4,7 +4,9 @@
 //! does I/O. It joins `riegeli-framing` (blocks and chunk headers) and
 //! `riegeli-codec` (chunk payloads) behind [`RecordReader`] and
 //! [`RecordWriter`], with record positions, seeking, binary search, recovery
-//! from corruption, metadata, padding and parallel encoding.
+//! from corruption, metadata, padding and parallel encoding; and, in
+//! [`array_record`], Google's ArrayRecord layout (a footer indexing every
+//! chunk) with [`ArrayRecordReader`] and [`ArrayRecordWriter`].
 //!
 //! # Example
 //! ```
@@ -32,6 +34,7 @@
 //! - `brotli`, `zstd`, `snappy` (all default): the compression codecs, forwarded to `riegeli-codec`.
 #![forbid(unsafe_code)]
 
+pub mod array_record;
 mod chunk_reader;
 mod error;
 mod metadata;
@@ -43,6 +46,9 @@ mod source;
 mod writer;
 
 pub use crate::{
+    array_record::{
+        ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, IndexSource,
+    },
     chunk_reader::{Chunk, ChunkReader},
     error::{Error, ErrorKind, Result},
     metadata::RecordsMetadata,

@@ -259,7 +259,7 @@ pub struct ParseOptionsError {
 }
 
 impl ParseOptionsError {
-    fn new(token: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(token: &str, message: impl Into<String>) -> Self {
         Self { token: token.to_owned(), message: message.into() }
     }
     /// The offending `name[:value]` item.
@@ -269,7 +269,7 @@ impl ParseOptionsError {
 }
 
 /// Parses an integer in `min..=max`.
-fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
+pub(crate) fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
     match value.parse::<i64>() {
         Ok(v) if (min..=max).contains(&v) => Ok(v),
         _ => Err(ParseOptionsError::new(token, format!("expected an integer in {min}..={max}"))),
@@ -277,7 +277,7 @@ fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseO
 }
 
 /// Parses a "real with optional suffix `[BkKMGTPE]`" into a positive byte count.
-fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
+pub(crate) fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
     let bad = || ParseOptionsError::new(token, "expected a positive size like 65536, 64k or 1.5M");
     let (number, shift) = match value.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
@@ -483,11 +483,21 @@ pub struct RecordReaderOptions {
     pub max_num_records: u64,
     /// Verify chunk data hashes (default `true`; turning it off is for diagnostics only).
     pub verify_hashes: bool,
+    /// Return the footer and postscript of an ArrayRecord file as records
+    /// (default `false`: a [`RecordReader`](crate::RecordReader) recognises
+    /// them and skips them, so it reads an ArrayRecord file's data records only).
+    pub read_array_record_trailer: bool,
 }
 
 impl Default for RecordReaderOptions {
     fn default() -> Self {
-        Self { max_chunk_data_size: 1 << 30, max_decoded_size: 2 << 30, max_num_records: 1 << 28, verify_hashes: true }
+        Self {
+            max_chunk_data_size: 1 << 30,
+            max_decoded_size: 2 << 30,
+            max_num_records: 1 << 28,
+            verify_hashes: true,
+            read_array_record_trailer: false,
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use riegeli_codec::{
 };
 use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
 
+use crate::array_record::{looks_like_footer, looks_like_postscript};
 use crate::chunk_reader::{Damage, RawChunk, ReadError, Resume, read_chunk, skip_damage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::RecordsMetadata;
@@ -30,6 +31,17 @@ enum MetadataState {
     Present(Bytes, u64),
 }
 
+/// What a chunk may be in an ArrayRecord trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrailerRole {
+    /// An ordinary chunk.
+    None,
+    /// Its records are ArrayRecord postscripts naming an earlier footer.
+    Postscript,
+    /// Its records look like an ArrayRecord footer (confirmed by the postscript that follows).
+    Footer,
+}
+
 /// Which chunk [`RecordReader::locate_chunk`] looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Which {
@@ -40,7 +52,7 @@ enum Which {
 }
 
 /// Decodes chunk data into records, reusing decoders across chunks.
-struct ChunkDecoder {
+pub(crate) struct ChunkDecoder {
     simple: SimpleChunkDecoder,
     transposed: TransposedChunkDecoder,
     projection: FieldProjection,
@@ -49,6 +61,16 @@ struct ChunkDecoder {
 }
 
 impl ChunkDecoder {
+    /// A decoder reading the fields `projection` selects from transposed chunks.
+    pub(crate) fn new(projection: FieldProjection) -> Self {
+        Self {
+            simple: SimpleChunkDecoder::new(),
+            transposed: TransposedChunkDecoder::new(),
+            projection,
+            last_transposed: false,
+        }
+    }
+
     /// Gives a finished chunk's buffers back to the decoder that made them.
     fn recycle(&mut self, records: DecodedRecords) {
         if self.last_transposed {
@@ -59,7 +81,7 @@ impl ChunkDecoder {
     }
 
     /// The records of a chunk, or `None` for chunks without records.
-    fn decode(
+    pub(crate) fn decode(
         &mut self,
         chunk: &RawChunk,
         options: &RecordReaderOptions,
@@ -125,8 +147,12 @@ pub struct RecordReader<R> {
     chunk_begin: u64,
     index: usize,
     metadata: MetadataState,
-    /// A chunk read ahead by `read_serialized_metadata` that holds records.
+    /// A chunk read ahead (by `read_serialized_metadata`, or while checking
+    /// for an ArrayRecord trailer) that holds records.
     peeked: Option<RawChunk>,
+    /// Damage met while reading ahead for an ArrayRecord trailer, reported
+    /// when reading reaches it.
+    peeked_damage: Option<Damage>,
     recovery: Option<RecoveryFn>,
     /// Damage reported as an error, for `recover()`.
     pending: Option<Damage>,
@@ -160,17 +186,13 @@ impl<R: Read> RecordReader<R> {
         Self {
             source: Source::new(src, pos),
             options,
-            decoder: ChunkDecoder {
-                simple: SimpleChunkDecoder::new(),
-                transposed: TransposedChunkDecoder::new(),
-                projection: FieldProjection::all(),
-                last_transposed: false,
-            },
+            decoder: ChunkDecoder::new(FieldProjection::all()),
             records: DecodedRecords::default(),
             chunk_begin: pos,
             index: 0,
             metadata: if pos == 0 { MetadataState::Unknown } else { MetadataState::Absent },
             peeked: None,
+            peeked_damage: None,
             recovery: None,
             pending: None,
             last_pos: None,
@@ -248,7 +270,11 @@ impl<R: Read> RecordReader<R> {
         if self.index < self.records.len() {
             return RecordPosition::new(self.chunk_begin, self.index as u64).unwrap_or_default();
         }
-        let next = self.peeked.as_ref().map_or(self.source.pos(), |c| c.begin);
+        let next = match (&self.peeked, &self.peeked_damage) {
+            (Some(chunk), _) => chunk.begin,
+            (None, Some(damage)) => damage.begin,
+            (None, None) => self.source.pos(),
+        };
         RecordPosition::new(next, 0).unwrap_or_default()
     }
 
@@ -349,6 +375,10 @@ impl<R: Read> RecordReader<R> {
                 self.decoder.recycle(finished);
             }
             self.index = 0;
+            if let Some(damage) = self.peeked_damage.take() {
+                self.handle_damage(damage)?;
+                continue;
+            }
             let chunk = match self.peeked.take() {
                 Some(chunk) => chunk,
                 None => match read_chunk(&mut self.source, &self.options) {
@@ -365,11 +395,81 @@ impl<R: Read> RecordReader<R> {
                 },
             };
             self.chunk_begin = chunk.begin;
+            let chunk_type = chunk.header.chunk_type();
             match self.install(chunk) {
-                Ok(()) if !self.records.is_empty() => return Ok(true),
+                Ok(()) if !self.records.is_empty() => match self.trailer_role(chunk_type, self.chunk_begin) {
+                    TrailerRole::None => return Ok(true),
+                    TrailerRole::Postscript => self.drop_records(),
+                    TrailerRole::Footer => {
+                        if self.postscript_follows()? {
+                            self.drop_records();
+                        } else {
+                            return Ok(true);
+                        }
+                    }
+                },
                 Ok(()) => {}
                 Err(damage) => self.handle_damage(damage)?,
             }
+        }
+    }
+
+    /// Whether the records just installed from a chunk of `chunk_type` at
+    /// `begin` may be part of an ArrayRecord trailer that is to be skipped.
+    fn trailer_role(&self, chunk_type: u8, begin: u64) -> TrailerRole {
+        if self.options.read_array_record_trailer
+            || chunk_type != ChunkType::Simple.to_byte()
+            || self.records.is_empty()
+        {
+            return TrailerRole::None;
+        }
+        if looks_like_postscript(self.records.iter()).is_some_and(|footer| footer < begin) {
+            TrailerRole::Postscript
+        } else if looks_like_footer(self.records.iter()) {
+            TrailerRole::Footer
+        } else {
+            TrailerRole::None
+        }
+    }
+
+    /// Forgets the records of the current chunk (an ArrayRecord trailer).
+    fn drop_records(&mut self) {
+        let finished = std::mem::take(&mut self.records);
+        if !finished.is_empty() {
+            self.decoder.recycle(finished);
+        }
+        self.index = 0;
+    }
+
+    /// After a chunk that looks like an ArrayRecord footer: reads ahead past
+    /// padding to the next chunk with records, and tells whether it is the
+    /// postscript pointing at that footer. If it is not, it is kept for the
+    /// next read (as is damage met on the way).
+    fn postscript_follows(&mut self) -> Result<bool> {
+        let footer = self.chunk_begin;
+        loop {
+            let chunk = match read_chunk(&mut self.source, &self.options) {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return Ok(false),
+                Err(ReadError::Io(e)) => return Err(e),
+                Err(ReadError::Damage(damage)) => {
+                    self.peeked_damage = Some(damage);
+                    return Ok(false);
+                }
+            };
+            let kind = ChunkType::from_byte(chunk.header.chunk_type());
+            if matches!(kind, Some(ChunkType::Padding)) || (kind.is_none() && chunk.header.num_records() == 0) {
+                continue;
+            }
+            let mut decoder = ChunkDecoder::new(FieldProjection::all());
+            let is_postscript = kind == Some(ChunkType::Simple)
+                && matches!(decoder.decode(&chunk, &self.options), Ok(Some(records))
+                    if looks_like_postscript(records.iter()) == Some(footer));
+            if is_postscript {
+                return Ok(true);
+            }
+            self.peeked = Some(chunk);
+            return Ok(false);
         }
     }
 
@@ -430,6 +530,7 @@ impl<R: Read> RecordReader<R> {
         self.records = DecodedRecords::default();
         self.index = 0;
         self.peeked = None;
+        self.peeked_damage = None;
         let message = damage.error.to_string();
         let resumed = skip_damage(&mut self.source, damage.resume)?;
         let end = resumed.unwrap_or(self.source.pos());
@@ -462,6 +563,7 @@ impl<R: Read + Seek> RecordReader<R> {
         self.records = DecodedRecords::default();
         self.index = 0;
         self.peeked = None;
+        self.peeked_damage = None;
         self.pending = None;
         self.chunk_begin = pos;
         self.source.seek(pos)?;
@@ -536,16 +638,38 @@ impl<R: Read + Seek> RecordReader<R> {
     fn load_chunk_here(&mut self) -> Result<bool> {
         let begin = self.source.pos();
         match read_chunk(&mut self.source, &self.options) {
-            Ok(Some(chunk)) => match self.install(chunk) {
-                Ok(()) => {
-                    self.chunk_begin = begin;
-                    Ok(!self.records.is_empty())
+            Ok(Some(chunk)) => {
+                let chunk_type = chunk.header.chunk_type();
+                let end = chunk.end;
+                match self.install(chunk) {
+                    Ok(()) => {
+                        self.chunk_begin = begin;
+                        if self.records.is_empty() {
+                            return Ok(false);
+                        }
+                        let skip = match self.trailer_role(chunk_type, begin) {
+                            TrailerRole::None => false,
+                            TrailerRole::Postscript => true,
+                            TrailerRole::Footer => {
+                                let follows = self.postscript_follows();
+                                // Back to the end of this chunk, whatever was read ahead.
+                                self.peeked = None;
+                                self.peeked_damage = None;
+                                self.source.seek(end)?;
+                                follows?
+                            }
+                        };
+                        if skip {
+                            self.drop_records();
+                        }
+                        Ok(!skip)
+                    }
+                    Err(damage) => {
+                        self.handle_damage(damage)?;
+                        Ok(false)
+                    }
                 }
-                Err(damage) => {
-                    self.handle_damage(damage)?;
-                    Ok(false)
-                }
-            },
+            }
             Ok(None) => Ok(false),
             Err(ReadError::Io(e)) => Err(e),
             Err(ReadError::Damage(damage)) => {

@@ -6,10 +6,10 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use riegeli_codec::{ChunkType, CodecError, SimpleChunkEncoder, TransposedChunkEncoder};
+use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
 use riegeli_framing::{
-    CHUNK_HEADER_SIZE, ChunkHeader, FramedChunk, Piece, distance_without_overhead, is_possible_chunk_boundary,
-    remaining_in_block,
+    BLOCK_SIZE, CHUNK_HEADER_SIZE, ChunkHeader, FramedChunk, Piece, distance_without_overhead,
+    is_possible_chunk_boundary, remaining_in_block,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -21,6 +21,35 @@ const OUT_BUFFER: usize = 64 << 10;
 /// Largest number of records a chunk header can count.
 const MAX_NUM_RECORDS: u64 = riegeli_framing::MAX_NUM_RECORDS;
 
+/// How data chunks are encoded.
+#[derive(Debug, Clone, Copy)]
+struct EncoderConfig {
+    transpose: bool,
+    compressor: CompressorOptions,
+    bucket_size: u64,
+}
+
+/// How an ArrayRecord writer groups records into chunks, instead of the
+/// RecordWriter's `chunk_size` rule.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Grouping {
+    /// Records per data chunk (the last chunk may hold fewer).
+    pub(crate) group_size: u64,
+    /// Bucket size of transposed chunks.
+    pub(crate) bucket_size: u64,
+    /// Pad to a block boundary after every data chunk.
+    pub(crate) pad_to_block_boundary: bool,
+}
+
+/// A data chunk as written: where it begins, its decoded size and record count
+/// (an ArrayRecord footer entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WrittenChunk {
+    pub(crate) begin: u64,
+    pub(crate) decoded_data_size: u64,
+    pub(crate) num_records: u64,
+}
+
 /// Encodes one chunk's records.
 enum ChunkEncoder {
     Simple(SimpleChunkEncoder),
@@ -28,11 +57,11 @@ enum ChunkEncoder {
 }
 
 impl ChunkEncoder {
-    fn new(options: &RecordWriterOptions) -> Self {
-        if options.transpose() {
-            Self::Transposed(Box::new(TransposedChunkEncoder::new(options.compressor_options(), options.bucket_size())))
+    fn new(config: &EncoderConfig) -> Self {
+        if config.transpose {
+            Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
         } else {
-            Self::Simple(SimpleChunkEncoder::new(options.compressor_options()))
+            Self::Simple(SimpleChunkEncoder::new(config.compressor))
         }
     }
 
@@ -165,6 +194,11 @@ pub struct RecordWriter<W: Write> {
     /// The last record written: (chunk sequence number, index in chunk).
     last_record: Option<(u64, u64)>,
     failed: bool,
+    config: EncoderConfig,
+    /// ArrayRecord mode: records per chunk and padding after each chunk.
+    grouping: Option<Grouping>,
+    /// ArrayRecord mode: every data chunk written, in file order.
+    written: Vec<WrittenChunk>,
 }
 
 impl<W: Write> std::fmt::Debug for RecordWriter<W> {
@@ -187,12 +221,27 @@ impl<W: Write> RecordWriter<W> {
         Self::start(dest, existing_size, options)
     }
 
+    /// Starts a new file whose data chunks hold `grouping.group_size` records
+    /// each (the ArrayRecord layout), remembering every data chunk written.
+    pub(crate) fn grouped(dest: W, options: RecordWriterOptions, grouping: Grouping) -> Result<Self> {
+        Self::start_with(dest, 0, options, Some(grouping))
+    }
+
     fn start(dest: W, pos: u64, options: RecordWriterOptions) -> Result<Self> {
+        Self::start_with(dest, pos, options, None)
+    }
+
+    fn start_with(dest: W, pos: u64, options: RecordWriterOptions, grouping: Option<Grouping>) -> Result<Self> {
         let desired_chunk_size = options.effective_chunk_size().min(MAX_NUM_RECORDS.saturating_mul(8));
         let pool = (options.parallelism() > 0).then(|| Pool::new(options.parallelism()));
+        let config = EncoderConfig {
+            transpose: options.transpose(),
+            compressor: options.compressor_options(),
+            bucket_size: grouping.map_or_else(|| options.bucket_size(), |g| g.bucket_size),
+        };
         let mut writer = Self {
             dest: Some(dest),
-            encoder: ChunkEncoder::new(&options),
+            encoder: ChunkEncoder::new(&config),
             options,
             pos,
             out: Vec::with_capacity(OUT_BUFFER),
@@ -204,6 +253,9 @@ impl<W: Write> RecordWriter<W> {
             chunk_begins: BTreeMap::new(),
             last_record: None,
             failed: false,
+            config,
+            grouping,
+            written: Vec::new(),
         };
         if pos == 0 {
             writer.write_chunk_now(ChunkType::FileSignature.to_byte(), &[], 0, 0)?;
@@ -234,6 +286,14 @@ impl<W: Write> RecordWriter<W> {
     /// Writes one record.
     pub fn write_record(&mut self, record: &[u8]) -> Result<()> {
         self.check_usable()?;
+        if let Some(grouping) = self.grouping {
+            self.encoder.add_record(record).map_err(|e| Error::codec(self.pos, e))?;
+            self.last_record = Some((self.open_seq, self.encoder.num_records() - 1));
+            if self.encoder.num_records() >= grouping.group_size {
+                self.close_chunk()?;
+            }
+            return Ok(());
+        }
         let added = (record.len() as u64).saturating_add(8);
         if self.chunk_size_so_far > 0 && self.chunk_size_so_far.saturating_add(added) > self.desired_chunk_size {
             self.close_chunk()?;
@@ -323,7 +383,7 @@ impl<W: Write> RecordWriter<W> {
         let seq = self.open_seq;
         self.open_seq += 1;
         if let Some(pool) = &mut self.pool {
-            let fresh = pool.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.options));
+            let fresh = pool.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.config));
             let full = std::mem::replace(&mut self.encoder, fresh);
             let sent = pool.jobs.as_ref().is_some_and(|jobs| jobs.send((seq, full)).is_ok());
             if !sent {
@@ -390,14 +450,99 @@ impl<W: Write> RecordWriter<W> {
             self.chunk_begins.pop_first();
         }
         self.next_to_write = seq + 1;
-        self.write_chunk_now(chunk.chunk_type, &chunk.data, chunk.num_records, chunk.decoded_data_size)
+        let begin = self.pos;
+        self.write_chunk_now(chunk.chunk_type, &chunk.data, chunk.num_records, chunk.decoded_data_size)?;
+        self.after_data_chunk(begin, chunk.num_records, chunk.decoded_data_size)
+    }
+
+    /// ArrayRecord mode: remembers a data chunk just written and pads after it if asked.
+    fn after_data_chunk(&mut self, begin: u64, num_records: u64, decoded_data_size: u64) -> Result<()> {
+        if let Some(grouping) = self.grouping {
+            self.written.push(WrittenChunk { begin, decoded_data_size, num_records });
+            if grouping.pad_to_block_boundary {
+                self.write_padding(BLOCK_SIZE)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the open chunk and waits for every chunk being encoded: all
+    /// records given so far are then framed at known positions.
+    pub(crate) fn finish_data(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.close_chunk()?;
+        self.drain(0)
+    }
+
+    /// ArrayRecord mode: the data chunks written so far, in file order.
+    pub(crate) fn written_chunks(&self) -> &[WrittenChunk] {
+        &self.written
+    }
+
+    /// The file position after everything framed so far (after
+    /// [`finish_data`](Self::finish_data): where the next chunk begins).
+    pub(crate) fn framed_pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Writes an already encoded data chunk (e.g. copied from another file)
+    /// after [`finish_data`](Self::finish_data); in ArrayRecord mode it is
+    /// remembered and padded like the chunks the writer encodes.
+    pub(crate) fn write_encoded_data_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        self.finish_data()?;
+        let begin = self.pos;
+        self.write_chunk_with_header(header, data)?;
+        self.open_seq += 1;
+        self.next_to_write = self.open_seq;
+        self.after_data_chunk(begin, header.num_records(), header.decoded_data_size())
+    }
+
+    /// Frames and writes a chunk other than a data chunk (ArrayRecord footer,
+    /// postscript) at the current position.
+    pub(crate) fn write_other_chunk(
+        &mut self,
+        chunk_type: u8,
+        data: &[u8],
+        num_records: u64,
+        decoded: u64,
+    ) -> Result<()> {
+        self.check_usable()?;
+        self.write_chunk_now(chunk_type, data, num_records, decoded)
+    }
+
+    /// Pads with a padding chunk up to the next block boundary (C++
+    /// `ChunkWriter::PadToBlockBoundary`).
+    pub(crate) fn pad_to_block_boundary(&mut self) -> Result<()> {
+        self.check_usable()?;
+        self.write_padding(BLOCK_SIZE)
+    }
+
+    /// Flushes everything and returns the destination, without closing a
+    /// chunk or padding (ArrayRecord's close has done both).
+    pub(crate) fn into_dest(mut self) -> Result<W> {
+        self.check_usable()?;
+        self.flush_out()?;
+        self.guard(|w| w.dest.as_mut().map_or(Ok(()), Write::flush).map_err(Error::from))?;
+        self.pool = None;
+        self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))
+    }
+
+    /// Marks the writer unusable: dropping it then writes nothing more.
+    pub(crate) fn abandon(&mut self) {
+        self.failed = true;
     }
 
     /// Frames and writes one chunk at the current position.
     fn write_chunk_now(&mut self, chunk_type: u8, data: &[u8], num_records: u64, decoded: u64) -> Result<()> {
+        let header = ChunkHeader::for_data(chunk_type, data, num_records, decoded);
+        let header = self.guard(|_| header.map_err(Error::from))?;
+        self.write_chunk_with_header(&header, data)
+    }
+
+    /// Frames and writes one chunk with a ready header at the current position.
+    fn write_chunk_with_header(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
         self.guard(|w| {
-            let header = ChunkHeader::for_data(chunk_type, data, num_records, decoded)?;
-            let framed = FramedChunk::new(w.pos, &header, data)?;
+            let framed = FramedChunk::new(w.pos, header, data)?;
             let end = framed.chunk_end();
             for piece in framed {
                 match piece {

@@ -5,21 +5,21 @@
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use riegeli_records::RecordReader;
+use riegeli_records::{RecordReader, RecordReaderOptions};
 
 use crate::common::{OneByteReader, read_all};
 
-fn testdata() -> PathBuf {
+pub(crate) fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
-fn manifest() -> serde_json::Value {
+pub(crate) fn manifest() -> serde_json::Value {
     let text = std::fs::read_to_string(testdata().join("MANIFEST.json")).expect("testdata/MANIFEST.json");
     serde_json::from_str(&text).expect("manifest parses")
 }
 
 /// Parses a delimited record set (varint length, then bytes, per record).
-fn record_set(name: &str) -> Vec<Vec<u8>> {
+pub(crate) fn record_set(name: &str) -> Vec<Vec<u8>> {
     let bytes = std::fs::read(testdata().join(format!("records/{name}.delimited"))).expect("record set");
     let mut records = Vec::new();
     let mut rest = &bytes[..];
@@ -32,7 +32,7 @@ fn record_set(name: &str) -> Vec<Vec<u8>> {
     records
 }
 
-fn files(kind: &str) -> Vec<serde_json::Value> {
+pub(crate) fn files(kind: &str) -> Vec<serde_json::Value> {
     manifest()["files"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).cloned().collect()
 }
 
@@ -71,9 +71,28 @@ fn array_record_files_read_as_plain_riegeli() {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
         let expected = record_set(file["records"].as_str().unwrap());
+        // By default the ArrayRecord footer and postscript are recognised and skipped,
+        // also when the bytes come one at a time (no Seek, no look at the file size).
         let mut reader = RecordReader::new(Cursor::new(&bytes));
+        assert_eq!(read_all(&mut reader), expected, "{path}");
+        let mut reader = RecordReader::new(OneByteReader(Cursor::new(&bytes)));
+        assert_eq!(read_all(&mut reader), expected, "{path} one byte at a time");
+        // Reading backwards from the end meets the trailer first: skipped too.
+        let mut reader = RecordReader::new(Cursor::new(&bytes));
+        reader.seek_numeric(bytes.len() as u64).unwrap();
+        let mut backwards = Vec::new();
+        while reader.seek_back().unwrap() {
+            backwards.push(reader.read_record().unwrap().unwrap().to_vec());
+            reader.seek_back().unwrap();
+        }
+        backwards.reverse();
+        assert_eq!(backwards, expected, "{path} backwards");
+
+        // Asked for, the trailer comes as records: data records first, then the footer
+        // (metadata + one entry per data chunk) and 3 postscripts.
+        let options = RecordReaderOptions { read_array_record_trailer: true, ..RecordReaderOptions::default() };
+        let mut reader = RecordReader::with_options(Cursor::new(&bytes), options);
         let records = read_all(&mut reader);
-        // Data records first, then the footer (metadata + one entry per data chunk) and 3 postscripts.
         assert_eq!(&records[..expected.len()], &expected[..], "{path}");
         let data_chunks = file["chunks"].as_array().unwrap().iter().filter(|c| c["num_records"] != 0).count() - 2;
         assert_eq!(records.len() - expected.len(), data_chunks + 1 + 3, "{path}");

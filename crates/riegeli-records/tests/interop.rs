@@ -5,7 +5,7 @@
 use std::io::Cursor;
 use std::process::Command;
 
-use riegeli_records::RecordReader;
+use riegeli_records::{RecordReader, RecordReaderOptions};
 
 use crate::common::read_all;
 
@@ -78,7 +78,12 @@ fn interop_cpp_writes_we_read() {
             expected.push(rest[used..used + len as usize].to_vec());
             rest = &rest[used + len as usize..];
         }
+        // The ArrayRecord footer and postscript are skipped by default...
         let mut reader = RecordReader::new(Cursor::new(&file));
+        assert_eq!(read_all(&mut reader), expected, "{option}");
+        // ...and come after the data when asked for.
+        let options = RecordReaderOptions { read_array_record_trailer: true, ..RecordReaderOptions::default() };
+        let mut reader = RecordReader::with_options(Cursor::new(&file), options);
         let records = read_all(&mut reader);
         assert!(records.len() > expected.len(), "{option}: footer records follow the data");
         assert_eq!(&records[..expected.len()], &expected[..], "{option}");

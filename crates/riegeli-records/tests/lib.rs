@@ -1,5 +1,7 @@
 //! Integration tests of riegeli-records.
 
+mod array_record;
+mod array_record_interop;
 mod common;
 mod corruption;
 mod golden;

@@ -1,0 +1,555 @@
+//! `ArrayRecordWriterOptions` (ArrayRecord's option grammar) and `ArrayRecordReaderOptions`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use riegeli_codec::{CompressionType, CompressorOptions};
+
+use crate::metadata::RecordsMetadata;
+use crate::options::{ParseOptionsError, RecordReaderOptions, parse_bytes, parse_int};
+
+/// Default records per chunk (C++ `kDefaultGroupSize`).
+pub const DEFAULT_GROUP_SIZE: u64 = 1;
+/// Default bucket size of transposed chunks (C++ `kDefaultTransposeBucketSize`).
+pub const DEFAULT_TRANSPOSE_BUCKET_SIZE: u64 = 256;
+/// The zstd window log ArrayRecord uses unless told otherwise (C++ `kZstdDefaultWindowLog`).
+pub const ARRAY_RECORD_ZSTD_WINDOW_LOG: u32 = 20;
+/// Default `saturation_delay_ms` (C++ `kDefaultSaturationDelayMs`; accepted, no effect here).
+pub const DEFAULT_SATURATION_DELAY_MS: u32 = 10;
+
+/// Options of an [`ArrayRecordWriter`](crate::ArrayRecordWriter), with the
+/// option-string grammar of C++ `ArrayRecordWriterBase::Options::FromString`
+/// (array-record 0.8.6):
+///
+/// ```text
+/// options ::= option? ("," option?)*
+/// option ::= "default" | "group_size" ":" 1..2^31-1
+///   | "transpose" (":" ("true" | "false"))? | "transpose_bucket_size" ":" ("auto" | bytes)
+///   | "uncompressed" | "brotli" (":" 0..11)? | "zstd" (":" -131072..22)? | "snappy" (":" 1..2)?
+///   | "window_log" ":" ("auto" | 10..31)
+///   | "pad_to_block_boundary" (":" ("true" | "false"))?
+///   | "max_parallelism" ":" ("auto" | 1..2^31-1) | "saturation_delay_ms" ":" 1..2^31-1
+/// ```
+///
+/// Defaults (as C++): `group_size:1`, simple chunks, transpose bucket 256
+/// bytes, `zstd:3` with `window_log:20` (ArrayRecord forces 20 for zstd when
+/// no window log is given), no padding, `max_parallelism:auto`.
+///
+/// Quirks kept from C++:
+/// - a bare `pad_to_block_boundary` means **false** (only `:true` pads),
+///   while a bare `transpose` means true;
+/// - `default` must stand alone;
+/// - at most one compression option; `window_log` is an error with
+///   `uncompressed` or `snappy` (brotli allows 10..=30, zstd 10..=31);
+/// - the snappy level is accepted but not kept (`Display` writes `snappy`).
+///
+/// `max_parallelism:auto` means what C++ does without a thread pool (which is
+/// how the Python binding writes): encode in the caller's thread. Give
+/// `max_parallelism:N` to encode N chunks in parallel.
+///
+/// `Display` writes C++'s `Options::ToString()` form, which is what the
+/// footer stores as `writer_options`:
+///
+/// ```
+/// use riegeli_records::ArrayRecordWriterOptions;
+/// let options: ArrayRecordWriterOptions = "group_size:2,uncompressed".parse()?;
+/// assert_eq!(options.to_string(), "group_size:2,transpose:false,pad_to_block_boundary:false,uncompressed");
+/// let options: ArrayRecordWriterOptions = "transpose,max_parallelism:1".parse()?;
+/// assert_eq!(
+///     options.to_string(),
+///     "group_size:1,transpose:true,pad_to_block_boundary:false,transpose_bucket_size:256,\
+///      zstd:3,window_log:20,max_parallelism:1"
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayRecordWriterOptions {
+    group_size: u64,
+    transpose: bool,
+    transpose_bucket_size: u64,
+    compression_type: CompressionType,
+    compression_level: i32,
+    window_log: Option<u32>,
+    pad_to_block_boundary: bool,
+    max_parallelism: Option<u32>,
+    saturation_delay_ms: u32,
+    metadata: Option<RecordsMetadata>,
+}
+
+impl Default for ArrayRecordWriterOptions {
+    fn default() -> Self {
+        Self {
+            group_size: DEFAULT_GROUP_SIZE,
+            transpose: false,
+            transpose_bucket_size: DEFAULT_TRANSPOSE_BUCKET_SIZE,
+            compression_type: CompressionType::Zstd,
+            compression_level: CompressorOptions::ZSTD_DEFAULT_LEVEL,
+            window_log: Some(ARRAY_RECORD_ZSTD_WINDOW_LOG),
+            pad_to_block_boundary: false,
+            max_parallelism: None,
+            saturation_delay_ms: DEFAULT_SATURATION_DELAY_MS,
+            metadata: None,
+        }
+    }
+}
+
+impl ArrayRecordWriterOptions {
+    /// The default options (see the type's documentation).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records per data chunk (the last chunk may hold fewer).
+    ///
+    /// # Panics
+    /// If `group_size` is not in `1..=2^31-1`.
+    pub fn set_group_size(mut self, group_size: u64) -> Self {
+        assert!((1..=i32::MAX as u64).contains(&group_size), "group_size {group_size} out of range 1..=2^31-1");
+        self.group_size = group_size;
+        self
+    }
+    /// Transposed chunks.
+    pub fn set_transpose(mut self, transpose: bool) -> Self {
+        self.transpose = transpose;
+        self
+    }
+    /// Bucket size of transposed chunks, in bytes (at least 1).
+    pub fn set_transpose_bucket_size(mut self, bytes: u64) -> Self {
+        self.transpose_bucket_size = bytes.max(1);
+        self
+    }
+    /// No compression.
+    pub fn set_uncompressed(mut self) -> Self {
+        self.compression_type = CompressionType::None;
+        self.compression_level = 0;
+        self.window_log = None;
+        self
+    }
+    /// Brotli at `level` (0..=11), the codec's default window.
+    ///
+    /// # Panics
+    /// If `level` is out of range.
+    pub fn set_brotli(mut self, level: i32) -> Self {
+        assert!(CompressorOptions::BROTLI_LEVELS.contains(&level), "brotli level {level} out of range 0..=11");
+        self.compression_type = CompressionType::Brotli;
+        self.compression_level = level;
+        self.window_log = None;
+        self
+    }
+    /// Zstd at `level` (-131072..=22), window log 20.
+    ///
+    /// # Panics
+    /// If `level` is out of range.
+    pub fn set_zstd(mut self, level: i32) -> Self {
+        assert!(CompressorOptions::ZSTD_LEVELS.contains(&level), "zstd level {level} out of range -131072..=22");
+        self.compression_type = CompressionType::Zstd;
+        self.compression_level = level;
+        self.window_log = Some(ARRAY_RECORD_ZSTD_WINDOW_LOG);
+        self
+    }
+    /// Snappy.
+    pub fn set_snappy(mut self) -> Self {
+        self.compression_type = CompressionType::Snappy;
+        self.compression_level = CompressorOptions::SNAPPY_DEFAULT_LEVEL;
+        self.window_log = None;
+        self
+    }
+    /// The window log of brotli or zstd (`None`: brotli's default; zstd 20).
+    ///
+    /// # Panics
+    /// If the compression is none or snappy and `window_log` is `Some`, or it
+    /// is out of the codec's range.
+    pub fn set_window_log(mut self, window_log: Option<u32>) -> Self {
+        match self.compression_type {
+            CompressionType::Zstd => {
+                let log = window_log.unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG);
+                assert!(CompressorOptions::ZSTD_WINDOW_LOGS.contains(&log), "zstd window_log {log} out of range");
+                self.window_log = Some(log);
+            }
+            CompressionType::Brotli => {
+                assert!(
+                    window_log.is_none_or(|l| CompressorOptions::BROTLI_WINDOW_LOGS.contains(&l)),
+                    "brotli window_log out of range"
+                );
+                self.window_log = window_log;
+            }
+            _ => assert!(window_log.is_none(), "window_log needs brotli or zstd"),
+        }
+        self
+    }
+    /// Pads to a block boundary after every data chunk.
+    pub fn set_pad_to_block_boundary(mut self, pad: bool) -> Self {
+        self.pad_to_block_boundary = pad;
+        self
+    }
+    /// Chunks encoded in parallel (`None`: `auto`, which encodes in the
+    /// caller's thread as C++ does without a thread pool).
+    ///
+    /// # Panics
+    /// If `Some(0)` or above 2^31-1.
+    pub fn set_max_parallelism(mut self, max_parallelism: Option<u32>) -> Self {
+        assert!(max_parallelism.is_none_or(|p| (1..=i32::MAX as u32).contains(&p)), "max_parallelism out of range");
+        self.max_parallelism = max_parallelism;
+        self
+    }
+    /// C++'s `saturation_delay_ms` (accepted for compatibility; no effect here).
+    pub fn set_saturation_delay_ms(mut self, delay_ms: u32) -> Self {
+        self.saturation_delay_ms = delay_ms.max(1);
+        self
+    }
+    /// File metadata, written as a metadata chunk after the file signature
+    /// (C++ `Options::set_metadata`; the Python binding never writes one).
+    pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Records per data chunk.
+    pub fn group_size(&self) -> u64 {
+        self.group_size
+    }
+    /// Whether chunks are transposed.
+    pub fn transpose(&self) -> bool {
+        self.transpose
+    }
+    /// Bucket size of transposed chunks.
+    pub fn transpose_bucket_size(&self) -> u64 {
+        self.transpose_bucket_size
+    }
+    /// The compression type.
+    pub fn compression_type(&self) -> CompressionType {
+        self.compression_type
+    }
+    /// The compression level.
+    pub fn compression_level(&self) -> i32 {
+        self.compression_level
+    }
+    /// The window log, if any.
+    pub fn window_log(&self) -> Option<u32> {
+        self.window_log
+    }
+    /// Whether data chunks are padded to block boundaries.
+    pub fn pad_to_block_boundary(&self) -> bool {
+        self.pad_to_block_boundary
+    }
+    /// The `max_parallelism` (`None`: `auto`).
+    pub fn max_parallelism(&self) -> Option<u32> {
+        self.max_parallelism
+    }
+    /// The threads that encode chunks: `max_parallelism`, 1 for `auto`.
+    pub fn effective_parallelism(&self) -> u32 {
+        self.max_parallelism.unwrap_or(1)
+    }
+    /// The `saturation_delay_ms`.
+    pub fn saturation_delay_ms(&self) -> u32 {
+        self.saturation_delay_ms
+    }
+    /// The metadata, if any.
+    pub fn metadata(&self) -> Option<&RecordsMetadata> {
+        self.metadata.as_ref()
+    }
+    /// The compressor options of data and footer chunks.
+    pub fn compressor_options(&self) -> CompressorOptions {
+        CompressorOptions {
+            compression_type: self.compression_type,
+            level: self.compression_level,
+            window_log: self.window_log,
+        }
+    }
+}
+
+/// Parses `true`/`false`; an absent value means `bare`.
+fn parse_flag(token: &str, value: Option<&str>, bare: bool) -> Result<bool, ParseOptionsError> {
+    match value {
+        None | Some("") => Ok(bare),
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        Some(_) => Err(ParseOptionsError::new(token, "expected true or false")),
+    }
+}
+
+/// An integer value; C++ (`absl::SimpleAtoi`) accepts surrounding whitespace.
+fn parse_number(token: &str, value: Option<&str>, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
+    let value = value.ok_or_else(|| ParseOptionsError::new(token, "a value is required"))?;
+    parse_int(token, value.trim_ascii(), min, max)
+}
+
+impl FromStr for ArrayRecordWriterOptions {
+    type Err = ParseOptionsError;
+
+    fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
+        let mut options = Self::default();
+        let mut compression: Option<(&str, CompressionType, i32)> = None;
+        let mut window_log: Option<(&str, Option<u32>)> = None;
+        let mut default_token = false;
+        let mut others = 0usize;
+        for token in text.split(',') {
+            if token.is_empty() {
+                continue;
+            }
+            let (name, value) = match token.split_once(':') {
+                Some((name, value)) => (name, Some(value)),
+                None => (token, None),
+            };
+            if name == "default" {
+                if value.is_some() {
+                    return Err(ParseOptionsError::new(token, "takes no value"));
+                }
+                if default_token || others > 0 {
+                    return Err(ParseOptionsError::new(token, "default must be the only option"));
+                }
+                default_token = true;
+                continue;
+            }
+            if default_token {
+                return Err(ParseOptionsError::new(token, "no option may follow default"));
+            }
+            others += 1;
+            let mut set_compression = |kind, level| {
+                if let Some((previous, _, _)) = compression {
+                    return Err(ParseOptionsError::new(
+                        token,
+                        format!("conflicts with the earlier compression option {previous:?}"),
+                    ));
+                }
+                compression = Some((token, kind, level));
+                Ok(())
+            };
+            match name {
+                "group_size" => options.group_size = parse_number(token, value, 1, i64::from(i32::MAX))? as u64,
+                "max_parallelism" => {
+                    options.max_parallelism = match value.map(str::trim_ascii) {
+                        Some("auto") => None,
+                        _ => Some(parse_number(token, value, 1, i64::from(i32::MAX))? as u32),
+                    }
+                }
+                "saturation_delay_ms" => {
+                    options.saturation_delay_ms = parse_number(token, value, 1, i64::from(i32::MAX))? as u32;
+                }
+                "transpose" => options.transpose = parse_flag(token, value, true)?,
+                "transpose_bucket_size" => {
+                    options.transpose_bucket_size = match value {
+                        Some("auto") => DEFAULT_TRANSPOSE_BUCKET_SIZE,
+                        Some(v) => parse_bytes(token, v)?,
+                        None => return Err(ParseOptionsError::new(token, "a value is required")),
+                    }
+                }
+                "pad_to_block_boundary" => options.pad_to_block_boundary = parse_flag(token, value, false)?,
+                "uncompressed" => match value {
+                    None | Some("") => set_compression(CompressionType::None, 0)?,
+                    Some(_) => return Err(ParseOptionsError::new(token, "takes no value")),
+                },
+                "brotli" => {
+                    let level = match value {
+                        None | Some("") => CompressorOptions::BROTLI_DEFAULT_LEVEL,
+                        v => parse_number(token, v, 0, 11)? as i32,
+                    };
+                    set_compression(CompressionType::Brotli, level)?;
+                }
+                "zstd" => {
+                    let level = match value {
+                        None | Some("") => CompressorOptions::ZSTD_DEFAULT_LEVEL,
+                        v => parse_number(token, v, -131_072, 22)? as i32,
+                    };
+                    set_compression(CompressionType::Zstd, level)?;
+                }
+                "snappy" => {
+                    if !matches!(value, None | Some("")) {
+                        parse_number(token, value, 1, 2)?;
+                    }
+                    set_compression(CompressionType::Snappy, CompressorOptions::SNAPPY_DEFAULT_LEVEL)?;
+                }
+                "window_log" => {
+                    let log = match value.map(str::trim_ascii) {
+                        Some("auto") => None,
+                        _ => Some(parse_number(token, value, 10, 31)? as u32),
+                    };
+                    window_log = Some((token, log));
+                }
+                _ => return Err(ParseOptionsError::new(token, "unknown option")),
+            }
+        }
+        let (kind, level) = compression
+            .map_or((CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL), |(_, kind, level)| (kind, level));
+        options.compression_type = kind;
+        options.compression_level = level;
+        options.window_log = match (kind, window_log) {
+            (CompressionType::None, Some((token, _))) => {
+                return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
+            }
+            (CompressionType::Snappy, Some((token, _))) => {
+                return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
+            }
+            (CompressionType::Brotli, Some((token, Some(log)))) if log > 30 => {
+                return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
+            }
+            (CompressionType::Zstd, log) => Some(log.and_then(|(_, l)| l).unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
+            (CompressionType::Brotli, log) => log.and_then(|(_, l)| l),
+            _ => None,
+        };
+        Ok(options)
+    }
+}
+
+impl fmt::Display for ArrayRecordWriterOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "group_size:{},transpose:{},pad_to_block_boundary:{}",
+            self.group_size, self.transpose, self.pad_to_block_boundary
+        )?;
+        if self.transpose {
+            write!(f, ",transpose_bucket_size:{}", self.transpose_bucket_size)?;
+        }
+        match self.compression_type {
+            CompressionType::None => f.write_str(",uncompressed")?,
+            CompressionType::Brotli => write!(f, ",brotli:{}", self.compression_level)?,
+            CompressionType::Zstd => write!(f, ",zstd:{}", self.compression_level)?,
+            _ => f.write_str(",snappy")?,
+        }
+        if let Some(log) = self.window_log {
+            write!(f, ",window_log:{log}")?;
+        }
+        if let Some(parallelism) = self.max_parallelism {
+            write!(f, ",max_parallelism:{parallelism}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Options of an [`ArrayRecordReader`](crate::ArrayRecordReader).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ArrayRecordReaderOptions {
+    /// Limits and checks of chunk reading (the [`RecordReader`](crate::RecordReader)'s).
+    pub records: RecordReaderOptions,
+    /// Threads that decode chunks in the parallel batch reads (`None`, the
+    /// default: the number of available cores).
+    pub parallelism: Option<usize>,
+}
+
+impl ArrayRecordReaderOptions {
+    /// The threads the parallel reads use.
+    pub fn effective_parallelism(&self) -> usize {
+        self.parallelism
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+            .max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> ArrayRecordWriterOptions {
+        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn defaults_match_cpp() {
+        for text in ["", "default", ",,"] {
+            let o = parse(text);
+            assert_eq!(o, ArrayRecordWriterOptions::default(), "{text}");
+            assert_eq!(o.group_size(), 1);
+            assert_eq!(
+                (o.compression_type(), o.compression_level(), o.window_log()),
+                (CompressionType::Zstd, 3, Some(20))
+            );
+            assert_eq!(o.to_string(), "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20");
+        }
+    }
+
+    #[test]
+    fn to_string_is_cpp_form() {
+        for (text, want) in [
+            ("group_size:2,uncompressed", "group_size:2,transpose:false,pad_to_block_boundary:false,uncompressed"),
+            (
+                "group_size:100,transpose,zstd:3",
+                "group_size:100,transpose:true,pad_to_block_boundary:false,transpose_bucket_size:256,zstd:3,window_log:20",
+            ),
+            (
+                "transpose_bucket_size:1k,transpose:true,brotli,max_parallelism:1",
+                "group_size:1,transpose:true,pad_to_block_boundary:false,transpose_bucket_size:1024,brotli:6,max_parallelism:1",
+            ),
+            ("snappy:2", "group_size:1,transpose:false,pad_to_block_boundary:false,snappy"),
+            (
+                "zstd:-5,window_log:auto",
+                "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:-5,window_log:20",
+            ),
+            ("window_log:15", "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:15"),
+            (
+                "brotli:0,window_log:30",
+                "group_size:1,transpose:false,pad_to_block_boundary:false,brotli:0,window_log:30",
+            ),
+            (
+                "pad_to_block_boundary:true",
+                "group_size:1,transpose:false,pad_to_block_boundary:true,zstd:3,window_log:20",
+            ),
+            (
+                "transpose:false,max_parallelism:auto",
+                "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20",
+            ),
+        ] {
+            let shown = parse(text).to_string();
+            assert_eq!(shown, want, "{text}");
+            // The C++ form parses back to the same options (snappy's level aside).
+            assert_eq!(parse(&shown).to_string(), shown, "{text}");
+        }
+    }
+
+    #[test]
+    fn quirks() {
+        // A bare pad_to_block_boundary means false; a bare transpose means true.
+        assert!(!parse("pad_to_block_boundary").pad_to_block_boundary());
+        assert!(parse("pad_to_block_boundary:true").pad_to_block_boundary());
+        assert!(parse("transpose").transpose());
+        assert!(!parse("transpose:false").transpose());
+        assert_eq!(parse("transpose_bucket_size:auto").transpose_bucket_size(), 256);
+        assert_eq!(parse("transpose_bucket_size:2M").transpose_bucket_size(), 2 << 20);
+        assert_eq!(parse("max_parallelism:4").max_parallelism(), Some(4));
+        assert_eq!(parse("max_parallelism:4").effective_parallelism(), 4);
+        assert_eq!(parse("max_parallelism:auto").effective_parallelism(), 1);
+        assert_eq!(parse("saturation_delay_ms:7").saturation_delay_ms(), 7);
+        assert_eq!(parse("zstd:0").compression_level(), 0);
+        // A trailing space after a value is accepted, as by C++.
+        assert_eq!(parse("group_size:7 ").group_size(), 7);
+        assert_eq!(parse("group_size:2147483647").group_size(), 2147483647);
+    }
+
+    #[test]
+    fn errors_name_the_token() {
+        for (text, token) in [
+            ("group_size:0", "group_size:0"),
+            ("group_size:2147483648", "group_size:2147483648"),
+            ("group_size", "group_size"),
+            ("group_size:x", "group_size:x"),
+            ("transpose:yes", "transpose:yes"),
+            ("pad_to_block_boundary:1", "pad_to_block_boundary:1"),
+            ("brotli:12", "brotli:12"),
+            ("zstd:23", "zstd:23"),
+            ("snappy:3", "snappy:3"),
+            ("uncompressed:1", "uncompressed:1"),
+            ("window_log:9", "window_log:9"),
+            ("window_log:32", "window_log:32"),
+            ("max_parallelism:0", "max_parallelism:0"),
+            ("saturation_delay_ms:0", "saturation_delay_ms:0"),
+            ("transpose_bucket_size:0", "transpose_bucket_size:0"),
+            ("brotli_encoder:cbrotli", "brotli_encoder:cbrotli"),
+            ("chunk_size:1M", "chunk_size:1M"),
+            (" zstd", " zstd"),
+            ("Zstd", "Zstd"),
+            ("zstd,brotli", "brotli"),
+            ("zstd,zstd:5", "zstd:5"),
+            ("uncompressed,window_log:20", "window_log:20"),
+            ("snappy,window_log:auto", "window_log:auto"),
+            ("brotli,window_log:31", "window_log:31"),
+            ("default,zstd", "zstd"),
+            ("zstd,default", "default"),
+            ("default:1", "default:1"),
+        ] {
+            let err = text.parse::<ArrayRecordWriterOptions>().unwrap_err();
+            assert_eq!(err.token(), token, "{text}: {err}");
+            assert!(err.to_string().contains(token), "{err}");
+        }
+        assert!("zstd,window_log:31".parse::<ArrayRecordWriterOptions>().is_ok());
+    }
+}

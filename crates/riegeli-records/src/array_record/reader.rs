@@ -1,0 +1,697 @@
+//! `ArrayRecordReader`: random access to the records of an ArrayRecord file.
+
+use std::io::{Read, Seek};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
+use riegeli_framing::CHUNK_HEADER_SIZE;
+
+use super::layout::{FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata};
+use super::options::ArrayRecordReaderOptions;
+use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::RecordReaderOptions;
+use crate::reader::ChunkDecoder;
+use crate::skipped_region::SkippedRegion;
+use crate::source::Source;
+
+/// Where an [`ArrayRecordReader`]'s chunk index comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IndexSource {
+    /// The ArrayRecord footer, found through the postscript.
+    Footer,
+    /// A sequential scan of the chunk headers: the postscript or footer is
+    /// missing or damaged, so the file was read as plain Riegeli/records
+    /// (see [`ArrayRecordReader::fallback_reason`]).
+    Scanned,
+}
+
+/// One data chunk of the index.
+#[derive(Debug, Clone, Copy)]
+struct ChunkEntry {
+    /// Where the chunk begins.
+    offset: u64,
+    /// Where its byte range ends (the next chunk's offset, or the footer's).
+    limit: u64,
+    num_records: u64,
+    /// From the footer (checked against the chunk header) or the header itself.
+    decoded_data_size: u64,
+    /// Index of the chunk's first record.
+    first_record: u64,
+}
+
+/// Raw chunk bytes read from the file but not decoded, per window of a batch.
+const WINDOW_BYTES: u64 = 64 << 20;
+
+/// Reads an ArrayRecord file (google/array_record): any record by its index,
+/// ranges and lists of indices, and batches decoded on several threads.
+///
+/// [`new`](Self::new) reads the postscript (the chunk at `size - 65536`;
+/// when its data is damaged, each of its three copies is tried) and the
+/// footer, and checks the index more strictly than C++ does: every chunk but
+/// the last holds the same number of records, the counts add up, offsets
+/// increase and lie before the footer, no entry counts more than
+/// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
+/// chunk's header must agree with its footer entry when it is read. Every
+/// other allocation sized by the file is bounded by the
+/// [`RecordReaderOptions`](crate::RecordReaderOptions) limits, as for
+/// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
+/// or damaged, the file is read as plain Riegeli/records instead: one
+/// sequential scan of the chunk headers builds the index
+/// ([`index_source`](Self::index_source) is then [`IndexSource::Scanned`] and
+/// [`fallback_reason`](Self::fallback_reason) says why); damaged regions met
+/// by the scan are skipped and listed in [`skipped_regions`](Self::skipped_regions).
+///
+/// Records are [`Bytes`] slices of the decoded chunk, without copying; a
+/// record keeps its chunk's decoded buffer alive. Each read decodes every
+/// chunk it needs once; [`read`](Self::read) keeps the last chunk decoded,
+/// so reading indices in order decodes each chunk once too.
+///
+/// ```
+/// use std::io::Cursor;
+/// use riegeli_records::{ArrayRecordReader, ArrayRecordWriter, IndexSource};
+///
+/// let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:10".parse()?)?;
+/// for i in 0..100 {
+///     writer.write_record(format!("record {i}").as_bytes())?;
+/// }
+/// let mut reader = ArrayRecordReader::new(Cursor::new(writer.close()?))?;
+/// assert_eq!(reader.index_source(), IndexSource::Footer);
+/// assert_eq!(reader.num_records(), 100);
+/// assert_eq!(reader.read(42)?, &b"record 42"[..]);
+/// assert_eq!(reader.read_range(98..100)?, [&b"record 98"[..], b"record 99"]);
+/// let batch = reader.read_parallel(&[7, 3, 77, 3])?;
+/// assert_eq!(batch, [&b"record 7"[..], b"record 3", b"record 77", b"record 3"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ArrayRecordReader<R> {
+    source: Source<R>,
+    options: ArrayRecordReaderOptions,
+    chunks: Vec<ChunkEntry>,
+    num_records: u64,
+    index_source: IndexSource,
+    fallback_reason: Option<String>,
+    writer_options: Option<String>,
+    skipped: Vec<SkippedRegion>,
+    projection: FieldProjection,
+    decoder: ChunkDecoder,
+    /// The chunk [`read`](Self::read) decoded last.
+    cached: Option<(usize, DecodedRecords)>,
+}
+
+impl<R> std::fmt::Debug for ArrayRecordReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrayRecordReader")
+            .field("num_records", &self.num_records)
+            .field("num_chunks", &self.chunks.len())
+            .field("index_source", &self.index_source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The chunk at `pos`, data hash verified (as the options say).
+fn chunk_at<R: Read + Seek>(source: &mut Source<R>, pos: u64, options: &RecordReaderOptions) -> Result<RawChunk> {
+    source.seek(pos)?;
+    match read_chunk(source, options) {
+        Ok(Some(chunk)) => Ok(chunk),
+        Ok(None) => Err(ErrorKind::Truncated { pos, end: pos }.into()),
+        Err(ReadError::Io(e)) => Err(e),
+        Err(ReadError::Damage(d)) => Err(d.error),
+    }
+}
+
+/// The records of a chunk (an error for chunks of other types).
+fn decode(decoder: &mut ChunkDecoder, chunk: &RawChunk, options: &RecordReaderOptions) -> Result<DecodedRecords> {
+    match decoder.decode(chunk, options) {
+        Ok(Some(records)) => Ok(records),
+        Ok(None) => Err(Error::invalid(
+            chunk.begin,
+            format!("chunk type {:#04x} is not a data chunk", chunk.header.chunk_type()),
+        )),
+        Err(e) => Err(Error::codec(chunk.begin, e)),
+    }
+}
+
+/// The index read from the footer.
+struct FooterIndex {
+    chunks: Vec<ChunkEntry>,
+    num_records: u64,
+    writer_options: Option<String>,
+}
+
+impl<R: Read + Seek> ArrayRecordReader<R> {
+    /// Opens an ArrayRecord file with default options.
+    pub fn new(src: R) -> Result<Self> {
+        Self::with_options(src, ArrayRecordReaderOptions::default())
+    }
+
+    /// Opens an ArrayRecord file: reads the postscript and the footer, or
+    /// scans the file if they are damaged. Fails only on I/O errors and on
+    /// files that are not Riegeli/records files at all.
+    pub fn with_options(src: R, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let mut source = Source::new(src, 0);
+        let size = source.size()?;
+        let mut reader = Self {
+            source,
+            options,
+            chunks: Vec::new(),
+            num_records: 0,
+            index_source: IndexSource::Footer,
+            fallback_reason: None,
+            writer_options: None,
+            skipped: Vec::new(),
+            projection: FieldProjection::all(),
+            decoder: ChunkDecoder::new(FieldProjection::all()),
+            cached: None,
+        };
+        match reader.read_index(size) {
+            Ok(index) => {
+                reader.chunks = index.chunks;
+                reader.num_records = index.num_records;
+                reader.writer_options = index.writer_options;
+            }
+            Err(e) if e.is_corruption() => {
+                reader.fallback_reason = Some(format!("not read as ArrayRecord: {e}; the file was scanned instead"));
+                reader.index_source = IndexSource::Scanned;
+                reader.scan()?;
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(reader)
+    }
+
+    /// Reads the postscript and the footer.
+    fn read_index(&mut self, size: u64) -> Result<FooterIndex> {
+        let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else {
+            return Err(Error::invalid(size, "an ArrayRecord file is at least 64 KiB long"));
+        };
+        let strict = self.options.records.clone();
+        let (offsets, first_error) = match self.postscript_offsets(postscript_pos, &strict) {
+            Ok(offsets) => (offsets, None),
+            Err(e) if e.is_corruption() => {
+                // The chunk is damaged: its records may still hold an intact copy.
+                let lenient = RecordReaderOptions { verify_hashes: false, ..strict.clone() };
+                (self.postscript_offsets(postscript_pos, &lenient).unwrap_or_default(), Some(e))
+            }
+            Err(e) => return Err(e),
+        };
+        let mut last_error = first_error;
+        for footer_offset in offsets {
+            match self.read_footer(footer_offset, postscript_pos) {
+                Ok(index) => return Ok(index),
+                Err(e) if e.is_corruption() => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| Error::invalid(postscript_pos, "no valid postscript record")))
+    }
+
+    /// The distinct footer offsets named by postscript records of the chunk at `pos`.
+    fn postscript_offsets(&mut self, pos: u64, options: &RecordReaderOptions) -> Result<Vec<u64>> {
+        let chunk = chunk_at(&mut self.source, pos, options)?;
+        let mut decoder = ChunkDecoder::new(FieldProjection::all());
+        let records = decode(&mut decoder, &chunk, options)?;
+        let mut offsets = Vec::new();
+        for record in records.iter() {
+            if let Some(offset) = looks_like_postscript(std::iter::once(record))
+                && !offsets.contains(&offset)
+            {
+                offsets.push(offset);
+            }
+        }
+        if offsets.is_empty() {
+            return Err(Error::invalid(pos, "the chunk at size - 65536 holds no ArrayRecord postscript"));
+        }
+        Ok(offsets)
+    }
+
+    /// Reads and checks the footer at `footer_offset`, which must end by `end`.
+    fn read_footer(&mut self, footer_offset: u64, end: u64) -> Result<FooterIndex> {
+        if footer_offset >= end {
+            return Err(Error::invalid(end, format!("footer offset {footer_offset} is not before the postscript")));
+        }
+        let options = self.options.records.clone();
+        let chunk = chunk_at(&mut self.source, footer_offset, &options)?;
+        if chunk.end > end {
+            return Err(Error::invalid(
+                footer_offset,
+                format!("footer chunk ends at {} past the postscript", chunk.end),
+            ));
+        }
+        if chunk.header.chunk_type() != ChunkType::Simple.to_byte() {
+            return Err(Error::invalid(footer_offset, "footer chunk is not a simple chunk"));
+        }
+        let mut decoder = ChunkDecoder::new(FieldProjection::all());
+        let records = decode(&mut decoder, &chunk, &options)?;
+        let bad = |message: String| Error::invalid(footer_offset, format!("footer: {message}"));
+        let (num_chunks, num_records, writer_options) = records
+            .get_slice(0)
+            .and_then(parse_footer_metadata)
+            .ok_or_else(|| bad("record 0 is not RiegeliFooterMetadata version 1".into()))?;
+        if num_chunks.checked_add(1) != Some(records.len() as u64) {
+            return Err(bad(format!("{num_chunks} chunks announced, {} entries present", records.len() - 1)));
+        }
+        let mut chunks: Vec<ChunkEntry> = Vec::with_capacity(records.len() - 1);
+        let mut first_record = 0u64;
+        for (k, record) in records.iter().enumerate().skip(1) {
+            let entry = <FooterEntry as prost::Message>::decode(record)
+                .map_err(|e| bad(format!("entry {} is not an ArrayRecordFooter: {e}", k - 1)))?;
+            let offset = entry.chunk_offset.ok_or_else(|| bad(format!("entry {} has no chunk_offset", k - 1)))?;
+            let count = entry.num_records.ok_or_else(|| bad(format!("entry {} has no num_records", k - 1)))?;
+            if count == 0 || count > options.max_num_records {
+                return Err(bad(format!(
+                    "entry {} (chunk at {offset}) counts {count} records, not 1 to max_num_records {}",
+                    k - 1,
+                    options.max_num_records
+                )));
+            }
+            let previous = chunks.last().map_or(CHUNK_HEADER_SIZE, |c| c.offset + 1);
+            if offset < previous || offset >= footer_offset {
+                return Err(bad(format!(
+                    "entry {}: chunk offset {offset} is not between {previous} and the footer",
+                    k - 1
+                )));
+            }
+            if let Some(last) = chunks.last_mut() {
+                last.limit = offset;
+            }
+            chunks.push(ChunkEntry {
+                offset,
+                limit: footer_offset,
+                num_records: count,
+                decoded_data_size: entry.decoded_data_size.unwrap_or(u64::MAX),
+                first_record,
+            });
+            first_record = first_record.checked_add(count).ok_or_else(|| bad("record counts overflow".into()))?;
+        }
+        if first_record != num_records {
+            return Err(bad(format!("chunk record counts add up to {first_record}, the footer says {num_records}")));
+        }
+        if let Some(group) = chunks.first().map(|c| c.num_records) {
+            let body = chunks.get(..chunks.len() - 1).unwrap_or_default();
+            if let Some((k, c)) = body.iter().enumerate().find(|(_, c)| c.num_records != group) {
+                return Err(bad(format!(
+                    "chunk {k} at {} holds {} records, not the group size {group}",
+                    c.offset, c.num_records
+                )));
+            }
+            if chunks.last().is_some_and(|c| c.num_records > group) {
+                return Err(bad(format!("the last chunk holds more than the group size {group}")));
+            }
+        }
+        Ok(FooterIndex { chunks, num_records, writer_options })
+    }
+
+    /// Builds the index from the chunk headers, reading the file from the beginning.
+    fn scan(&mut self) -> Result<()> {
+        let options = self.options.records.clone();
+        self.source.seek(0)?;
+        let first = chunk_at(&mut self.source, 0, &options)
+            .map_err(|e| Error::invalid(0, format!("not an ArrayRecord or Riegeli/records file: {e}")))?;
+        if first.header.chunk_type() != ChunkType::FileSignature.to_byte() {
+            return Err(Error::invalid(0, "not an ArrayRecord or Riegeli/records file: no file signature"));
+        }
+        let mut data_chunks: Vec<RawChunk> = Vec::new();
+        self.chunks.clear();
+        loop {
+            match read_chunk(&mut self.source, &options) {
+                Ok(Some(chunk)) => {
+                    let kind = ChunkType::from_byte(chunk.header.chunk_type());
+                    if matches!(kind, Some(ChunkType::Simple | ChunkType::Transposed)) && chunk.header.num_records() > 0
+                    {
+                        self.chunks.push(ChunkEntry {
+                            offset: chunk.begin,
+                            limit: chunk.end,
+                            num_records: chunk.header.num_records(),
+                            decoded_data_size: chunk.header.decoded_data_size(),
+                            first_record: 0,
+                        });
+                        // Only the last two can be the trailer: keep them for the check below.
+                        if data_chunks.len() == 2 {
+                            data_chunks.remove(0);
+                        }
+                        data_chunks.push(chunk);
+                    }
+                }
+                Ok(None) => break,
+                Err(ReadError::Io(e)) => return Err(e),
+                Err(ReadError::Damage(damage)) => {
+                    let message = damage.error.to_string();
+                    let resumed = skip_damage(&mut self.source, damage.resume)?;
+                    let end = resumed.unwrap_or(self.source.pos());
+                    self.skipped.push(SkippedRegion::new(damage.begin, end, message));
+                    if resumed.is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        // Drop what remains of the ArrayRecord trailer: the postscript, then the footer.
+        let mut decoder = ChunkDecoder::new(FieldProjection::all());
+        let mut is_trailer = |chunk: &RawChunk, postscript: bool| {
+            chunk.header.chunk_type() == ChunkType::Simple.to_byte()
+                && decode(&mut decoder, chunk, &options).is_ok_and(|records| {
+                    if postscript {
+                        looks_like_postscript(records.iter()).is_some()
+                    } else {
+                        looks_like_footer(records.iter())
+                    }
+                })
+        };
+        for postscript in [true, false] {
+            if let Some(last) = data_chunks.last()
+                && self.chunks.last().is_some_and(|c| c.offset == last.begin)
+                && is_trailer(last, postscript)
+            {
+                self.chunks.pop();
+                data_chunks.pop();
+            }
+        }
+        let mut first_record = 0u64;
+        for chunk in &mut self.chunks {
+            chunk.first_record = first_record;
+            first_record = first_record.saturating_add(chunk.num_records);
+        }
+        self.num_records = first_record;
+        Ok(())
+    }
+
+    /// Reads only the given fields of transposed chunks (simple chunks are read whole).
+    pub fn set_field_projection(&mut self, projection: FieldProjection) {
+        self.decoder = ChunkDecoder::new(projection.clone());
+        self.projection = projection;
+        self.cached = None;
+    }
+
+    /// The number of records.
+    pub fn num_records(&self) -> u64 {
+        self.num_records
+    }
+
+    /// The number of data chunks.
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Where the index comes from: the footer, or a scan of the file.
+    pub fn index_source(&self) -> IndexSource {
+        self.index_source
+    }
+
+    /// Why the file was scanned rather than read through its footer, if it was.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.fallback_reason.as_deref()
+    }
+
+    /// Damaged regions the scan skipped (empty unless [`IndexSource::Scanned`]).
+    pub fn skipped_regions(&self) -> &[SkippedRegion] {
+        &self.skipped
+    }
+
+    /// The writer options stored in the footer, if any.
+    pub fn writer_options(&self) -> Option<&str> {
+        self.writer_options.as_deref()
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ArrayRecordReaderOptions {
+        &self.options
+    }
+
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        self.source.get_ref()
+    }
+
+    /// Returns the underlying reader (its position is unspecified).
+    pub fn into_inner(self) -> R {
+        self.source.into_inner()
+    }
+
+    /// The chunk holding record `index`, and the record's index within it.
+    fn locate(&self, index: u64) -> Result<(usize, usize)> {
+        if index >= self.num_records {
+            return Err(ErrorKind::InvalidArgument(format!(
+                "record index {index} out of range: the file has {} records",
+                self.num_records
+            ))
+            .into());
+        }
+        let k = self.chunks.partition_point(|c| c.first_record + c.num_records <= index);
+        let chunk = self.chunks.get(k).ok_or_else(|| Error::invalid(0, "record index not in the chunk index"))?;
+        Ok((k, (index - chunk.first_record) as usize))
+    }
+
+    /// Reads record `index`.
+    pub fn read(&mut self, index: u64) -> Result<Bytes> {
+        let (k, j) = self.locate(index)?;
+        if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
+            self.cached = None;
+            let chunk = Self::read_raw_in(&mut self.source, &self.options, &self.chunks, k)?;
+            let records = decode_checked(&mut self.decoder, &chunk, &self.options.records)?;
+            self.cached = Some((k, records));
+        }
+        self.cached
+            .as_ref()
+            .and_then(|(_, records)| records.get(j))
+            .ok_or_else(|| Error::invalid(0, "record missing from its chunk"))
+    }
+
+    /// Reads the records with indices in `range`, decoding each chunk once.
+    pub fn read_range(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
+        self.range_impl(range, false)
+    }
+
+    /// Reads every record.
+    pub fn read_all(&mut self) -> Result<Vec<Bytes>> {
+        self.range_impl(0..self.num_records, false)
+    }
+
+    /// Reads the records with the given indices (in any order, repeats
+    /// allowed), decoding each chunk once; returns them in the order asked.
+    pub fn read_indices(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.indices_impl(indices, false)
+    }
+
+    /// [`read_indices`](Self::read_indices), decoding chunks on
+    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads; records
+    /// come back in the order asked.
+    pub fn read_parallel(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
+        self.indices_impl(indices, true)
+    }
+
+    /// [`read_range`](Self::read_range), decoding chunks on several threads.
+    pub fn read_range_parallel(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
+        self.range_impl(range, true)
+    }
+
+    /// [`read_all`](Self::read_all), decoding chunks on several threads.
+    pub fn read_all_parallel(&mut self) -> Result<Vec<Bytes>> {
+        self.range_impl(0..self.num_records, true)
+    }
+
+    fn range_impl(&mut self, range: Range<u64>, parallel: bool) -> Result<Vec<Bytes>> {
+        if range.start >= range.end {
+            return Ok(Vec::new());
+        }
+        let (first, _) = self.locate(range.start)?;
+        let (last, _) = self.locate(range.end - 1)?;
+        let ks: Vec<usize> = (first..=last).collect();
+        // Counts are checked against the limits, but reserve little up front anyway.
+        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
+        let chunks = &self.chunks;
+        let mut sink = |i: usize, records: DecodedRecords| {
+            let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
+            let from = range.start.saturating_sub(entry.first_record) as usize;
+            let to = (range.end - entry.first_record).min(entry.num_records) as usize;
+            out.extend((from..to).filter_map(|j| records.get(j)));
+        };
+        Self::decode_chunks(
+            &mut self.source,
+            &mut self.decoder,
+            &self.options,
+            &self.projection,
+            chunks,
+            &ks,
+            parallel,
+            &mut sink,
+        )?;
+        Ok(out)
+    }
+
+    fn indices_impl(&mut self, indices: &[u64], parallel: bool) -> Result<Vec<Bytes>> {
+        let mut located = Vec::with_capacity(indices.len());
+        for &index in indices {
+            let (k, j) = self.locate(index)?;
+            located.push((k, j));
+        }
+        // Positions in `indices`, grouped by chunk in file order.
+        let mut order: Vec<usize> = (0..indices.len()).collect();
+        order.sort_unstable_by_key(|&p| located.get(p).map_or(0, |l| l.0));
+        let mut ks: Vec<usize> = order.iter().filter_map(|&p| located.get(p).map(|l| l.0)).collect();
+        ks.dedup();
+        let mut out = vec![Bytes::new(); indices.len()];
+        let mut cursor = 0usize;
+        let mut sink = |i: usize, records: DecodedRecords| {
+            let Some(&k) = ks.get(i) else { return };
+            while let Some(&p) = order.get(cursor) {
+                match located.get(p) {
+                    Some(&(pk, j)) if pk == k => {
+                        if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
+                            *slot = record;
+                        }
+                        cursor += 1;
+                    }
+                    _ => break,
+                }
+            }
+        };
+        Self::decode_chunks(
+            &mut self.source,
+            &mut self.decoder,
+            &self.options,
+            &self.projection,
+            &self.chunks,
+            &ks,
+            parallel,
+            &mut sink,
+        )?;
+        Ok(out)
+    }
+
+    /// Reads and decodes chunks `ks` (ascending), handing each chunk's records
+    /// to `sink` with its position in `ks`, in order. Raw chunks are read
+    /// serially, in windows of at most [`WINDOW_BYTES`]; with `parallel`, each
+    /// window is decoded on several threads.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_chunks(
+        source: &mut Source<R>,
+        decoder: &mut ChunkDecoder,
+        options: &ArrayRecordReaderOptions,
+        projection: &FieldProjection,
+        chunks: &[ChunkEntry],
+        ks: &[usize],
+        parallel: bool,
+        sink: &mut dyn FnMut(usize, DecodedRecords),
+    ) -> Result<()> {
+        let threads = if parallel { options.effective_parallelism() } else { 1 };
+        // Large windows: few thread spawns, memory bounded by WINDOW_BYTES.
+        let max_chunks = if threads > 1 { 4096 } else { 1 };
+        let mut next = 0usize;
+        while next < ks.len() {
+            // Read a window of raw chunks.
+            let mut window = Vec::new();
+            let mut bytes = 0u64;
+            while let Some(&k) = ks.get(next) {
+                if window.len() >= max_chunks || (bytes >= WINDOW_BYTES && !window.is_empty()) {
+                    break;
+                }
+                let chunk = Self::read_raw_in(source, options, chunks, k)?;
+                bytes += chunk.header.data_size();
+                window.push(chunk);
+                next += 1;
+            }
+            let base = next - window.len();
+            if threads <= 1 || window.len() <= 1 {
+                for (i, chunk) in window.iter().enumerate() {
+                    sink(base + i, decode_checked(decoder, chunk, &options.records)?);
+                }
+                continue;
+            }
+            let decoded = decode_window(&window, threads, projection, &options.records);
+            for (i, result) in decoded.into_iter().enumerate() {
+                sink(base + i, result?);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads chunk `k` and checks it against its index entry.
+    fn read_raw_in(
+        source: &mut Source<R>,
+        options: &ArrayRecordReaderOptions,
+        chunks: &[ChunkEntry],
+        k: usize,
+    ) -> Result<RawChunk> {
+        let entry = *chunks.get(k).ok_or_else(|| Error::invalid(0, "chunk not in the index"))?;
+        let chunk = chunk_at(source, entry.offset, &options.records)?;
+        check_against_index(&chunk, &entry)?;
+        Ok(chunk)
+    }
+}
+
+/// Checks a chunk's header and extent against its index entry.
+fn check_against_index(chunk: &RawChunk, entry: &ChunkEntry) -> Result<()> {
+    let header = &chunk.header;
+    let mismatch = |what: &str, header: u64, index: u64| {
+        Error::invalid(entry.offset, format!("chunk header {what} {header} differs from the index's {index}"))
+    };
+    if chunk.end > entry.limit {
+        return Err(Error::invalid(
+            entry.offset,
+            format!("chunk ends at {}, past the next indexed chunk or the footer at {}", chunk.end, entry.limit),
+        ));
+    }
+    if header.num_records() != entry.num_records {
+        return Err(mismatch("num_records", header.num_records(), entry.num_records));
+    }
+    if entry.decoded_data_size != u64::MAX && header.decoded_data_size() != entry.decoded_data_size {
+        return Err(mismatch("decoded_data_size", header.decoded_data_size(), entry.decoded_data_size));
+    }
+    Ok(())
+}
+
+/// Decodes `window` on up to `threads` threads; results in window order.
+fn decode_window(
+    window: &[RawChunk],
+    threads: usize,
+    projection: &FieldProjection,
+    options: &RecordReaderOptions,
+) -> Vec<Result<DecodedRecords>> {
+    let next = AtomicUsize::new(0);
+    let threads = threads.min(window.len());
+    let mut results: Vec<Option<Result<DecodedRecords>>> = (0..window.len()).map(|_| None).collect();
+    let work = || {
+        let mut decoder = ChunkDecoder::new(projection.clone());
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = window.get(i) else { break };
+            done.push((i, decode_checked(&mut decoder, chunk, options)));
+        }
+        done
+    };
+    std::thread::scope(|scope| {
+        // The calling thread is one of the workers.
+        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut finished = vec![work()];
+        // A panicked worker leaves its slots empty: reported below.
+        finished.extend(workers.into_iter().filter_map(|w| w.join().ok()));
+        for (i, result) in finished.into_iter().flatten() {
+            if let Some(slot) = results.get_mut(i) {
+                *slot = Some(result);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .zip(window)
+        .map(|(result, chunk)| result.unwrap_or_else(|| Err(Error::invalid(chunk.begin, "a decoding thread panicked"))))
+        .collect()
+}
+
+/// Decodes a chunk that [`check_against_index`] accepted.
+fn decode_checked(
+    decoder: &mut ChunkDecoder,
+    chunk: &RawChunk,
+    options: &RecordReaderOptions,
+) -> Result<DecodedRecords> {
+    let records = decode(decoder, chunk, options)?;
+    if records.len() as u64 != chunk.header.num_records() {
+        return Err(Error::invalid(chunk.begin, "chunk decoded to a different number of records"));
+    }
+    Ok(records)
+}

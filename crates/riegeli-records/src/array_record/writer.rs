@@ -1,0 +1,360 @@
+//! `ArrayRecordWriter`: Riegeli/records with a footer that indexes every chunk.
+
+use std::io::Write;
+
+use riegeli_codec::{ChunkType, CompressorOptions, SimpleChunkEncoder};
+use riegeli_framing::ChunkHeader;
+
+use super::layout::{ArrayRecordMetadata, FooterEntry, FooterMetadata, POSTSCRIPT_COPIES, VERSION, encode_postscript};
+use super::options::ArrayRecordWriterOptions;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::RecordWriterOptions;
+use crate::writer::{Grouping, RecordWriter};
+
+/// Writes an ArrayRecord file: records in chunks of `group_size`, then a
+/// footer chunk indexing the chunks and a postscript pointing at the footer,
+/// so that [`ArrayRecordReader`](crate::ArrayRecordReader) (or C++'s) can read
+/// any record by its index.
+///
+/// The layout is exactly C++'s (`array_record_writer.cc`, array-record
+/// 0.8.6): for uncompressed data the files are byte-identical to the C++
+/// writer's for the same records and options. [`close`](Self::close) writes
+/// the footer and the postscript and reports every error; dropping the
+/// writer closes it too but can only ignore errors.
+///
+/// With `max_parallelism:N` (N > 1) chunks are encoded on N threads and
+/// written in order; at most about N chunks are in memory.
+///
+/// ```
+/// use std::io::Cursor;
+/// use riegeli_records::{ArrayRecordReader, ArrayRecordWriter};
+///
+/// let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:2,uncompressed".parse()?)?;
+/// for record in [&b"hello"[..], b"", b"world!!"] {
+///     writer.write_record(record)?;
+/// }
+/// let file = writer.close()?;
+/// assert_eq!(file.len(), 131072);
+///
+/// let mut reader = ArrayRecordReader::new(Cursor::new(file))?;
+/// assert_eq!(reader.num_records(), 3);
+/// assert_eq!(reader.read(2)?, &b"world!!"[..]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ArrayRecordWriter<W: Write> {
+    inner: Option<RecordWriter<W>>,
+    options: ArrayRecordWriterOptions,
+    num_records: u64,
+}
+
+impl<W: Write> std::fmt::Debug for ArrayRecordWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrayRecordWriter")
+            .field("options", &self.options.to_string())
+            .field("num_records", &self.num_records)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The RecordWriter options that encode chunks as `options` asks.
+fn record_writer_options(options: &ArrayRecordWriterOptions) -> RecordWriterOptions {
+    let compressor = options.compressor_options();
+    let base = RecordWriterOptions::new().set_transpose(options.transpose());
+    let base = match compressor.compression_type {
+        riegeli_codec::CompressionType::None => base.set_uncompressed(),
+        riegeli_codec::CompressionType::Brotli => base.set_brotli(compressor.level),
+        riegeli_codec::CompressionType::Snappy => base.set_snappy(CompressorOptions::SNAPPY_DEFAULT_LEVEL),
+        _ => base.set_zstd(compressor.level),
+    };
+    let parallelism = options.effective_parallelism() as usize;
+    base.set_window_log(compressor.window_log)
+        .set_parallelism(if parallelism > 1 { parallelism } else { 0 })
+        .set_metadata(options.metadata().cloned())
+}
+
+impl<W: Write> ArrayRecordWriter<W> {
+    /// Starts a new file: writes the file signature and, if the options carry
+    /// metadata, the metadata chunk.
+    pub fn new(dest: W, options: ArrayRecordWriterOptions) -> Result<Self> {
+        options.compressor_options().validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+        let grouping = Grouping {
+            group_size: options.group_size(),
+            bucket_size: options.transpose_bucket_size(),
+            pad_to_block_boundary: options.pad_to_block_boundary(),
+        };
+        let inner = RecordWriter::grouped(dest, record_writer_options(&options), grouping)?;
+        Ok(Self { inner: Some(inner), options, num_records: 0 })
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ArrayRecordWriterOptions {
+        &self.options
+    }
+
+    /// The number of records written so far.
+    pub fn num_records(&self) -> u64 {
+        self.num_records
+    }
+
+    fn inner(&mut self) -> Result<&mut RecordWriter<W>> {
+        self.inner.as_mut().ok_or(Error::new(ErrorKind::Usage("writer already closed")))
+    }
+
+    /// Writes one record; it gets the next index.
+    pub fn write_record(&mut self, record: &[u8]) -> Result<()> {
+        self.inner()?.write_record(record)?;
+        self.num_records += 1;
+        Ok(())
+    }
+
+    /// Serializes and writes a protobuf message as one record.
+    pub fn write_message(&mut self, message: &impl prost::Message) -> Result<()> {
+        self.write_record(&message.encode_to_vec())
+    }
+
+    /// Writes an already encoded data chunk (simple or transposed, with its
+    /// verified header), without re-encoding it. The records written so far
+    /// must fill whole groups, and the chunk must hold 1 to `group_size`
+    /// records; after a chunk of fewer than `group_size` records nothing more
+    /// can be written.
+    pub(crate) fn write_encoded_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        let group_size = self.options.group_size();
+        if !self.num_records.is_multiple_of(group_size) {
+            return Err(Error::new(ErrorKind::Usage("a copied chunk must begin a group")));
+        }
+        if !(1..=group_size).contains(&header.num_records()) {
+            return Err(ErrorKind::InvalidArgument(format!(
+                "a copied chunk holds {} records, not 1 to group_size {group_size}",
+                header.num_records()
+            ))
+            .into());
+        }
+        self.inner()?.write_encoded_data_chunk(header, data)?;
+        self.num_records += header.num_records();
+        Ok(())
+    }
+
+    /// Writes a metadata chunk copied from another file; only before any record.
+    pub(crate) fn write_metadata_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        if self.num_records > 0 {
+            return Err(Error::new(ErrorKind::Usage("a metadata chunk must come before the records")));
+        }
+        self.inner()?.write_other_chunk(header.chunk_type(), data, header.num_records(), header.decoded_data_size())
+    }
+
+    /// Finishes the file (last chunk, footer, padding, postscript, padding),
+    /// flushes the destination and returns it.
+    pub fn close(mut self) -> Result<W> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<W> {
+        let mut inner = self.inner.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
+        let result = self.write_trailer(&mut inner);
+        match result {
+            Ok(()) => inner.into_dest(),
+            Err(e) => {
+                inner.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    fn write_trailer(&self, inner: &mut RecordWriter<W>) -> Result<()> {
+        inner.finish_data()?;
+        let footer_offset = inner.framed_pos();
+        let chunks = inner.written_chunks();
+        // As C++: the stored options say how many threads encoded the chunks.
+        let stored = self.options.clone().set_max_parallelism(Some(self.options.effective_parallelism()));
+        let metadata = FooterMetadata {
+            array_record_metadata: Some(ArrayRecordMetadata {
+                version: Some(VERSION),
+                num_chunks: Some(chunks.len() as u64),
+                num_records: Some(chunks.iter().map(|c| c.num_records).sum()),
+                writer_options: Some(stored.to_string()),
+            }),
+        };
+        let mut footer = SimpleChunkEncoder::new(self.options.compressor_options());
+        footer.add_record(&prost::Message::encode_to_vec(&metadata));
+        for chunk in chunks {
+            let entry = FooterEntry {
+                chunk_offset: Some(chunk.begin),
+                decoded_data_size: Some(chunk.decoded_data_size),
+                num_records: Some(chunk.num_records),
+            };
+            footer.add_record(&prost::Message::encode_to_vec(&entry));
+        }
+        write_simple_chunk(inner, &mut footer, footer_offset)?;
+        inner.pad_to_block_boundary()?;
+        let postscript_pos = inner.framed_pos();
+        let mut postscript = SimpleChunkEncoder::new(CompressorOptions::uncompressed());
+        let record = encode_postscript(footer_offset);
+        for _ in 0..POSTSCRIPT_COPIES {
+            postscript.add_record(&record);
+        }
+        write_simple_chunk(inner, &mut postscript, postscript_pos)?;
+        inner.pad_to_block_boundary()
+    }
+}
+
+/// Encodes and writes the records of `encoder` as one simple chunk at `pos`.
+fn write_simple_chunk<W: Write>(inner: &mut RecordWriter<W>, encoder: &mut SimpleChunkEncoder, pos: u64) -> Result<()> {
+    let (num_records, decoded) = (encoder.num_records(), encoder.decoded_data_size());
+    let mut data = Vec::new();
+    encoder.encode(&mut data).map_err(|e| Error::codec(pos, e))?;
+    inner.write_other_chunk(ChunkType::Simple.to_byte(), &data, num_records, decoded)
+}
+
+impl<W: Write> Drop for ArrayRecordWriter<W> {
+    fn drop(&mut self) {
+        if self.inner.is_some() {
+            // Best effort: errors can only be reported by `close`.
+            let _ = self.finish();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// sha256 of a byte string, computed here independently of the code under test
+    /// (FIPS 180-4), so that the vector of the spec (§9) can be checked without a dependency.
+    fn sha256(data: &[u8]) -> [u8; 32] {
+        const K: [u32; 64] = [
+            0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+            0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+            0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+            0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+            0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+            0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+            0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+            0xc67178f2,
+        ];
+        let mut h: [u32; 8] =
+            [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+        let mut message = data.to_vec();
+        message.push(0x80);
+        while message.len() % 64 != 56 {
+            message.push(0);
+        }
+        message.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+        for block in message.chunks(64) {
+            let mut w = [0u32; 64];
+            for i in 0..16 {
+                w[i] = u32::from_be_bytes(block[i * 4..i * 4 + 4].try_into().unwrap());
+            }
+            for i in 16..64 {
+                let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
+                let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
+                w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+            }
+            let mut v = h;
+            for i in 0..64 {
+                let s1 = v[4].rotate_right(6) ^ v[4].rotate_right(11) ^ v[4].rotate_right(25);
+                let ch = (v[4] & v[5]) ^ (!v[4] & v[6]);
+                let t1 = v[7].wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
+                let s0 = v[0].rotate_right(2) ^ v[0].rotate_right(13) ^ v[0].rotate_right(22);
+                let maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
+                let t2 = s0.wrapping_add(maj);
+                v = [t1.wrapping_add(t2), v[0], v[1], v[2], v[3].wrapping_add(t1), v[4], v[5], v[6]];
+            }
+            for (x, y) in h.iter_mut().zip(v) {
+                *x = x.wrapping_add(y);
+            }
+        }
+        let mut out = [0u8; 32];
+        for (i, word) in h.iter().enumerate() {
+            out[i * 4..i * 4 + 4].copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn sha256_is_right() {
+        assert_eq!(hex(&sha256(b"")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(hex(&sha256(b"abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    /// The byte-exact vector of the spec (§9), written by the C++ writer.
+    #[test]
+    fn cpp_vector_is_byte_identical() {
+        let options: ArrayRecordWriterOptions = "group_size:2,uncompressed".parse().unwrap();
+        let mut writer = ArrayRecordWriter::new(Vec::new(), options).unwrap();
+        for record in [&b"hello"[..], b"", b"world!!"] {
+            writer.write_record(record).unwrap();
+        }
+        let file = writer.close().unwrap();
+        assert_eq!(file.len(), 131072);
+        // The first data chunk's data at 64 + 40, and the postscript's records.
+        assert_eq!(&file[104..113], b"\x00\x02\x05\x00hello");
+        let postscript = b"\x08\xa3\x01\x10\xde\xc0\xeb\xfe\x84\xce\xc3\xc9\x71";
+        let at = 65536 + 24 + 40 + 5;
+        assert_eq!(&file[at - 5..at], b"\x00\x03\x0d\x0d\x0d");
+        assert_eq!(&file[at..at + 13], postscript);
+        assert_eq!(hex(&sha256(&file)), "378f363d7d311f43e73466475871ab523ec8739c870e5d583a3de92833e1d668");
+    }
+
+    #[test]
+    fn parallel_encoding_writes_the_same_chunks() {
+        let records: Vec<Vec<u8>> =
+            (0..500u32).map(|i| format!("record {i} {}", "x".repeat((i % 97) as usize)).into_bytes()).collect();
+        let write = |options: &str| {
+            let mut writer = ArrayRecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+            for r in &records {
+                writer.write_record(r).unwrap();
+            }
+            writer.close().unwrap()
+        };
+        let serial = write("group_size:7,transpose,zstd:1,max_parallelism:1");
+        let parallel = write("group_size:7,transpose,zstd:1,max_parallelism:3");
+        // Only the stored max_parallelism differs (and so the footer chunk and what follows).
+        assert_eq!(serial.len(), parallel.len());
+        let footer = serial.iter().zip(&parallel).position(|(a, b)| a != b).unwrap();
+        let mut reader = crate::ArrayRecordReader::new(std::io::Cursor::new(&parallel)).unwrap();
+        assert_eq!(
+            reader.writer_options().unwrap(),
+            "group_size:7,transpose:true,pad_to_block_boundary:false,transpose_bucket_size:256,zstd:1,window_log:20,max_parallelism:3"
+        );
+        // The postscript chunk's data: 00 03 L L L, then the records.
+        let at = serial.len() - 65536 + 24 + 40;
+        let len = usize::from(serial[at + 2]);
+        let footer_offset = super::super::layout::parse_postscript(&serial[at + 5..at + 5 + len]).unwrap();
+        assert!(footer_offset > 1000);
+        assert!(footer as u64 >= footer_offset, "data chunks differ at {footer}, footer at {footer_offset}");
+        let all = reader.read_all().unwrap();
+        assert_eq!(all.len(), records.len());
+        assert!(all.iter().zip(&records).all(|(a, b)| a == b));
+    }
+
+    #[test]
+    fn close_reports_write_errors_and_drop_writes_a_file() {
+        #[derive(Debug)]
+        struct Failing;
+        impl Write for Failing {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut writer = ArrayRecordWriter::new(Failing, ArrayRecordWriterOptions::new()).unwrap();
+        writer.write_record(b"x").unwrap();
+        let err = writer.close().unwrap_err();
+        assert!(err.to_string().contains("disk full"), "{err}");
+
+        let mut file = Vec::new();
+        {
+            let mut writer = ArrayRecordWriter::new(&mut file, ArrayRecordWriterOptions::new()).unwrap();
+            writer.write_record(b"x").unwrap();
+        }
+        assert_eq!(file.len(), 131072);
+        let mut reader = crate::ArrayRecordReader::new(std::io::Cursor::new(&file)).unwrap();
+        assert_eq!(reader.read(0).unwrap(), &b"x"[..]);
+    }
+}
