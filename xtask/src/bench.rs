@@ -109,11 +109,11 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         } else {
             source = vec!["--input-delimited".to_owned(), records.display().to_string()];
         }
-        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours}").run()?;
+        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {work}").run()?;
         let cxx = work.join("cxx.json");
         cmd!(sh, "{python} {script} {records} {repeat} {cxx} {work} {config}").run()?;
         let rr = work.join("riegeli_rs.json");
-        cmd!(sh, "{peer} {records} {repeat} {rr} {config}").run()?;
+        cmd!(sh, "{peer} {records} {repeat} {rr} {work} {config}").run()?;
         rows.push((config.clone(), first(&ours)?, first(&cxx)?, first(&rr).ok()));
     }
     let table = render(&rows, &repeat);
@@ -156,7 +156,8 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     let _ = writeln!(
         out,
         "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat}; \
-         ratio = file size / payload; cpu = CPU time / real time.\n\
+         ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file in \
+         target/bench-records and reads it back (page cache, as records_benchmark's /tmp files).\n\
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
          Python writer is single-threaded, so `parallelism` has no effect there); C++ read_all uses its \
          thread pool, read() is one record at a time with max_parallelism:0. rr = the `riegeli` 0.2.1 crate \

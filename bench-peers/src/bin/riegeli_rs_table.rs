@@ -1,21 +1,24 @@
 //! The riegeli-rs 0.2.1 column of `cargo xtask bench records`.
 //!
-//! `riegeli_rs_table RECORDS.delimited REPEAT JSON_OUT CONFIG...` reads the
+//! `riegeli_rs_table RECORDS.delimited REPEAT JSON_OUT DIR CONFIG...` reads the
 //! records that `riegeli bench --save-records` wrote, and for each option set
 //! (the C++ option grammar, mapped onto riegeli 0.2.1's `WriterOptions`) times
-//! writing them into memory and reading them back, exactly as `riegeli bench`
-//! times riegeli-rs: best of REPEAT, real and CPU time. The figures go to
-//! JSON_OUT in `riegeli bench --json`'s shape.
+//! writing them to a file in DIR and reading them back, as `riegeli bench`
+//! times riegeli-rs: best of REPEAT, real and CPU time. riegeli 0.2.1 does not
+//! buffer its writes, so it gets a 1 MiB `BufWriter`, as a user would give it;
+//! it reads a plain `File` (a `BufReader` would be emptied by its seeks). The figures go to JSON_OUT in `riegeli bench --json`'s shape.
 
-use std::io::Cursor;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use riegeli::{CompressionType, ReaderOptions, RecordReader, RecordWriter, WriterOptions};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [records_path, repeat, json_out, configs @ ..] = args.as_slice() else {
-        eprintln!("usage: riegeli_rs_table RECORDS.delimited REPEAT JSON_OUT CONFIG...");
+    let [records_path, repeat, json_out, dir, configs @ ..] = args.as_slice() else {
+        eprintln!("usage: riegeli_rs_table RECORDS.delimited REPEAT JSON_OUT DIR CONFIG...");
         std::process::exit(2);
     };
     let records = read_delimited(&std::fs::read(records_path).expect("read records"));
@@ -27,7 +30,9 @@ fn main() {
             eprintln!("riegeli 0.2.1: {config}: not supported, skipped");
             continue;
         };
-        let m = measure(&records, &options, repeat);
+        let path = Path::new(dir).join(format!("riegeli_rs_bench_{}.riegeli", std::process::id()));
+        let m = measure(&records, &options, repeat, &path);
+        let _ = std::fs::remove_file(&path);
         eprintln!(
             "riegeli 0.2.1 {config:<36} write {:>7.0} MB/s  read {:>7.0} MB/s",
             payload as f64 / 1e6 / m.write_real.as_secs_f64(),
@@ -107,13 +112,13 @@ struct Measurement {
     read_cpu: Option<Duration>,
 }
 
-fn measure(records: &[Vec<u8>], options: &WriterOptions, repeat: u32) -> Measurement {
+fn measure(records: &[Vec<u8>], options: &WriterOptions, repeat: u32, path: &Path) -> Measurement {
     let mut best: Option<Measurement> = None;
     for _ in 0..repeat.max(1) {
         let cpu0 = cpu_time();
         let t0 = Instant::now();
-        let mut file = Vec::new();
-        let mut writer = RecordWriter::new(Cursor::new(&mut file), options.clone()).expect("writer");
+        let dest = BufWriter::with_capacity(1 << 20, File::create(path).expect("create"));
+        let mut writer = RecordWriter::new(dest, options.clone()).expect("writer");
         for record in records {
             writer.write_record(record).expect("write");
         }
@@ -122,7 +127,8 @@ fn measure(records: &[Vec<u8>], options: &WriterOptions, repeat: u32) -> Measure
         let write_cpu = cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b));
         let cpu1 = cpu_time();
         let t1 = Instant::now();
-        let mut reader = RecordReader::new(Cursor::new(&file), ReaderOptions::new()).expect("reader");
+        let source = File::open(path).expect("open");
+        let mut reader = RecordReader::new(source, ReaderOptions::new()).expect("reader");
         let mut bytes = 0usize;
         while let Some(record) = reader.read_record().expect("read") {
             bytes += record.len();
@@ -130,7 +136,8 @@ fn measure(records: &[Vec<u8>], options: &WriterOptions, repeat: u32) -> Measure
         let read_real = t1.elapsed();
         let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
         assert_eq!(bytes, records.iter().map(Vec::len).sum::<usize>(), "riegeli 0.2.1 lost bytes");
-        let m = Measurement { file_bytes: file.len(), write_real, write_cpu, read_real, read_cpu };
+        let file_bytes = usize::try_from(std::fs::metadata(path).expect("stat").len()).expect("size");
+        let m = Measurement { file_bytes, write_real, write_cpu, read_real, read_cpu };
         best = Some(match best {
             Some(b) => Measurement {
                 file_bytes: m.file_bytes,

@@ -2,8 +2,9 @@
 //! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
 //! read speed, CPU and real time, for a list of writer option sets.
 
-use std::io::{Cursor, Write};
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -69,6 +70,9 @@ pub(crate) struct BenchArgs {
     /// length, then its bytes), so other implementations can be timed on them.
     #[arg(long, value_name = "FILE")]
     save_records: Option<PathBuf>,
+    /// Directory for the file each option set is written to and read back from.
+    #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
+    dir: PathBuf,
     /// Also write the figures as JSON (one object per option set) to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -198,21 +202,41 @@ pub(crate) struct Measurement {
     pub(crate) read_cpu: Option<Duration>,
 }
 
-pub(crate) fn measure(records: &[Vec<u8>], options: &RecordWriterOptions, repeat: u32) -> Result<Measurement> {
+/// Writes `records` to `path` and reads them back, `repeat` times; keeps the
+/// fastest of each. Like records_benchmark, it goes through a real file (the
+/// writer and reader do their own buffering), which is then removed.
+pub(crate) fn measure(
+    records: &[Vec<u8>],
+    options: &RecordWriterOptions,
+    repeat: u32,
+    path: &Path,
+) -> Result<Measurement> {
+    let result = measure_with_file(records, options, repeat, path);
+    let _ = std::fs::remove_file(path);
+    result
+}
+
+fn measure_with_file(
+    records: &[Vec<u8>],
+    options: &RecordWriterOptions,
+    repeat: u32,
+    path: &Path,
+) -> Result<Measurement> {
     let mut best: Option<Measurement> = None;
     for _ in 0..repeat.max(1) {
         let cpu0 = cpu_time();
         let t0 = Instant::now();
-        let mut writer = RecordWriter::new(Vec::new(), options.clone())?;
+        let dest = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut writer = RecordWriter::new(dest, options.clone())?;
         for record in records {
             writer.write_record(record)?;
         }
-        let file = writer.close()?;
+        let size = writer.close()?.metadata()?.len();
         let write_real = t0.elapsed();
         let write_cpu = cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b));
         let cpu1 = cpu_time();
         let t1 = Instant::now();
-        let mut reader = RecordReader::new(Cursor::new(&file));
+        let mut reader = RecordReader::new(File::open(path)?);
         let mut count = 0usize;
         while let Some(record) = reader.read_record()? {
             count += record.len();
@@ -220,7 +244,7 @@ pub(crate) fn measure(records: &[Vec<u8>], options: &RecordWriterOptions, repeat
         let read_real = t1.elapsed();
         let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
         std::hint::black_box(count);
-        let m = Measurement { compressed: file.len(), write_real, write_cpu, read_real, read_cpu };
+        let m = Measurement { compressed: size as usize, write_real, write_cpu, read_real, read_cpu };
         best = Some(match best {
             Some(b) => Measurement {
                 compressed: m.compressed,
@@ -296,7 +320,8 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu"
     );
     for (config, options) in &configs {
-        let m = measure(&records, options, args.repeat)?;
+        let path = args.dir.join(format!("riegeli_bench_{}.riegeli", std::process::id()));
+        let m = measure(&records, options, args.repeat, &path)?;
         let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
         let cpu = |c: Option<Duration>, r: Duration| {
             c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))

@@ -82,9 +82,10 @@ impl ChunkEncoder {
         }
     }
 
-    /// Encodes the chunk (resetting the encoder) into a header and data.
-    fn encode(&mut self) -> std::result::Result<EncodedChunk, CodecError> {
-        let mut data = Vec::new();
+    /// Encodes the chunk (resetting the encoder) into a header and data,
+    /// filling `data` (a recycled buffer: its contents are discarded).
+    fn encode(&mut self, mut data: Vec<u8>) -> std::result::Result<EncodedChunk, CodecError> {
+        data.clear();
         let (chunk_type, num_records, decoded) = match self {
             Self::Simple(e) => {
                 let counts = (e.num_records(), e.decoded_data_size());
@@ -109,8 +110,9 @@ struct EncodedChunk {
     data: Vec<u8>,
 }
 
-/// A chunk to encode in the background: sequence number and full encoder.
-type Job = (u64, ChunkEncoder);
+/// A chunk to encode in the background: sequence number, full encoder, and a
+/// recycled buffer for the chunk data.
+type Job = (u64, ChunkEncoder, Vec<u8>);
 /// Its result, with the encoder returned for reuse.
 type Done = (u64, std::result::Result<EncodedChunk, CodecError>, ChunkEncoder);
 
@@ -140,8 +142,8 @@ impl Pool {
                             Ok(rx) => rx.recv(),
                             Err(_) => return,
                         };
-                        let Ok((seq, mut encoder)) = job else { return };
-                        let result = encoder.encode();
+                        let Ok((seq, mut encoder, data)) = job else { return };
+                        let result = encoder.encode(data);
                         if done_tx.send((seq, result, encoder)).is_err() {
                             return;
                         }
@@ -197,6 +199,9 @@ pub struct RecordWriter<W: Write> {
     config: EncoderConfig,
     /// ArrayRecord mode: records per chunk and padding after each chunk.
     grouping: Option<Grouping>,
+    /// Chunk data buffers already written, kept to encode later chunks into:
+    /// without them every chunk would allocate (and page-fault) a fresh buffer.
+    spare_data: Vec<Vec<u8>>,
     /// ArrayRecord mode: every data chunk written, in file order.
     written: Vec<WrittenChunk>,
 }
@@ -256,6 +261,7 @@ impl<W: Write> RecordWriter<W> {
             config,
             grouping,
             written: Vec::new(),
+            spare_data: Vec::new(),
         };
         if pos == 0 {
             writer.write_chunk_now(ChunkType::FileSignature.to_byte(), &[], 0, 0)?;
@@ -385,7 +391,8 @@ impl<W: Write> RecordWriter<W> {
         if let Some(pool) = &mut self.pool {
             let fresh = pool.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.config));
             let full = std::mem::replace(&mut self.encoder, fresh);
-            let sent = pool.jobs.as_ref().is_some_and(|jobs| jobs.send((seq, full)).is_ok());
+            let data = self.spare_data.pop().unwrap_or_default();
+            let sent = pool.jobs.as_ref().is_some_and(|jobs| jobs.send((seq, full, data)).is_ok());
             if !sent {
                 self.failed = true;
                 return Err(Error::invalid(self.pos, "background encoder threads stopped"));
@@ -394,7 +401,8 @@ impl<W: Write> RecordWriter<W> {
             let parallelism = self.options.parallelism();
             return self.drain(parallelism);
         }
-        let encoded = self.encoder.encode().map_err(|e| Error::codec(self.pos, e));
+        let data = self.spare_data.pop().unwrap_or_default();
+        let encoded = self.encoder.encode(data).map_err(|e| Error::codec(self.pos, e));
         let encoded = self.guard(|_| encoded)?;
         self.write_encoded(seq, encoded)
     }
@@ -452,6 +460,10 @@ impl<W: Write> RecordWriter<W> {
         self.next_to_write = seq + 1;
         let begin = self.pos;
         self.write_chunk_now(chunk.chunk_type, &chunk.data, chunk.num_records, chunk.decoded_data_size)?;
+        // Keep the buffer for a later chunk: as many as can be in flight at once.
+        if self.spare_data.len() <= self.options.parallelism() {
+            self.spare_data.push(chunk.data);
+        }
         self.after_data_chunk(begin, chunk.num_records, chunk.decoded_data_size)
     }
 
