@@ -38,25 +38,6 @@ n = reader.num_records()
 print('cpp read_all %.6f %d' % (best(lambda: reader.read_all(), n), n))
 "#;
 
-/// records_benchmark's default option sets.
-const DEFAULT_CONFIGS: &[&str] = &[
-    "uncompressed",
-    "brotli:0",
-    "brotli:6",
-    "brotli:6,parallelism:10",
-    "brotli:9",
-    "zstd:1",
-    "zstd:3",
-    "zstd:15",
-    "snappy",
-    "snappy:2",
-    "transpose,uncompressed",
-    "transpose,brotli:6",
-    "transpose,brotli:6,parallelism:10",
-    "transpose,zstd:3",
-    "transpose,snappy",
-];
-
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("records") => records(sh, &args[1..]),
@@ -84,9 +65,6 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             other => bail!("unexpected argument {other:?}"),
         }
     }
-    if configs.is_empty() {
-        configs = DEFAULT_CONFIGS.iter().map(|c| (*c).to_owned()).collect();
-    }
     let root = crate::project_root();
     let work = root.join("target").join("bench-records");
     sh.create_dir(&work)?;
@@ -95,6 +73,10 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     cmd!(sh, "cargo build --release --locked --manifest-path bench-peers/Cargo.toml --bin riegeli_rs_table").run()?;
     let python = crate::python::venv(sh)?;
     let riegeli = root.join("target/release/riegeli");
+    if configs.is_empty() {
+        // records_benchmark's default option sets, as `riegeli bench` knows them.
+        configs = cmd!(sh, "{riegeli} bench --list-configs").read()?.lines().map(str::to_owned).collect();
+    }
     let peer = root.join("bench-peers/target/release/riegeli_rs_table");
     let script = root.join("xtask/scripts/cxx_records_bench.py");
     let records = work.join("records.delimited");

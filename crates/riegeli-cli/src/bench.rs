@@ -70,6 +70,9 @@ pub(crate) struct BenchArgs {
     /// length, then its bytes), so other implementations can be timed on them.
     #[arg(long, value_name = "FILE")]
     save_records: Option<PathBuf>,
+    /// Print the default option sets, one per line, and exit.
+    #[arg(long)]
+    list_configs: bool,
     /// Directory for the file each option set is written to and read back from.
     #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
@@ -260,6 +263,12 @@ fn measure_with_file(
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<()> {
+    if args.list_configs {
+        for config in DEFAULT_CONFIGS {
+            println!("{config}");
+        }
+        return Ok(());
+    }
     let configs: Vec<String> = if args.configs.is_empty() {
         DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
     } else {
