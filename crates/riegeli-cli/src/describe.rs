@@ -107,6 +107,16 @@ impl Decoders {
         }
     }
 
+    /// The footer offset an ArrayRecord postscript chunk names (its first
+    /// record), if `chunk` is a simple chunk holding one.
+    pub(crate) fn postscript(&mut self, chunk: &Chunk) -> Option<u64> {
+        if chunk.header().chunk_type() != ChunkType::Simple.to_byte() {
+            return None;
+        }
+        let records = self.records(chunk).ok()??;
+        crate::array_record::parse_postscript(&records.get(0)?)
+    }
+
     /// Decodes a metadata chunk into a serialized `RecordsMetadata`, checking that it parses.
     pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
         let h = chunk.header();

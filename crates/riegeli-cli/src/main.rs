@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 #![allow(clippy::print_stderr, reason = "a command-line tool prints its errors")]
 
+mod array_record;
 mod bench;
 mod cat;
 mod describe;
