@@ -131,6 +131,17 @@ impl Summary {
 /// on stderr (one line, the reader's fallback reason); files without one are
 /// indexed by a scan, quietly.
 pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<File>, Summary)> {
+    let (reader, summary) = open_with(path, trailer)?;
+    if trailer.is_some()
+        && let Some(reason) = &summary.fallback_reason
+    {
+        progress::note(&format!("riegeli: {}: ArrayRecord footer unusable: {reason}", io::name(path)));
+    }
+    Ok((reader, summary))
+}
+
+/// [`open`] without the notice (for `verify`, which reports problems on stdout).
+pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<File>, Summary)> {
     let name = io::name(path);
     let reader = ArrayRecordReader::new(io::open_file(path)?).with_context(|| name.clone())?;
     let footer_offset = trailer.map(|t| t.footer_offset);
@@ -143,11 +154,6 @@ pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecord
         fallback_reason: reader.fallback_reason().map(str::to_owned),
         damage,
     };
-    if trailer.is_some()
-        && let Some(reason) = &summary.fallback_reason
-    {
-        progress::note(&format!("riegeli: {name}: ArrayRecord footer unusable: {reason}"));
-    }
     Ok((reader, summary))
 }
 
