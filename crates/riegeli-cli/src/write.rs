@@ -415,7 +415,11 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
         (None, Container::ArrayRecord) => Some(ArrayRecordWriterOptions::default()),
         _ => None,
     };
-    let options = parse_options(args.options.as_deref().unwrap_or("default"));
+    // Check the options before creating the output.
+    let options = match args.to {
+        Container::ArrayRecord => RecordWriterOptions::default(),
+        _ => parse_options(args.options.as_deref().unwrap_or("default"))?,
+    };
     let name = io::name(&args.input);
     let mut reader = match from {
         Container::Riegeli | Container::ArrayRecord => {
@@ -440,7 +444,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             array_record_writer(dest, array_options.set_metadata(metadata))?
         }
         (Container::Riegeli | Container::ArrayRecord, _) => {
-            let mut options = options?;
+            let mut options = options;
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
