@@ -530,6 +530,87 @@ fn array_record_usage_errors() {
     assert_one_line_error(&out, 2, "index 1500 out of range");
 }
 
+/// The C++ reader (array-record 0.8.6 through `RIEGELI_ORACLE_PYTHON`) checks that a
+/// file holds the records of a delimited file through every read path; prints `ok`.
+const ORACLE_READ: &str = r#"
+import sys
+from array_record.python import array_record_module as m
+def records_of(path):
+    data = open(path, 'rb').read()
+    out, i = [], 0
+    while i < len(data):
+        n, shift = 0, 0
+        while True:
+            b = data[i]; i += 1
+            n |= (b & 0x7f) << shift; shift += 7
+            if b < 0x80: break
+        out.append(data[i:i + n]); i += n
+    return out
+expected = records_of(sys.argv[2])
+r = m.ArrayRecordReader(sys.argv[1])
+assert r.ok(), 'reader not ok'
+assert r.num_records() == len(expected), (r.num_records(), len(expected))
+assert list(r.read_all()) == expected, 'read_all'
+n = len(expected)
+if n:
+    idx = [(i * 7919) % n for i in range(min(n * 2, 500))]
+    assert list(r.read(idx)) == [expected[i] for i in idx], 'read(indices)'
+    for a, b in [(0, n), (n // 3, n // 2 + 1), (n - 1, n)]:
+        assert list(r.read(a, b)) == expected[a:b], ('read(range)', a, b)
+print('ok')
+"#;
+
+#[test]
+#[ignore = "needs the C++ oracle: RIEGELI_ORACLE_PYTHON with array-record==0.8.6 (cargo xtask interop)"]
+fn interop_cpp_reads_what_the_cli_writes() {
+    let python = std::env::var("RIEGELI_ORACLE_PYTHON").expect("RIEGELI_ORACLE_PYTHON");
+    let dir = scratch_dir("ar-interop");
+    let records: Vec<Vec<u8>> = (0..500u32)
+        .map(|i| match i % 7 {
+            0 => Vec::new(),
+            1 => vec![0x08, (i % 128) as u8, 0x12, 2, b'h', b'i'],
+            _ => format!("record {i} {}", "y".repeat((i * 37 % 300) as usize)).into_bytes(),
+        })
+        .collect();
+    let input = dir.join("records.delimited");
+    std::fs::write(&input, delimited(&records)).unwrap();
+    let check = |file: &str, what: &str| {
+        let out = std::process::Command::new(&python)
+            .arg("-c")
+            .arg(ORACLE_READ)
+            .arg(file)
+            .arg(&input)
+            .output()
+            .expect("run the oracle");
+        assert!(out.status.success() && text(&out.stdout).trim() == "ok", "{what}: {}", text(&out.stderr));
+    };
+    let file = dir.join("out.array_record");
+    let file = file.to_str().unwrap();
+    for options in [
+        "default",
+        "group_size:2,uncompressed",
+        "group_size:64,transpose,zstd:5",
+        "group_size:100,brotli:4,pad_to_block_boundary:true",
+        "group_size:33,snappy,max_parallelism:3",
+    ] {
+        let out =
+            riegeli(&["write", "--array-record", "--options", options, "--input", input.to_str().unwrap(), file], b"");
+        assert!(out.status.success(), "{options}: {}", text(&out.stderr));
+        check(file, options);
+    }
+    // A plain file written by `riegeli write`, indexed by `convert --to array-record`.
+    let plain = dir.join("plain.riegeli");
+    let out = riegeli(
+        &["write", "--options", "zstd,chunk_size:4k", "--input", input.to_str().unwrap(), plain.to_str().unwrap()],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = riegeli(&["convert", plain.to_str().unwrap(), file, "--to", "array-record"], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    check(file, "convert --to array-record");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A small SHA-256, to compare records with the C++ side's digest.
 #[derive(Default)]
 struct Sha256Lite {
