@@ -140,6 +140,14 @@ fn every_command_on_the_cpp_array_record_files() {
         let stdout = text(&out.stdout);
         assert!(stdout.contains("  array_record {\n") && stdout.contains("    index_source: footer\n"), "{stdout}");
         assert!(stdout.contains("    array_record: FOOTER\n") && stdout.contains("    array_record: POSTSCRIPT\n"));
+        // On standard input the postscript is known by its records.
+        let out = riegeli(&["describe", "--json", "-"], &std::fs::read(path).unwrap());
+        let marked: Vec<Value> = json_lines(&out.stdout)
+            .iter()
+            .filter(|c| !c["array_record"].is_null())
+            .map(|c| c["chunk_begin"].clone())
+            .collect();
+        assert_eq!(marked, [Value::from(size - 65536)], "{path}: describe -");
         let out = riegeli(&["describe", "--plain", "--json", path], b"");
         assert!(!text(&out.stdout).contains("\"array_record\":"), "{path}: --plain");
 
@@ -508,6 +516,19 @@ fn recover_and_concat_do_not_copy_the_trailer() {
     let out = riegeli(&["count", "--plain", out_file], b"");
     assert_eq!(text(&out.stdout).trim(), "2200");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn records_of_a_plain_file_by_index() {
+    // A plain Riegeli/records file has no footer: it is indexed by a scan, quietly.
+    let manifest = manifest();
+    let expected = record_set(&manifest, "words");
+    let file = testdata("valid/simple_brotli.riegeli");
+    let out = riegeli(&["cat", "--records", "1499,3,1..3", "--format", "delimited", file.to_str().unwrap()], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let want: Vec<Vec<u8>> = [1499, 3, 1, 2].iter().map(|&i| expected[i].clone()).collect();
+    assert!(split_delimited(&out.stdout) == want);
 }
 
 #[test]
