@@ -108,6 +108,10 @@ fn every_command_on_the_cpp_array_record_files() {
             text(&out.stdout)
         );
 
+        let out = riegeli(&["verify", "-"], &std::fs::read(path).unwrap());
+        assert!(out.status.success(), "{path}: {}", text(&out.stdout));
+        assert!(text(&out.stdout).contains(&format!(" {n} records; an ArrayRecord trailer")), "{}", text(&out.stdout));
+
         // describe: the summary, and the chunks of the manifest with the trailer marked.
         let (summary, chunks) = describe_json(path);
         let summary = summary.unwrap_or_else(|| panic!("{path}: no ArrayRecord summary"));
