@@ -8,10 +8,10 @@ use std::io::IsTerminal;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use clap::{Args, ValueEnum};
-use riegeli_records::{ChunkReader, RecordPosition, RecordReader, RecordReaderOptions, SkippedRegion};
+use riegeli_records::{ChunkReader, IndexSource, RecordPosition, RecordReader, RecordReaderOptions, SkippedRegion};
 use serde_json::json;
 
-use crate::{Failed, PathArg, Usage, io, progress, proto};
+use crate::{Failed, PathArg, Usage, array_record, io, progress, proto};
 
 /// How `cat` prints records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,6 +76,15 @@ pub(crate) struct CatArgs {
     /// records separated by a blank line.
     #[arg(long)]
     pretty: bool,
+    /// Print the records with these indices, in this order: a comma-separated list of
+    /// indices and half-open ranges `A..B` (e.g. `0,7,100..200`). Random access through
+    /// the ArrayRecord footer (other files are indexed by a scan first).
+    #[arg(long, value_name = "LIST", conflicts_with = "from")]
+    records: Option<String>,
+    /// Read ArrayRecord files as plain Riegeli/records: their footer and postscript
+    /// are printed as records.
+    #[arg(long, conflicts_with = "records")]
+    plain: bool,
 }
 
 /// Arguments of `riegeli count`.
@@ -87,6 +96,10 @@ pub(crate) struct CountArgs {
     /// Skip damaged regions (reported on stderr) instead of failing.
     #[arg(long)]
     skip_corrupted: bool,
+    /// Count ArrayRecord files as plain Riegeli/records: their footer and postscript
+    /// records are counted too.
+    #[arg(long)]
+    plain: bool,
 }
 
 /// C-style escaping that keeps valid UTF-8 text readable.
@@ -163,30 +176,238 @@ fn push_varint(buf: &mut Vec<u8>, mut len: u64) {
     buf.push(len as u8);
 }
 
+/// What names a record in messages and in `--format json`.
+#[derive(Clone, Copy)]
+enum Label {
+    /// Its position (sequential reading).
+    Pos(RecordPosition),
+    /// Its index (random access through `--records`).
+    Index(u64),
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Pos(pos) => write!(f, "{pos}"),
+            Self::Index(index) => write!(f, "#{index}"),
+        }
+    }
+}
+
+/// Prints records as `--format` says.
+struct Printer {
+    format: Format,
+    pretty: bool,
+    skip_corrupted: bool,
+    proto: Option<proto::ProtoPrinter>,
+}
+
+impl Printer {
+    /// Appends `record` to `buf`, formatted; `Ok(false)` when it is skipped (a
+    /// record that does not parse as the proto type, with `--skip-corrupted`).
+    fn format(&self, buf: &mut Vec<u8>, record: &[u8], label: Label, name: &str, first: bool) -> Result<bool> {
+        match self.format {
+            Format::Text => {
+                buf.extend_from_slice(escape_text(record).as_bytes());
+                buf.push(b'\n');
+            }
+            Format::Hex => {
+                const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                for &b in record {
+                    buf.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]);
+                }
+                buf.push(b'\n');
+            }
+            Format::Base64 => {
+                buf.extend_from_slice(base64::engine::general_purpose::STANDARD.encode(record).as_bytes());
+                buf.push(b'\n');
+            }
+            Format::Json => {
+                let mut value = match label {
+                    Label::Pos(pos) => json!({"pos": pos.to_string()}),
+                    Label::Index(index) => json!({"index": index}),
+                };
+                value["size"] = json!(record.len());
+                match std::str::from_utf8(record) {
+                    Ok(text) => value["data"] = json!(text),
+                    Err(_) => value["data_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(record)),
+                }
+                buf.extend_from_slice(value.to_string().as_bytes());
+                buf.push(b'\n');
+            }
+            Format::Delimited => {
+                push_varint(buf, record.len() as u64);
+                buf.extend_from_slice(record);
+            }
+            Format::ProtoText | Format::ProtoJson => {
+                let printer = self.proto.as_ref().context("record type")?;
+                let decoded = match self.format {
+                    Format::ProtoText => printer.text(record),
+                    _ => printer.json(record),
+                };
+                match decoded {
+                    Ok(text) => {
+                        if self.pretty && !first {
+                            buf.push(b'\n');
+                        }
+                        buf.extend_from_slice(text.as_bytes());
+                        buf.push(b'\n');
+                    }
+                    Err(e) if self.skip_corrupted => {
+                        progress::note(&format!("riegeli: {name}: record {label}: {e:#}; skipped"));
+                        return Ok(false);
+                    }
+                    Err(e) => bail!("{name}: record {label}: {e:#}"),
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// One item of a `--records` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pick {
+    One(u64),
+    Range(std::ops::Range<u64>),
+}
+
+fn parse_picks(text: &str) -> Result<Vec<Pick>, Usage> {
+    let bad = |item: &str| Usage(format!("--records {text:?}: {item:?} is not an index or a range A..B"));
+    let mut picks = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        match item.split_once("..") {
+            Some((a, b)) => {
+                let a: u64 = a.trim().parse().map_err(|_| bad(item))?;
+                let b: u64 = b.trim().parse().map_err(|_| bad(item))?;
+                if a > b {
+                    return Err(Usage(format!("--records {text:?}: the range {item:?} ends before it begins")));
+                }
+                picks.push(Pick::Range(a..b));
+            }
+            None => picks.push(Pick::One(item.parse().map_err(|_| bad(item))?)),
+        }
+    }
+    if picks.is_empty() {
+        return Err(Usage(format!("--records {text:?}: no index given")));
+    }
+    Ok(picks)
+}
+
+/// Records read per batch by `--records` (decoded in parallel).
+const BATCH: usize = 4096;
+
+/// `cat --records`: random access through an [`ArrayRecordReader`](riegeli_records::ArrayRecordReader).
+fn cat_picks(
+    args: &CatArgs,
+    path: &std::path::Path,
+    picks: &[Pick],
+    printer: &mut Printer,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let name = io::name(path);
+    if path.as_os_str() == "-" {
+        return Err(Usage("--records needs a file: standard input cannot seek".to_owned()).into());
+    }
+    let trailer = array_record::detect(path)?;
+    let (mut reader, summary) = array_record::open(path, trailer)?;
+    if let Some(region) = summary.damage.first() {
+        if !args.skip_corrupted {
+            bail!("{name}: {region} (record indices would not be those of the intact file; give --skip-corrupted)");
+        }
+        for region in &summary.damage {
+            progress::note(&format!("riegeli: {name}: {region}"));
+        }
+    }
+    if printer.format.is_proto() {
+        let mut plain = RecordReader::new(io::open_file(path)?);
+        let metadata = plain.read_metadata().with_context(|| format!("{name}: cannot read the metadata"))?;
+        let desc = proto::from_metadata(metadata, &name, printer.format.name())?;
+        printer.proto = Some(proto::ProtoPrinter::new(desc, args.pretty));
+    }
+    let n = summary.num_records;
+    for pick in picks {
+        let last = match pick {
+            Pick::One(i) => Some(*i),
+            Pick::Range(r) => r.end.checked_sub(1),
+        };
+        if let Some(last) = last.filter(|&last| last >= n) {
+            return Err(Usage(format!("{name}: --records: index {last} out of range: the file has {n} records")).into());
+        }
+    }
+    let mut indices = picks.iter().flat_map(|pick| match pick {
+        Pick::One(i) => *i..*i + 1,
+        Pick::Range(r) => r.clone(),
+    });
+    let mut printed = 0u64;
+    let mut buf = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        batch.clear();
+        let room = args.limit.map_or(BATCH as u64, |limit| (limit - printed).min(BATCH as u64));
+        batch.extend(indices.by_ref().take(room as usize));
+        if batch.is_empty() {
+            break;
+        }
+        let records = reader.read_parallel(&batch).with_context(|| name.clone())?;
+        buf.clear();
+        for (&index, record) in batch.iter().zip(&records) {
+            if printer.format(&mut buf, record, Label::Index(index), &name, printed == 0)? {
+                printed += 1;
+            }
+        }
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn cat(args: CatArgs) -> Result<()> {
     let start = args.from.as_deref().map(parse_start).transpose()?;
     if args.pretty && !args.format.is_proto() {
         return Err(Usage("--pretty applies to --format proto-text and proto-json".to_owned()).into());
     }
+    let picks = args.records.as_deref().map(parse_picks).transpose()?;
     let mut out = io::create(std::path::Path::new("-"))?;
     // A bar on a terminal that also shows the records would mix with them.
     let show_progress = !std::io::stdout().is_terminal();
     let mut buf = Vec::new();
     for path in &args.files {
         let name = io::name(path);
+        let mut printer =
+            Printer { format: args.format, pretty: args.pretty, skip_corrupted: args.skip_corrupted, proto: None };
+        if let Some(picks) = &picks {
+            cat_picks(&args, path, picks, &mut printer, &mut out)?;
+            continue;
+        }
+        let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, show_progress);
         let stdin = input.is_stdin();
-        let mut reader = RecordReader::new(input);
-        if args.skip_corrupted {
+        let options = RecordReaderOptions { read_array_record_trailer: args.plain, ..RecordReaderOptions::default() };
+        let mut reader = RecordReader::with_options(input, options);
+        if let Some(trailer) = trailer {
+            // Tells on stderr when the footer cannot be used; the records are read in order anyway.
+            let (_, summary) = array_record::open(path, Some(trailer))?;
+            let footer_damaged = summary.index_source != IndexSource::Footer;
+            let skip = args.skip_corrupted;
+            let name = name.clone();
+            reader.set_recovery(move |region| {
+                if footer_damaged && region.begin() == trailer.footer_offset {
+                    // The notice above told of it; the footer holds no records.
+                    return true;
+                }
+                if skip {
+                    progress::note(&format!("riegeli: {name}: {region}"));
+                }
+                skip
+            });
+        } else if args.skip_corrupted {
             report_skipped(&mut reader, &name);
         }
-        let printer = if args.format.is_proto() {
+        if args.format.is_proto() {
             let metadata = reader.read_metadata().with_context(|| format!("{name}: cannot read the metadata"))?;
             let desc = proto::from_metadata(metadata, &name, args.format.name())?;
-            Some(proto::ProtoPrinter::new(desc, args.pretty))
-        } else {
-            None
-        };
+            printer.proto = Some(proto::ProtoPrinter::new(desc, args.pretty));
+        }
         match start {
             // Standard input cannot seek: records before the start are read and dropped.
             _ if stdin => {}
@@ -224,67 +445,58 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 continue;
             }
             buf.clear();
-            match args.format {
-                Format::Text => {
-                    buf.extend_from_slice(escape_text(&record).as_bytes());
-                    buf.push(b'\n');
-                }
-                Format::Hex => {
-                    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-                    for &b in record.iter() {
-                        buf.extend_from_slice(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]);
-                    }
-                    buf.push(b'\n');
-                }
-                Format::Base64 => {
-                    buf.extend_from_slice(base64::engine::general_purpose::STANDARD.encode(&record).as_bytes());
-                    buf.push(b'\n');
-                }
-                Format::Json => {
-                    let pos = pos.to_string();
-                    let value = match std::str::from_utf8(&record) {
-                        Ok(text) => json!({"pos": pos, "size": record.len(), "data": text}),
-                        Err(_) => json!({
-                            "pos": pos,
-                            "size": record.len(),
-                            "data_base64": base64::engine::general_purpose::STANDARD.encode(&record),
-                        }),
-                    };
-                    buf.extend_from_slice(value.to_string().as_bytes());
-                    buf.push(b'\n');
-                }
-                Format::Delimited => {
-                    push_varint(&mut buf, record.len() as u64);
-                    buf.extend_from_slice(&record);
-                }
-                Format::ProtoText | Format::ProtoJson => {
-                    let printer = printer.as_ref().context("record type")?;
-                    let decoded = match args.format {
-                        Format::ProtoText => printer.text(&record),
-                        _ => printer.json(&record),
-                    };
-                    match decoded {
-                        Ok(text) => {
-                            if args.pretty && printed > 0 {
-                                buf.push(b'\n');
-                            }
-                            buf.extend_from_slice(text.as_bytes());
-                            buf.push(b'\n');
-                        }
-                        Err(e) if args.skip_corrupted => {
-                            progress::note(&format!("riegeli: {name}: record {pos}: {e:#}; skipped"));
-                            continue;
-                        }
-                        Err(e) => bail!("{name}: record {pos}: {e:#}"),
-                    }
-                }
+            if printer.format(&mut buf, &record, Label::Pos(pos), &name, printed == 0)? {
+                printed += 1;
+                out.write_all(&buf)?;
             }
-            printed += 1;
-            out.write_all(&buf)?;
         }
     }
     out.flush()?;
     Ok(())
+}
+
+/// Counts the records of a file from its chunk headers, without decoding; an
+/// ArrayRecord trailer at the end (a footer chunk followed by a postscript
+/// pointing at it) is not counted unless `plain`.
+fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
+    let input = io::open(path)?.with_progress(name, true);
+    let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
+    let mut count = 0u64;
+    let mut failed = false;
+    // The last two chunks with records: maybe a footer and a postscript.
+    let mut last_two: Vec<riegeli_records::Chunk> = Vec::new();
+    loop {
+        match reader.read_chunk() {
+            Ok(Some(chunk)) => {
+                let h = chunk.header();
+                if matches!(h.chunk_type(), b'r' | b't') && h.num_records() > 0 {
+                    count += h.num_records();
+                    if last_two.len() == 2 {
+                        last_two.remove(0);
+                    }
+                    last_two.push(chunk);
+                }
+            }
+            Ok(None) => break,
+            Err(e) if e.is_corruption() && args.skip_corrupted => {
+                if let Some(region) = reader.recover().with_context(|| name.to_owned())? {
+                    progress::note(&format!("riegeli: {name}: {region}"));
+                }
+            }
+            Err(e) => {
+                progress::note(&format!("riegeli: {name}: {e}"));
+                failed = true;
+                break;
+            }
+        }
+    }
+    if !args.plain
+        && let [footer, postscript] = last_two.as_slice()
+        && crate::describe::Decoders::new().postscript(postscript) == Some(footer.begin())
+    {
+        count -= footer.header().num_records() + postscript.header().num_records();
+    }
+    Ok((count, failed))
 }
 
 pub(crate) fn count(args: CountArgs) -> Result<()> {
@@ -292,31 +504,25 @@ pub(crate) fn count(args: CountArgs) -> Result<()> {
     let mut failed = false;
     for path in &args.files {
         let name = io::name(path);
-        let input = io::open(path)?.with_progress(&name, true);
-        // Counting needs no decoding: chunk headers say how many records each chunk holds.
-        let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
-        let mut count = 0u64;
-        loop {
-            match reader.read_chunk() {
-                Ok(Some(chunk)) => {
-                    let h = chunk.header();
-                    if matches!(h.chunk_type(), b'r' | b't') {
-                        count += h.num_records();
-                    }
+        let trailer = if args.plain { None } else { array_record::detect(path)? };
+        let count = match trailer {
+            // The footer says how many records there are.
+            Some(trailer) => {
+                let (_, summary) = array_record::open(path, Some(trailer))?;
+                for region in &summary.damage {
+                    progress::note(&format!("riegeli: {name}: {region}"));
                 }
-                Ok(None) => break,
-                Err(e) if e.is_corruption() && args.skip_corrupted => {
-                    if let Some(region) = reader.recover().with_context(|| name.clone())? {
-                        progress::note(&format!("riegeli: {name}: {region}"));
-                    }
-                }
-                Err(e) => {
-                    progress::note(&format!("riegeli: {name}: {e}"));
+                if !summary.damage.is_empty() && !args.skip_corrupted {
                     failed = true;
-                    break;
                 }
+                summary.num_records
             }
-        }
+            None => {
+                let (count, bad) = count_chunks(path, &name, &args)?;
+                failed |= bad;
+                count
+            }
+        };
         total += count;
         if args.files.len() > 1 {
             progress::out(&format!("{count} {name}"));

@@ -12,7 +12,7 @@ use riegeli_codec::{
 use riegeli_records::{Chunk, ChunkReader, RecordReaderOptions, RecordsMetadata};
 use serde_json::json;
 
-use crate::{Failed, PathArg, io, progress, proto};
+use crate::{Failed, PathArg, array_record, io, progress, proto};
 
 /// Arguments of `riegeli describe`.
 #[derive(Debug, Args)]
@@ -32,6 +32,10 @@ pub(crate) struct DescribeArgs {
     /// One JSON object per chunk instead of text.
     #[arg(long)]
     json: bool,
+    /// Describe ArrayRecord files as plain Riegeli/records: no ArrayRecord summary,
+    /// footer and postscript chunks not marked.
+    #[arg(long)]
+    plain: bool,
 }
 
 /// Arguments of `riegeli verify`.
@@ -43,6 +47,9 @@ pub(crate) struct VerifyArgs {
     /// Print nothing for files without problems.
     #[arg(long, short)]
     quiet: bool,
+    /// Check ArrayRecord files as plain Riegeli/records only (not their footer).
+    #[arg(long)]
+    plain: bool,
 }
 
 pub(crate) fn chunk_type_name(chunk_type: u8) -> String {
@@ -107,6 +114,16 @@ impl Decoders {
         }
     }
 
+    /// The footer offset an ArrayRecord postscript chunk names (its first
+    /// record), if `chunk` is a simple chunk holding one.
+    pub(crate) fn postscript(&mut self, chunk: &Chunk) -> Option<u64> {
+        if chunk.header().chunk_type() != ChunkType::Simple.to_byte() {
+            return None;
+        }
+        let records = self.records(chunk).ok()??;
+        crate::array_record::parse_postscript(&records.get(0)?)
+    }
+
     /// Decodes a metadata chunk into a serialized `RecordsMetadata`, checking that it parses.
     pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
         let h = chunk.header();
@@ -121,10 +138,72 @@ impl Decoders {
     }
 }
 
+/// The number of records of the first data chunk before `end` (an ArrayRecord
+/// file's group size), reading chunks from the beginning of `path`.
+fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
+    let mut reader = ChunkReader::new(io::open_file(path)?, RecordReaderOptions::default());
+    while let Some(chunk) = reader.read_chunk().ok().flatten() {
+        if chunk.begin() >= end {
+            break;
+        }
+        let h = chunk.header();
+        if matches!(h.chunk_type(), b'r' | b't') && h.num_records() > 0 {
+            return Ok(Some(h.num_records()));
+        }
+    }
+    Ok(None)
+}
+
+/// Prints the ArrayRecord summary of a file (text, or one JSON object).
+fn describe_array_record(
+    out: &mut dyn Write,
+    path: &std::path::Path,
+    name: &str,
+    trailer: array_record::Trailer,
+    json: bool,
+) -> Result<()> {
+    let (_, summary) = array_record::open(path, Some(trailer))?;
+    let group_size = first_group_size(path, trailer.footer_offset)?;
+    if json {
+        let mut object = json!({
+            "num_records": summary.num_records,
+            "num_chunks": summary.num_chunks,
+            "group_size": group_size,
+            "writer_options": summary.writer_options,
+            "index_source": summary.index_source_name(),
+            "footer_offset": trailer.footer_offset,
+            "postscript_offset": trailer.postscript_pos,
+        });
+        if let Some(reason) = &summary.fallback_reason {
+            object["fallback_reason"] = json!(reason);
+        }
+        writeln!(out, "{}", json!({"file": name, "array_record": object}))?;
+        return Ok(());
+    }
+    writeln!(out, "  array_record {{")?;
+    writeln!(out, "    num_records: {}", summary.num_records)?;
+    writeln!(out, "    num_chunks: {}", summary.num_chunks)?;
+    if let Some(g) = group_size {
+        writeln!(out, "    group_size: {g}")?;
+    }
+    if let Some(w) = &summary.writer_options {
+        writeln!(out, "    writer_options: {w:?}")?;
+    }
+    writeln!(out, "    index_source: {}", summary.index_source_name())?;
+    writeln!(out, "    footer_offset: {}", trailer.footer_offset)?;
+    writeln!(out, "    postscript_offset: {}", trailer.postscript_pos)?;
+    if let Some(reason) = &summary.fallback_reason {
+        writeln!(out, "    # FOOTER UNUSABLE: {reason}")?;
+    }
+    writeln!(out, "  }}")?;
+    Ok(())
+}
+
 pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     let mut out = io::create(std::path::Path::new("-"))?;
     let mut problems = false;
     for path in &args.files {
+        let trailer = if args.plain { None } else { array_record::detect(path)? };
         let mut input = io::open(path)?;
         let size = io::size_of(&mut input);
         let name = io::name(path);
@@ -135,6 +214,9 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             if let Some(size) = size {
                 writeln!(out, "  file_size: {size}")?;
             }
+        }
+        if let Some(trailer) = trailer {
+            describe_array_record(&mut out, path, &name, trailer, args.json)?;
         }
         loop {
             let chunk = match reader.read_chunk() {
@@ -174,6 +256,16 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 None
             };
             problems |= problem.is_some();
+            // The ArrayRecord footer and postscript (on standard input, where the file's end
+            // cannot be read first, the postscript is known by its records).
+            let role = match trailer {
+                Some(t) if chunk.begin() == t.footer_offset => Some("FOOTER"),
+                Some(t) if chunk.begin() == t.postscript_pos => Some("POSTSCRIPT"),
+                None if !args.plain && decoders.postscript(&chunk).is_some_and(|f| f < chunk.begin()) => {
+                    Some("POSTSCRIPT")
+                }
+                _ => None,
+            };
             let compression = matches!(
                 ChunkType::from_byte(h.chunk_type()),
                 Some(ChunkType::Simple | ChunkType::Transposed | ChunkType::FileMetadata)
@@ -190,6 +282,9 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 });
                 if let Some(c) = compression {
                     object["compression_type"] = json!(c);
+                }
+                if let Some(role) = role {
+                    object["array_record"] = json!(role);
                 }
                 if let Some(records) = &records {
                     if args.show_record_sizes {
@@ -216,6 +311,9 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 writeln!(out, "    decoded_data_size: {}", h.decoded_data_size())?;
                 if let Some(c) = compression {
                     writeln!(out, "    compression_type: {c}")?;
+                }
+                if let Some(role) = role {
+                    writeln!(out, "    array_record: {role}")?;
                 }
                 if let Some(records) = &records {
                     if args.show_record_sizes {
@@ -250,14 +348,42 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     if problems { Err(Failed.into()) } else { Ok(()) }
 }
 
+/// Records read per batch when `verify` reads an ArrayRecord file through its footer.
+const VERIFY_BATCH: u64 = 1 << 14;
+
+/// Checks an ArrayRecord file's footer against its chunks: the footer must be
+/// usable, and every record must be readable through it (each chunk's header
+/// agreeing with its footer entry). Returns the number of indexed chunks, or
+/// the problem (with its position).
+fn verify_footer(path: &std::path::Path, trailer: array_record::Trailer) -> Result<usize, String> {
+    let (mut reader, summary) = array_record::open_with(path, Some(trailer)).map_err(|e| format!("{e:#}"))?;
+    if summary.index_source != riegeli_records::IndexSource::Footer {
+        let reason = summary.fallback_reason.unwrap_or_default();
+        return Err(format!("footer (at {}) unusable: {reason}", trailer.footer_offset));
+    }
+    let n = summary.num_records;
+    for start in (0..n).step_by(VERIFY_BATCH as usize) {
+        let end = n.min(start + VERIFY_BATCH);
+        reader
+            .read_range_parallel(start..end)
+            .map_err(|e| format!("records {start}..{end} through the footer: {e}"))?;
+    }
+    Ok(summary.num_chunks)
+}
+
 pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     let mut any_problem = false;
     for path in &args.files {
         let name = io::name(path);
+        let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, true);
         let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
         let mut decoders = Decoders::new();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
+        // Records of the ArrayRecord footer and postscript, which are not data.
+        let mut trailer_records = 0u64;
+        // Without a known trailer (standard input), the last two data chunks may be one.
+        let mut last_two: Vec<(riegeli_records::Chunk, u64)> = Vec::new();
         loop {
             let chunk = match reader.read_chunk() {
                 Ok(Some(chunk)) => chunk,
@@ -288,7 +414,17 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 progress::out(&format!("{name}: position 0: missing file signature"));
             }
             match decoders.records(&chunk) {
-                Ok(Some(decoded)) => records += decoded.len() as u64,
+                Ok(Some(decoded)) => {
+                    records += decoded.len() as u64;
+                    if trailer.is_some_and(|t| chunk.begin() == t.footer_offset || chunk.begin() == t.postscript_pos) {
+                        trailer_records += decoded.len() as u64;
+                    } else if trailer.is_none() && !args.plain && !decoded.is_empty() {
+                        if last_two.len() == 2 {
+                            last_two.remove(0);
+                        }
+                        last_two.push((chunk.clone(), decoded.len() as u64));
+                    }
+                }
                 Ok(None) => {}
                 Err(e) => {
                     problems += 1;
@@ -302,11 +438,28 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin()));
             }
         }
+        let mut what = String::new();
+        if let [(footer, footer_records), (postscript, postscript_records)] = last_two.as_slice()
+            && decoders.postscript(postscript) == Some(footer.begin())
+        {
+            records -= footer_records + postscript_records;
+            what = "; an ArrayRecord trailer (its footer is checked only in a file)".to_owned();
+        }
+        if let Some(trailer) = trailer {
+            records -= trailer_records;
+            match verify_footer(path, trailer) {
+                Ok(num_chunks) => what = format!("; ArrayRecord, the footer indexes {num_chunks} chunks"),
+                Err(problem) => {
+                    problems += 1;
+                    progress::out(&format!("{name}: ArrayRecord {problem}"));
+                }
+            }
+        }
         if problems > 0 {
             any_problem = true;
             progress::out(&format!("{name}: {problems} problem(s); {chunks} good chunks, {records} records readable"));
         } else if !args.quiet {
-            progress::out(&format!("{name}: OK ({chunks} chunks, {records} records)"));
+            progress::out(&format!("{name}: OK ({chunks} chunks, {records} records{what})"));
         }
     }
     if any_problem { Err(Failed.into()) } else { Ok(()) }

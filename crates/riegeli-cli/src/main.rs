@@ -1,4 +1,5 @@
-//! `riegeli`: look into and work with Riegeli/records files.
+//! `riegeli`: look into and work with Riegeli/records files (and ArrayRecord
+//! files, Riegeli/records with a footer indexing the chunks).
 //!
 //! Exit codes: 0 success; 1 corrupt or unreadable data (or a failed check);
 //! 2 usage errors.
@@ -6,6 +7,7 @@
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 #![allow(clippy::print_stderr, reason = "a command-line tool prints its errors")]
 
+mod array_record;
 mod bench;
 mod cat;
 mod describe;
@@ -37,11 +39,11 @@ enum Command {
     Describe(describe::DescribeArgs),
     /// Print the records of each file.
     Cat(cat::CatArgs),
-    /// Count the records of each file.
+    /// Count the records of each file (an ArrayRecord file's from its footer).
     Count(cat::CountArgs),
-    /// Write records from standard input (or --input) to a new file.
+    /// Write records from standard input (or --input) to a new Riegeli or ArrayRecord file.
     Write(write::WriteArgs),
-    /// Re-encode a file (Riegeli or TFRecord) as Riegeli or TFRecord.
+    /// Re-encode a file (Riegeli, ArrayRecord or TFRecord) as Riegeli, ArrayRecord or TFRecord.
     Convert(write::ConvertArgs),
     /// Check every block header, chunk header, data hash and chunk decoding.
     Verify(describe::VerifyArgs),

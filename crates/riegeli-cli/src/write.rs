@@ -6,7 +6,12 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use clap::{Args, ValueEnum};
-use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata};
+use riegeli_codec::{CompressionType, CompressorOptions};
+use riegeli_records::array_record::index_riegeli_file;
+use riegeli_records::{
+    ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter,
+    RecordWriterOptions, RecordsMetadata,
+};
 
 use crate::tfrecord::{TfCompression, TfReader, TfWriter};
 use crate::{PathArg, Usage, io, progress};
@@ -29,9 +34,14 @@ pub(crate) enum InputFormat {
 pub(crate) struct WriteArgs {
     /// The file to create (`-` for standard output).
     out: PathArg,
-    /// Writer options in the C++ option grammar, e.g. `transpose,zstd:3,chunk_size:1M`.
+    /// Writer options in the C++ option grammar, e.g. `transpose,zstd:3,chunk_size:1M`;
+    /// with --array-record, ArrayRecord's grammar, e.g. `group_size:100,transpose,zstd:3`.
     #[arg(long, short, default_value = "default")]
     options: String,
+    /// Write an ArrayRecord file: chunks of `group_size` records and a footer that
+    /// indexes them, for random access by record index (google/array_record).
+    #[arg(long)]
+    array_record: bool,
     /// How records arrive.
     #[arg(long, short = 'f', value_enum, default_value_t = InputFormat::Delimited)]
     input_format: InputFormat,
@@ -59,9 +69,12 @@ pub(crate) struct ConvertArgs {
     input: PathArg,
     /// Output file (`-` for standard output).
     out: PathArg,
-    /// Writer options for Riegeli output.
-    #[arg(long, short, default_value = "default")]
-    options: String,
+    /// Writer options: Riegeli's grammar for `--to riegeli` (default `default`);
+    /// ArrayRecord's for `--to array-record`, which then re-encodes every record.
+    /// Without them, `--to array-record` copies the input's chunks when their record
+    /// counts allow (the footer takes the input's compression).
+    #[arg(long, short)]
+    options: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Container::Riegeli)]
     to: Container,
@@ -78,6 +91,8 @@ pub(crate) struct ConvertArgs {
 pub(crate) enum Container {
     /// Riegeli/records.
     Riegeli,
+    /// ArrayRecord (Riegeli/records with a footer indexing the chunks); read as Riegeli.
+    ArrayRecord,
     /// TFRecord.
     Tfrecord,
 }
@@ -112,6 +127,21 @@ pub(crate) struct ConcatArgs {
 
 fn parse_options(text: &str) -> Result<RecordWriterOptions> {
     text.parse::<RecordWriterOptions>().map_err(|e| Usage(format!("--options: {e}")).into())
+}
+
+fn parse_array_options(text: &str) -> Result<ArrayRecordWriterOptions> {
+    text.parse::<ArrayRecordWriterOptions>().map_err(|e| Usage(format!("--options (ArrayRecord): {e}")).into())
+}
+
+/// Starts an ArrayRecord file; options the writer rejects are a usage error.
+fn array_record_writer(dest: Box<dyn Write>, options: ArrayRecordWriterOptions) -> Result<Sink> {
+    match ArrayRecordWriter::new(dest, options) {
+        Ok(writer) => Ok(Sink::ArrayRecord(Box::new(writer))),
+        Err(e) if matches!(e.kind(), riegeli_records::ErrorKind::InvalidArgument(_)) => {
+            Err(Usage(format!("--options (ArrayRecord): {e}")).into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Calls `f` with each record of a delimited/lines/json/tfrecord stream.
@@ -211,7 +241,9 @@ pub(crate) fn boxed_input(path: Option<&Path>) -> Result<Box<dyn Read>> {
 }
 
 pub(crate) fn write(args: WriteArgs) -> Result<()> {
-    let mut options = parse_options(&args.options)?;
+    // Check the options before reading anything.
+    let array_options = if args.array_record { Some(parse_array_options(&args.options)?) } else { None };
+    let mut options = if args.array_record { RecordWriterOptions::default() } else { parse_options(&args.options)? };
     let mut metadata = RecordsMetadata::default();
     let mut has_metadata = false;
     if let Some(comment) = &args.metadata_comment {
@@ -234,17 +266,28 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
         metadata.file_descriptor = set.file;
         has_metadata = true;
     }
-    if has_metadata {
-        metadata.record_writer_options = options.to_string();
-        options = options.set_metadata(Some(metadata));
-    }
+    let metadata = has_metadata.then_some(metadata);
     io::check_output_is_not_an_input(&args.out, args.input.as_deref())?;
     let input = boxed_input(args.input.as_deref())?;
     let dest = io::create(&args.out)?;
-    let mut writer = RecordWriter::new(dest, options)?;
-    for_each_record(input, args.input_format, args.tfrecord_compression, |record| Ok(writer.write_record(record)?))?;
-    writer.close()?.flush()?;
-    Ok(())
+    let mut sink = match array_options {
+        Some(array_options) => {
+            let metadata = metadata.map(|mut m| {
+                m.record_writer_options = array_options.to_string();
+                m
+            });
+            array_record_writer(dest, array_options.set_metadata(metadata))?
+        }
+        None => {
+            if let Some(mut m) = metadata {
+                m.record_writer_options = options.to_string();
+                options = options.set_metadata(Some(m));
+            }
+            Sink::Riegeli(Box::new(RecordWriter::new(dest, options)?))
+        }
+    };
+    for_each_record(input, args.input_format, args.tfrecord_compression, |record| sink.write(record))?;
+    sink.finish()
 }
 
 /// Detects the input container from its first bytes.
@@ -265,6 +308,7 @@ fn detect(path: &Path) -> Result<Container> {
 /// Where `convert` writes records.
 enum Sink {
     Riegeli(Box<RecordWriter<Box<dyn Write>>>),
+    ArrayRecord(Box<ArrayRecordWriter<Box<dyn Write>>>),
     TfRecord(TfWriter<'static>),
 }
 
@@ -272,6 +316,7 @@ impl Sink {
     fn write(&mut self, record: &[u8]) -> Result<()> {
         match self {
             Self::Riegeli(w) => Ok(w.write_record(record)?),
+            Self::ArrayRecord(w) => Ok(w.write_record(record)?),
             Self::TfRecord(w) => w.write(record),
         }
     }
@@ -279,21 +324,107 @@ impl Sink {
     fn finish(self) -> Result<()> {
         match self {
             Self::Riegeli(w) => Ok(w.close()?.flush()?),
+            Self::ArrayRecord(w) => Ok(w.close()?.flush()?),
             Self::TfRecord(w) => w.finish(),
         }
     }
 }
 
+/// ArrayRecord options that keep what can be seen of a Riegeli/records file's
+/// encoding: the first data chunk's compression (at the codec's default
+/// level), transposition and record count (the group size when chunks must be
+/// re-encoded), and whether it is padded to a block boundary.
+fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
+    let mut reader = ChunkReader::new(io::open_file(path)?, RecordReaderOptions::default());
+    let mut options = ArrayRecordWriterOptions::new();
+    let name = io::name(path);
+    let chunk = loop {
+        match reader.read_chunk().with_context(|| name.clone())? {
+            None => return Ok(options),
+            Some(chunk) if matches!(chunk.header().chunk_type(), b'r' | b't') && chunk.header().num_records() > 0 => {
+                break chunk;
+            }
+            Some(_) => {}
+        }
+    };
+    let h = chunk.header();
+    options = options.set_transpose(h.chunk_type() == b't').set_group_size(h.num_records().min(i32::MAX as u64));
+    options = match chunk.data().first().map(|&b| CompressionType::from_byte(b)) {
+        Some(Ok(CompressionType::None)) => options.set_uncompressed(),
+        Some(Ok(CompressionType::Brotli)) => options.set_brotli(CompressorOptions::BROTLI_DEFAULT_LEVEL),
+        Some(Ok(CompressionType::Snappy)) => options.set_snappy(),
+        _ => options,
+    };
+    let padded = chunk.end().is_multiple_of(BLOCK_SIZE)
+        || reader
+            .read_chunk()
+            .ok()
+            .flatten()
+            .is_some_and(|next| next.header().chunk_type() == b'p' && next.end().is_multiple_of(BLOCK_SIZE));
+    Ok(options.set_pad_to_block_boundary(padded))
+}
+
+/// The block size: padding ends at a multiple of it.
+const BLOCK_SIZE: u64 = 1 << 16;
+
+/// `convert --to array-record` without options: index the input, copying its chunks.
+fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
+    let name = io::name(&args.input);
+    if args.input.as_os_str() == "-" {
+        return Err(Usage(
+            "--to array-record copies chunks from a file: standard input cannot seek (or give --options to re-encode)"
+                .to_owned(),
+        )
+        .into());
+    }
+    // An ArrayRecord input keeps the options its footer states; a plain one those its chunks show.
+    let stated = match crate::array_record::detect(&args.input)? {
+        Some(trailer) => crate::array_record::open(&args.input, Some(trailer))?
+            .1
+            .writer_options
+            .and_then(|text| text.parse::<ArrayRecordWriterOptions>().ok()),
+        None => None,
+    };
+    let options = match stated {
+        Some(options) => options,
+        None => infer_array_options(&args.input)?,
+    };
+    let input = io::open(&args.input)?.with_progress(&name, true);
+    let (dest, report) = index_riegeli_file(input, io::create(&args.out)?, options).with_context(|| name.clone())?;
+    let mut dest = dest;
+    dest.flush()?;
+    let what = if report.reencoded_records > 0 {
+        format!("re-encoded {} records in groups of {}", report.reencoded_records, report.group_size)
+    } else {
+        format!("copied {} chunks (group size {}) without re-encoding", report.copied_chunks, report.group_size)
+    };
+    let dropped = if report.dropped_old_trailer { "; dropped the old footer and postscript" } else { "" };
+    progress::note(&format!("riegeli: {name}: {what}; {} records{dropped}", report.num_records));
+    Ok(())
+}
+
 pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
-    let options = parse_options(&args.options)?;
     let from = match args.from {
         Some(from) => from,
         None => detect(&args.input)?,
     };
+    let array_options = match (&args.options, args.to) {
+        (Some(text), Container::ArrayRecord) => Some(parse_array_options(text)?),
+        (None, Container::ArrayRecord) if from != Container::Tfrecord => return index_to_array_record(&args),
+        (None, Container::ArrayRecord) => Some(ArrayRecordWriterOptions::default()),
+        _ => None,
+    };
+    // Check the options before creating the output.
+    let options = match args.to {
+        Container::ArrayRecord => RecordWriterOptions::default(),
+        _ => parse_options(args.options.as_deref().unwrap_or("default"))?,
+    };
     let name = io::name(&args.input);
     let mut reader = match from {
-        Container::Riegeli => Some(RecordReader::new(io::open(&args.input)?.with_progress(&name, true))),
+        Container::Riegeli | Container::ArrayRecord => {
+            Some(RecordReader::new(io::open(&args.input)?.with_progress(&name, true)))
+        }
         Container::Tfrecord => None,
     };
     let metadata = match reader.as_mut() {
@@ -301,8 +432,18 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
         None => None,
     };
     let dest = io::create(&args.out)?;
-    let mut sink = match args.to {
-        Container::Riegeli => {
+    let mut reencoding = None;
+    let mut sink = match (args.to, array_options) {
+        (Container::ArrayRecord, Some(array_options)) => {
+            let group_size = array_options.group_size();
+            let metadata = metadata.map(|mut m| {
+                m.record_writer_options = array_options.to_string();
+                m
+            });
+            reencoding = Some(group_size);
+            array_record_writer(dest, array_options.set_metadata(metadata))?
+        }
+        (Container::Riegeli | Container::ArrayRecord, _) => {
             let mut options = options;
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
@@ -310,20 +451,29 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             }
             Sink::Riegeli(Box::new(RecordWriter::new(dest, options)?))
         }
-        Container::Tfrecord => Sink::TfRecord(TfWriter::new(dest, args.tfrecord_compression)),
+        (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, args.tfrecord_compression)),
     };
+    let mut count = 0u64;
     match reader {
         Some(mut reader) => {
             while let Some(record) = reader.read_record().with_context(|| name.clone())? {
                 sink.write(&record)?;
+                count += 1;
             }
         }
         None => {
             let input: Box<dyn Read> = Box::new(io::open(&args.input)?.with_progress(&name, true));
-            for_each_record(input, InputFormat::Tfrecord, args.tfrecord_compression, |r| sink.write(r))?;
+            for_each_record(input, InputFormat::Tfrecord, args.tfrecord_compression, |r| {
+                count += 1;
+                sink.write(r)
+            })?;
         }
     }
-    sink.finish()
+    sink.finish()?;
+    if let Some(group_size) = reencoding {
+        progress::note(&format!("riegeli: {name}: re-encoded {count} records in groups of {group_size}"));
+    }
+    Ok(())
 }
 
 pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
@@ -358,11 +508,13 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
     io::check_output_is_not_an_input(&args.out, args.inputs.iter().map(|p| p.as_path()))?;
     let mut options = parse_options(&args.options)?;
     // Physical concatenation needs Riegeli files that end at a block boundary; anything
-    // else goes record by record, where a bad input is reported as such.
+    // else goes record by record, where a bad input is reported as such. ArrayRecord
+    // files also go record by record: their footers and postscripts are not records.
     let padded = !args.records
         && args.inputs.iter().all(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0 && m.len() > 0)
                 && detect(p).is_ok_and(|c| c == Container::Riegeli)
+                && crate::array_record::detect(p).is_ok_and(|t| t.is_none())
         });
     let mut dest = io::create(&args.out)?;
     if padded {

@@ -5,12 +5,12 @@ use serde_json::Value;
 
 use crate::{assert_one_line_error, riegeli, scratch_dir, testdata, text};
 
-fn manifest() -> Value {
+pub(crate) fn manifest() -> Value {
     serde_json::from_slice(&std::fs::read(testdata("MANIFEST.json")).unwrap()).unwrap()
 }
 
 /// Splits a varint-length-delimited stream (independent of the binary's own parser).
-fn split_delimited(mut bytes: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn split_delimited(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut records = Vec::new();
     while !bytes.is_empty() {
         let (mut len, mut shift) = (0usize, 0);
@@ -29,14 +29,14 @@ fn split_delimited(mut bytes: &[u8]) -> Vec<Vec<u8>> {
     records
 }
 
-fn record_set(manifest: &Value, name: &str) -> Vec<Vec<u8>> {
+pub(crate) fn record_set(manifest: &Value, name: &str) -> Vec<Vec<u8>> {
     let path = manifest["record_sets"][name]["path"].as_str().unwrap();
     let records = split_delimited(&std::fs::read(testdata(path)).unwrap());
     assert_eq!(records.len() as u64, manifest["record_sets"][name]["num_records"].as_u64().unwrap());
     records
 }
 
-fn files<'a>(manifest: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+pub(crate) fn files<'a>(manifest: &'a Value, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
     manifest["files"].as_array().unwrap().iter().filter(move |f| f["kind"] == kind)
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests that run the `riegeli` binary.
 
+mod array_record;
 mod commands;
 mod golden;
 mod proto;
