@@ -57,7 +57,7 @@ const WINDOW_BYTES: u64 = 64 << 20;
 /// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
 /// chunk's header must agree with its footer entry when it is read. Every
 /// other allocation sized by the file is bounded by the
-/// [`RecordReaderOptions`](crate::RecordReaderOptions) limits, as for
+/// [`RecordReaderOptions`] limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged, the file is read as plain Riegeli/records instead: one
 /// sequential scan of the chunk headers builds the index
