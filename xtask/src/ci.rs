@@ -4,7 +4,7 @@ use anyhow::Result;
 use xshell::{Shell, cmd};
 
 /// Codec feature sets checked besides the default (`--no-default-features` and each codec alone).
-const FEATURE_MATRIX: &[&str] = &["", "brotli", "zstd", "snappy"];
+const FEATURE_MATRIX: &[&str] = &["", "brotli", "brotli-c", "zstd", "snappy"];
 
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     let skip_interop = args.iter().any(|a| a == "--no-interop");
@@ -18,6 +18,8 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     // Without any codec, the tests check that compressed data is `Unsupported`;
     // each codec alone must at least build with its tests.
     cmd!(sh, "cargo test --locked -p riegeli-codec --no-default-features").run()?;
+    // The default brotli is Google's C library (`brotli-c`); the pure-Rust one must pass too.
+    cmd!(sh, "cargo test --locked -p riegeli-codec --no-default-features --features brotli,zstd,snappy").run()?;
     for features in FEATURE_MATRIX.iter().filter(|f| !f.is_empty()) {
         cmd!(sh, "cargo check --locked -p riegeli-codec --tests --no-default-features --features={features}").run()?;
     }

@@ -426,7 +426,84 @@ fn codec_failed(codec: &'static str, offset: usize, message: String) -> CodecErr
     CodecError::new("compressed stream", offset as u64, CodecErrorKind::Compression { codec, message })
 }
 
-#[cfg(feature = "brotli")]
+#[cfg(feature = "brotli-c")]
+mod brotli_impl {
+    //! Brotli through the C library (Google's, as C++ Riegeli uses), via the
+    //! `brotlic` bindings: about 1.5x faster than the pure-Rust encoder at
+    //! quality 6, and a few percent smaller output.
+    use brotlic::{
+        BrotliDecoderOptions, BrotliEncoderOptions, LargeWindowSize, Quality, WindowSize, decode::DecoderInfo,
+        encode::BrotliOperation,
+    };
+
+    use super::{CodecError, codec_failed, longer_than_declared, shorter_than_declared, trailing_bytes};
+
+    /// Brotli's own limit for the standard (not large) window.
+    const MAX_STANDARD_WINDOW_LOG: u32 = 24;
+
+    pub(super) fn compress(data: &[u8], quality: u32, window_log: u32, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let failed = |what: &str| codec_failed("brotli", 0, what.to_owned());
+        let quality = u8::try_from(quality).ok().and_then(|q| Quality::new(q).ok());
+        let quality = quality.ok_or_else(|| failed("quality out of range"))?;
+        let window = u8::try_from(window_log).map_err(|_| failed("window_log out of range"))?;
+        let mut options = BrotliEncoderOptions::new();
+        options.quality(quality).size_hint(u32::try_from(data.len()).unwrap_or(u32::MAX));
+        if window_log > MAX_STANDARD_WINDOW_LOG {
+            options.large_window_size(LargeWindowSize::new(window).map_err(|_| failed("window_log out of range"))?);
+        } else {
+            options.window_size(WindowSize::new(window).map_err(|_| failed("window_log out of range"))?);
+        }
+        let mut encoder = options.build().map_err(|_| failed("setting encoder parameters failed"))?;
+        let stream_start = out.len();
+        // Room for the whole stream in one go (grown below if ever too small).
+        let bound = data.len() + data.len() / 8 + 1024;
+        out.resize(stream_start + bound, 0);
+        let mut in_offset = 0;
+        let mut out_offset = stream_start;
+        loop {
+            let input = data.get(in_offset..).unwrap_or_default();
+            let output = out.get_mut(out_offset..).unwrap_or_default();
+            let Ok(result) = encoder.compress(input, output, BrotliOperation::Finish) else {
+                out.truncate(stream_start);
+                return Err(failed("encoder failed"));
+            };
+            in_offset += result.bytes_read;
+            out_offset += result.bytes_written;
+            if encoder.is_finished() {
+                break;
+            }
+            if out_offset == out.len() {
+                let grow = (out.len() - stream_start).max(4096);
+                out.resize(out.len() + grow, 0);
+            }
+        }
+        out.truncate(out_offset);
+        Ok(())
+    }
+
+    pub(super) fn decompress(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let start = out.len();
+        out.resize(start + size, 0);
+        let output = out.get_mut(start..).unwrap_or_default();
+        // Large-window streams are accepted, as C++ Riegeli's reader does.
+        let mut decoder = BrotliDecoderOptions::new()
+            .large_window_size(true)
+            .build()
+            .map_err(|_| codec_failed("brotli", 0, "setting decoder parameters failed".to_owned()))?;
+        match decoder.decompress(stream, output) {
+            Ok(result) => match result.info {
+                DecoderInfo::Finished if result.bytes_written != size => Err(shorter_than_declared(result.bytes_read)),
+                DecoderInfo::Finished if result.bytes_read != stream.len() => Err(trailing_bytes(result.bytes_read)),
+                DecoderInfo::Finished => Ok(()),
+                DecoderInfo::NeedsMoreOutput => Err(longer_than_declared(result.bytes_read)),
+                DecoderInfo::NeedsMoreInput => Err(CodecError::truncated("compressed stream", stream.len() as u64, 1)),
+            },
+            Err(error) => Err(codec_failed("brotli", 0, format!("corrupt stream ({error})"))),
+        }
+    }
+}
+
+#[cfg(all(feature = "brotli", not(feature = "brotli-c")))]
 mod brotli_impl {
     //! Brotli through the pure-Rust `brotli` crate.
     use brotli::{

@@ -111,20 +111,22 @@ fn options(compression_type: CompressionType, level: i32) -> CompressorOptions {
 
 /// Checks every chunk of every job: decoding gives the records; encoding
 /// the records gives the same bytes (`compare_bytes`) or at least the same
-/// decompressed structure. Returns the total chunk data sizes, ours and C++'s.
+/// decompressed structure. Returns the total chunk data sizes, ours and
+/// C++'s, and how many of how many chunks were byte-identical.
 fn check_jobs(
     test: &str,
     jobs: &[Job],
     compression: CompressorOptions,
     bucket_size: u64,
     compare_bytes: bool,
-) -> (usize, usize) {
+) -> (usize, usize, usize, usize) {
     let dir = work_dir(test);
     let files = write_with_cpp(&dir, jobs);
     let mut decoder = TransposedChunkDecoder::new();
     let mut encoder = TransposedChunkEncoder::new(compression, bucket_size);
     let mut num_chunks = 0;
     let (mut ours_total, mut cpp_total) = (0, 0);
+    let mut identical = 0;
     for (job, file) in jobs.iter().zip(&files) {
         let chunks = transposed_chunks(file);
         let groups: Vec<&[Vec<u8>]> = job.records.chunks(job.group_size).collect();
@@ -165,14 +167,18 @@ fn check_jobs(
                 );
             } else {
                 assert_eq!(explode(&ours), explode(&chunk.data), "{what}: decompressed structure differs");
+                identical += usize::from(ours == chunk.data);
             }
             num_chunks += 1;
         }
     }
-    eprintln!("{test}: {num_chunks} chunks, {} records compared", jobs.iter().map(|j| j.records.len()).sum::<usize>());
+    eprintln!(
+        "{test}: {num_chunks} chunks ({identical} byte-identical), {} records compared",
+        jobs.iter().map(|j| j.records.len()).sum::<usize>()
+    );
     assert!(num_chunks > 0);
     std::fs::remove_dir_all(&dir).ok();
-    (ours_total, cpp_total)
+    (ours_total, cpp_total, identical, num_chunks)
 }
 
 /// The decompressed parts of a chunk: the header without bucket sizes
@@ -289,7 +295,7 @@ fn transpose_interop_compressed() {
                 job("many-fields", g.many_fields(300, 700), 1000, &extra),
                 job("large", vec![g.large(100_000), b"x".to_vec()], 10, &extra),
             ];
-            let (ours, cpp) =
+            let (ours, cpp, identical, chunks) =
                 check_jobs(&format!("{name}-{bucket_size}"), &jobs, options(t, level), bucket_size, false);
             eprintln!(
                 "{name}, bucket size {bucket_size}: chunk data {ours} bytes, C++ {cpp} ({:+.3}%)",
@@ -297,6 +303,11 @@ fn transpose_interop_compressed() {
             );
             // Issue 5: compressed output at most 1% larger than C++'s.
             assert!(ours * 100 <= cpp * 101, "{name}, bucket size {bucket_size}: {ours} bytes vs C++ {cpp}");
+            // With the same libraries as C++ (libzstd; brotli's C library), the
+            // compressed chunks are the same bytes, not just the same size.
+            if t == CompressionType::Zstd || (t == CompressionType::Brotli && cfg!(feature = "brotli-c")) {
+                assert_eq!(identical, chunks, "{name}, bucket size {bucket_size}: chunks not byte-identical");
+            }
             checked += 1;
         }
     }
