@@ -154,7 +154,7 @@ impl DecodePool {
 
     /// A handle that outlives the pool only while a worker thread is running.
     #[cfg(test)]
-    pub(crate) fn liveness(&self) -> std::sync::Weak<impl Sized> {
+    pub(crate) fn liveness(&self) -> std::sync::Weak<impl Sized + use<>> {
         Arc::downgrade(&self.shared)
     }
 }

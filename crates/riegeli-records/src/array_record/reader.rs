@@ -835,3 +835,80 @@ pub(super) fn decode_checked(
     }
     Ok(records)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::ArrayRecordWriter;
+
+    /// `num_records` records of 1000 bytes in chunks of 10.
+    fn file(num_records: u32) -> Vec<u8> {
+        let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:10,zstd:1".parse().unwrap()).unwrap();
+        for i in 0..num_records {
+            writer.write_record(format!("{i:0>1000}").as_bytes()).unwrap();
+        }
+        writer.close().unwrap()
+    }
+
+    fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
+        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
+    }
+
+    #[test]
+    fn small_batches_stay_serial_and_large_ones_start_the_pool() {
+        let file = file(1000);
+        let mut reader = open(&file, 3);
+        // 100 records: 100 KB decoded, under MIN_PARALLEL_BYTES.
+        assert_eq!(reader.read_range_parallel(0..100).unwrap().len(), 100);
+        assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
+        assert!(reader.pool.is_none());
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
+        assert_eq!(reader.pool.as_ref().map(DecodePool::workers), Some(2));
+        // Serial reads never start it.
+        let mut serial = open(&file, 3);
+        assert_eq!(serial.read_all().unwrap().len(), 1000);
+        assert!(serial.pool.is_none());
+        // Nor do parallel reads with one thread.
+        let mut single = open(&file, 1);
+        assert_eq!(single.read_all_parallel().unwrap().len(), 1000);
+        assert!(single.pool.is_none());
+    }
+
+    #[test]
+    fn dropping_the_reader_joins_its_workers() {
+        let file = file(500);
+        let mut reader = open(&file, 4);
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+        let pool = reader.pool.as_ref().unwrap();
+        assert_eq!(pool.workers(), 3);
+        // Every worker holds the pool's shared state until its thread ends.
+        let liveness = pool.liveness();
+        drop(reader);
+        assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
+
+        // A new projection replaces the pool, joining the old workers.
+        let mut reader = open(&file, 2);
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+        let liveness = reader.pool.as_ref().unwrap().liveness();
+        reader.set_field_projection(FieldProjection::all());
+        assert!(liveness.upgrade().is_none());
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+    }
+
+    #[test]
+    fn records_come_back_in_order_across_tasks() {
+        let file = file(2000);
+        let mut reader = open(&file, 3);
+        let all = reader.read_all_parallel().unwrap();
+        for (i, record) in all.iter().enumerate() {
+            assert_eq!(record, format!("{i:0>1000}").as_bytes());
+        }
+        let indices: Vec<u64> = (0..2000).rev().step_by(7).collect();
+        for (record, i) in reader.read_parallel(&indices).unwrap().iter().zip(&indices) {
+            assert_eq!(record, format!("{i:0>1000}").as_bytes());
+        }
+    }
+}
