@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! array_record_bench PATH [--records N | --megabytes MB] [--record-size BYTES]
-//!                         [--options OPTS] [--repeat N] [--batch N] [--only NAME]
+//!                         [--options OPTS] [--repeat N] [--batch N] [--only NAME] [--sweep]
 //! ```
 //!
 //! Writes PATH unless it exists already with the same parameters (they are
@@ -13,7 +13,8 @@
 //! runs (default 5), of the measurements whose name contains `--only`. Defaults: 200,000 records of 20 to 300 bytes,
 //! `group_size:100,zstd:3`. With `--megabytes`, records are text-like with
 //! sizes around `--record-size` (default 1024), as many as fill MB × 10^6 bytes.
-//! Writing the file is not timed.
+//! Writing the file is not timed. `--sweep` times ranges of 1 to 64 chunks
+//! instead (where parallel reads start to pay).
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
 use std::fs::File;
@@ -41,6 +42,7 @@ fn main() -> Result<(), BoxError> {
     let mut repeat = 5usize;
     let mut batch = 10_000u64;
     let mut only = String::new();
+    let mut sweep = false;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} wants a value"));
         match flag.as_str() {
@@ -51,6 +53,7 @@ fn main() -> Result<(), BoxError> {
             "--repeat" => repeat = value()?.parse()?,
             "--batch" => batch = value()?.parse()?,
             "--only" => only = value()?,
+            "--sweep" => sweep = true,
             other => return Err(format!("unknown flag {other}").into()),
         }
     }
@@ -97,6 +100,19 @@ fn main() -> Result<(), BoxError> {
         println!("rust {name} {best:.6} {} {}", shape.0, shape.1);
         Ok::<(), riegeli_records::Error>(())
     };
+    if sweep {
+        // Ranges of growing size from the middle of the file: where does the parallel read win?
+        let per_chunk = num_records / serial.num_chunks().max(1) as u64;
+        for chunks in [1u64, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64] {
+            let start = num_records / 2;
+            let range = start..(start + chunks * per_chunk).min(num_records);
+            time(&format!("range_{chunks}_chunks_serial"), &mut || serial.read_range(range.clone()))?;
+            time(&format!("range_{chunks}_chunks_parallel_{cores}"), &mut || {
+                parallel.read_range_parallel(range.clone())
+            })?;
+        }
+        return Ok(());
+    }
     let label = format!("random_{batch}");
     time(&format!("{label}_serial"), &mut || serial.read_indices(&indices))?;
     time(&format!("{label}_parallel_{cores}"), &mut || parallel.read_parallel(&indices))?;
@@ -138,7 +154,7 @@ fn write_file(path: &str, params: &Params) -> Result<(), BoxError> {
             while (record.len() as u64) < len {
                 let word = WORDS[(xorshift(&mut state) % WORDS.len() as u64) as usize];
                 record.extend_from_slice(word.as_bytes());
-                record.push(if xorshift(&mut state) % 12 == 0 { b'\n' } else { b' ' });
+                record.push(if xorshift(&mut state).is_multiple_of(12) { b'\n' } else { b' ' });
             }
             record.truncate(len as usize);
             writer.write_record(&record)?;

@@ -81,7 +81,7 @@ fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
 /// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
 /// chunk's header must agree with its footer entry when it is read. Every
 /// other allocation sized by the file is bounded by the
-/// [`RecordReaderOptions`](crate::RecordReaderOptions) limits, as for
+/// [`RecordReaderOptions`] limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged, the file is read as plain Riegeli/records instead: one
 /// sequential scan of the chunk headers builds the index
@@ -93,6 +93,17 @@ fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
 /// record keeps its chunk's decoded buffer alive. Each read decodes every
 /// chunk it needs once; [`read`](Self::read) keeps the last chunk decoded,
 /// so reading indices in order decodes each chunk once too.
+///
+/// The parallel reads ([`read_parallel`](Self::read_parallel),
+/// [`read_range_parallel`](Self::read_range_parallel),
+/// [`read_all_parallel`](Self::read_all_parallel)) decode on worker threads
+/// that the reader starts on the first parallel read touching at least
+/// 128 KiB of decoded data (smaller batches are read serially: handing them
+/// to another thread costs more than it saves) and joins when it is dropped
+/// (or when [`set_field_projection`](Self::set_field_projection) changes what
+/// they decode). The calling thread reads the raw chunks, hands them out in
+/// tasks of consecutive chunks and decodes too; records come back in the
+/// order asked, and an error is the one the serial read would return.
 ///
 /// ```
 /// use std::io::Cursor;
