@@ -61,6 +61,11 @@ const MIN_TASK_BYTES: u64 = 64 << 10;
 /// The most decoded data per task (unless one chunk holds more).
 const MAX_TASK_BYTES: u64 = 1 << 20;
 
+/// Reads by index copy the records they want out of a chunk when these are
+/// less than 1/`COPY_BELOW` of its decoded data, rather than keeping the whole
+/// chunk alive through slices of it.
+const COPY_BELOW: usize = 4;
+
 /// The decoded size the index gives for chunks `ks`; a chunk whose size the
 /// index lacks counts as [`MIN_TASK_BYTES`].
 fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
@@ -578,15 +583,39 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut cursor = 0usize;
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(&k) = ks.get(i) else { return };
-            while let Some(&p) = order.get(cursor) {
-                match located.get(p) {
-                    Some(&(pk, j)) if pk == k => {
-                        if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
-                            *slot = record;
-                        }
-                        cursor += 1;
+            // The positions in `indices` of this chunk's records.
+            let start = cursor;
+            while order.get(cursor).and_then(|&p| located.get(p)).is_some_and(|&(pk, _)| pk == k) {
+                cursor += 1;
+            }
+            let run = order.get(start..cursor).unwrap_or_default();
+            let record = |p: usize| located.get(p).and_then(|&(_, j)| records.get_slice(j));
+            let wanted: usize = run.iter().filter_map(|&p| record(p)).map(<[u8]>::len).sum();
+            if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
+                for &p in run {
+                    if let (Some(slot), Some(record)) = (out.get_mut(p), located.get(p).and_then(|l| records.get(l.1)))
+                    {
+                        *slot = record;
                     }
-                    _ => break,
+                }
+                return;
+            }
+            // A small part of the chunk: copied, so that the batch does not
+            // keep every chunk it touched alive (and the allocator can reuse
+            // their buffers for the next chunks instead of faulting in new pages).
+            let mut buffer = Vec::with_capacity(wanted);
+            let mut spans = Vec::with_capacity(run.len());
+            for &p in run {
+                if let Some(record) = record(p) {
+                    let begin = buffer.len();
+                    buffer.extend_from_slice(record);
+                    spans.push((p, begin, buffer.len()));
+                }
+            }
+            let buffer = Bytes::from(buffer);
+            for (p, begin, end) in spans {
+                if let Some(slot) = out.get_mut(p) {
+                    *slot = buffer.slice(begin..end);
                 }
             }
         };
