@@ -1,6 +1,7 @@
 //! ArrayRecord parallel reads: they return what the serial reads return, for
 //! records, ranges, index lists and errors, on files large enough (over
 //! 128 KiB decoded) that the reader decodes them on its worker threads.
+#![cfg(all(feature = "brotli", feature = "zstd", feature = "snappy"))]
 
 use std::io::Cursor;
 

@@ -153,7 +153,7 @@ impl DecodePool {
     }
 
     /// A handle that outlives the pool only while a worker thread is running.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "zstd"))]
     pub(crate) fn liveness(&self) -> std::sync::Weak<impl Sized + use<>> {
         Arc::downgrade(&self.shared)
     }

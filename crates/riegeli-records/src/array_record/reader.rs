@@ -876,7 +876,7 @@ pub(super) fn decode_checked(
     Ok(records)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "zstd"))]
 mod tests {
     use std::io::Cursor;
 
