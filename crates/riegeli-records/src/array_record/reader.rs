@@ -898,6 +898,12 @@ mod tests {
     }
 
     #[test]
+    fn the_reader_stays_send_and_sync_with_its_pool() {
+        fn check<T: Send + Sync>() {}
+        check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
+    }
+
+    #[test]
     fn small_batches_stay_serial_and_large_ones_start_the_pool() {
         let file = file(1000);
         let mut reader = open(&file, 3);
