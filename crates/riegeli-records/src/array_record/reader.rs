@@ -95,7 +95,10 @@ fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
 /// by the scan are skipped and listed in [`skipped_regions`](Self::skipped_regions).
 ///
 /// Records are [`Bytes`] slices of the decoded chunk, without copying; a
-/// record keeps its chunk's decoded buffer alive. Each read decodes every
+/// record keeps its chunk's decoded buffer alive. Reads by index list copy
+/// the records they take from a chunk instead when these are under a quarter
+/// of its decoded data, so that a batch of scattered indices does not keep
+/// every chunk it touched alive. Each read decodes every
 /// chunk it needs once; [`read`](Self::read) keeps the last chunk decoded,
 /// so reading indices in order decodes each chunk once too.
 ///
