@@ -6,8 +6,13 @@
 //!   array-record 0.8.6 in the oracle venv) and with the `riegeli` 0.2.1 crate
 //!   (`bench-peers/src/bin/riegeli_rs_table.rs`), on the same records. For each option set the
 //!   three implementations run one after the other, so machine noise hits them alike.
-//! - `bench array-record`: our ArrayRecord reader and C++'s (through the oracle venv) on the
-//!   same generated file in one run: 10,000 random indices and read-all, as a table.
+//! - `bench array-record [--large] [--megabytes N] [--record-size B] [--config OPTS]...
+//!   [--repeat N] [--batch N]`: our ArrayRecord reader (serial and parallel) and C++'s (through
+//!   the oracle venv) on the same generated file, one config after another: a batch of random
+//!   indices and read-all, records/s and MB/s. The default is one small file (200,000 records of
+//!   20 to 300 B, `group_size:100,zstd:3`); `--large` is 100 MB of ~1 KiB text-like records with
+//!   `zstd:3` and `uncompressed`, `group_size` 100 and 1000. Files are written once per
+//!   parameter set (kept in `target/array-record-bench/`), never inside the timing.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -17,31 +22,32 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use xshell::{Shell, cmd};
 
-/// Times the C++ reader: `read(indices)` and `read_all()`, best of 5.
+/// Times the C++ reader: `read(indices)` and `read_all()`, best of `repeat`.
+/// Prints `cpp <name> <seconds> <records> <payload bytes>`.
 const CPP_TIMER: &str = r#"
 import sys, time
 from array_record.python import array_record_module as m
-path = sys.argv[1]
+path, repeat = sys.argv[1], int(sys.argv[2])
 indices = [int(x) for x in open(path + '.indices').read().split()]
 reader = m.ArrayRecordReader(path)
 assert reader.ok()
-def best(f, n):
+def best(name, f):
     times = []
-    for _ in range(5):
+    for _ in range(repeat):
         start = time.perf_counter()
         got = f()
         times.append(time.perf_counter() - start)
-        assert len(got) == n, (len(got), n)
-    return min(times)
-print('cpp random_10k %.6f %d' % (best(lambda: reader.read(indices), len(indices)), len(indices)))
-n = reader.num_records()
-print('cpp read_all %.6f %d' % (best(lambda: reader.read_all(), n), n))
+        shape = (len(got), sum(len(r) for r in got))
+        del got
+    print('cpp %s %.6f %d %d' % (name, min(times), shape[0], shape[1]))
+best('random', lambda: reader.read(indices))
+best('read_all', lambda: reader.read_all())
 "#;
 
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("records") => records(sh, &args[1..]),
-        Some("array-record") => array_record(sh),
+        Some("array-record") => array_record(sh, &args[1..]),
         _ => {
             cmd!(sh, "cargo bench --workspace {args...}").run()?;
             Ok(())
@@ -183,46 +189,100 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     out
 }
 
-/// One timing line: `<impl> <name> <seconds> <records>`.
-fn parse(output: &str) -> Result<Vec<(String, String, f64, u64)>> {
+/// One timing line: `<impl> <name> <seconds> <records> <payload bytes>`.
+fn parse(output: &str) -> Result<Vec<Timing>> {
     output
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let [who, name, seconds, records] = fields.as_slice() else { bail!("unexpected line {line:?}") };
-            Ok(((*who).to_owned(), (*name).to_owned(), seconds.parse()?, records.parse()?))
+            let [_, name, seconds, records, bytes] = fields.as_slice() else { bail!("unexpected line {line:?}") };
+            Ok(Timing {
+                name: (*name).to_owned(),
+                seconds: seconds.parse()?,
+                records: records.parse()?,
+                bytes: bytes.parse()?,
+            })
         })
         .collect()
 }
 
-fn array_record(sh: &Shell) -> Result<()> {
+/// One measurement of [`parse`].
+struct Timing {
+    name: String,
+    seconds: f64,
+    records: u64,
+    bytes: u64,
+}
+
+/// `bench array-record`'s large preset: (group size, compression).
+const LARGE_CONFIGS: &[&str] =
+    &["group_size:100,zstd:3", "group_size:1000,zstd:3", "group_size:100,uncompressed", "group_size:1000,uncompressed"];
+
+fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
+    let mut size: Vec<String> = Vec::new();
+    let mut configs = Vec::new();
+    let mut repeat = "5".to_owned();
+    let mut batch = "10000".to_owned();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
+        match arg.as_str() {
+            "--large" => {
+                size = vec!["--megabytes".into(), "100".into(), "--record-size".into(), "1024".into()];
+                configs.extend(LARGE_CONFIGS.iter().map(|c| (*c).to_owned()));
+            }
+            "--megabytes" | "--record-size" => size.extend([arg.clone(), value()?]),
+            "--config" => configs.push(value()?),
+            "--repeat" => repeat = value()?,
+            "--batch" => batch = value()?,
+            other => bail!("unexpected argument {other:?}"),
+        }
+    }
+    if configs.is_empty() {
+        configs.push("group_size:100,zstd:3".to_owned());
+    }
     let python = crate::python::venv(sh)?;
     let dir = crate::project_root().join("target").join("array-record-bench");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join("bench.array_record");
-    crate::ci::step("writing the file and timing our reader (release build)");
-    let ours = cmd!(sh, "cargo run --release --quiet -p riegeli-records --example array_record_bench -- {path}")
-        .read()
-        .context("our bench example failed")?;
-    crate::ci::step("timing the C++ reader (array-record 0.8.6) on the same file");
-    let cpp = cmd!(sh, "{python} -c {CPP_TIMER} {path}").read().context("the C++ timer failed")?;
-    let ours = parse(&ours)?;
-    let cpp = parse(&cpp)?;
-    let size = std::fs::metadata(&path)?.len();
-    println!("\nArrayRecord reads, {} ({size} bytes, group_size:100, zstd:3); best of 5 runs\n", path.display());
-    println!("{:<28} {:>14} {:>14} {:>10}", "read", "records/s", "C++ records/s", "ours/C++");
-    for (_, name, seconds, records) in &ours {
-        let rate = *records as f64 / seconds;
-        let cpp_name = if name.starts_with("random_10k") { "random_10k" } else { "read_all" };
-        let cpp_rate = cpp.iter().find(|c| c.1 == cpp_name).map(|c| c.3 as f64 / c.2);
-        match cpp_rate {
-            Some(cpp_rate) => {
-                println!("{name:<28} {rate:>14.0} {cpp_rate:>14.0} {:>10.2}", rate / cpp_rate);
-            }
-            None => println!("{name:<28} {rate:>14.0} {:>14} {:>10}", "-", "-"),
+    crate::ci::step("building the bench example (release)");
+    cmd!(sh, "cargo build --release --quiet -p riegeli-records --example array_record_bench").run()?;
+    let example = crate::project_root().join("target/release/examples/array_record_bench");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut report = String::new();
+    for (n, config) in configs.iter().enumerate() {
+        // One file per parameter set; the example writes it only when it is missing or stale.
+        let path = dir.join(format!("bench-{n}.array_record"));
+        crate::ci::step(&format!("{config}: our reader, then C++'s (array-record 0.8.6), on {}", path.display()));
+        let size = &size;
+        let ours = cmd!(sh, "{example} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
+            .read()
+            .context("our bench example failed")?;
+        let cpp = cmd!(sh, "{python} -c {CPP_TIMER} {path} {repeat}").read().context("the C++ timer failed")?;
+        let file_size = std::fs::metadata(&path)?.len();
+        let mut rows = parse(&ours)?;
+        rows.extend(parse(&cpp)?.into_iter().map(|t| Timing { name: format!("C++ {}", t.name), ..t }));
+        let cpp_rate = |random: bool| {
+            rows.iter()
+                .find(|t| t.name == if random { "C++ random" } else { "C++ read_all" })
+                .map(|t| t.records as f64 / t.seconds)
+        };
+        let _ = writeln!(report, "\n{config} ({file_size} bytes on disk); best of {repeat}\n");
+        let _ = writeln!(report, "| read | records/s | MB/s | vs C++ |");
+        let _ = writeln!(report, "|---|---:|---:|---:|");
+        for t in &rows {
+            let rate = t.records as f64 / t.seconds;
+            let mb = t.bytes as f64 / t.seconds / 1e6;
+            let versus = cpp_rate(t.name.starts_with("random") || t.name == "C++ random")
+                .map_or_else(|| "-".to_owned(), |c| format!("{:.2}", rate / c));
+            let _ = writeln!(report, "| {} | {rate:.0} | {mb:.0} | {versus} |", t.name);
         }
     }
-    println!("\nC++: reader.read(indices) and reader.read_all() through the Python binding (its thread pool).");
+    println!("\nArrayRecord reads (load average before: {})", load.trim());
+    println!("{report}");
+    println!(
+        "C++: reader.read(indices) and reader.read_all() through the Python binding (its thread pool); \
+         MB/s counts record payload bytes."
+    );
     Ok(())
 }

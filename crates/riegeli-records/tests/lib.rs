@@ -2,8 +2,10 @@
 
 mod array_record;
 mod array_record_interop;
+mod array_record_parallel;
 mod common;
 mod corruption;
+mod fuzz_regressions;
 mod golden;
 mod interop;
 mod roundtrip;

@@ -10,6 +10,7 @@
 mod index;
 mod layout;
 mod options;
+mod pool;
 mod reader;
 mod writer;
 

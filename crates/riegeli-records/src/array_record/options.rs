@@ -422,8 +422,10 @@ impl fmt::Display for ArrayRecordWriterOptions {
 pub struct ArrayRecordReaderOptions {
     /// Limits and checks of chunk reading (the [`RecordReader`](crate::RecordReader)'s).
     pub records: RecordReaderOptions,
-    /// Threads that decode chunks in the parallel batch reads (`None`, the
-    /// default: the number of available cores).
+    /// Threads that decode chunks in the parallel batch reads, the calling
+    /// thread included (`None`, the default: the number of available cores).
+    /// The reader keeps `parallelism - 1` worker threads from its first
+    /// parallel read that is worth it until it is dropped.
     pub parallelism: Option<usize>,
 }
 

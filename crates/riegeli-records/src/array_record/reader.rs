@@ -1,8 +1,9 @@
 //! `ArrayRecordReader`: random access to the records of an ArrayRecord file.
 
+use std::collections::VecDeque;
 use std::io::{Read, Seek};
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
@@ -10,6 +11,7 @@ use riegeli_framing::CHUNK_HEADER_SIZE;
 
 use super::layout::{FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata};
 use super::options::ArrayRecordReaderOptions;
+use super::pool::{DecodePool, Done, Task};
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::RecordReaderOptions;
@@ -43,8 +45,35 @@ struct ChunkEntry {
     first_record: u64,
 }
 
-/// Raw chunk bytes read from the file but not decoded, per window of a batch.
+/// The most raw chunk bytes a parallel batch holds read but not yet decoded
+/// and handed out.
 const WINDOW_BYTES: u64 = 64 << 20;
+
+/// Parallel reads decode serially below this estimated decoded size (from the
+/// index), where handing work to another thread costs more than it saves.
+const MIN_PARALLEL_BYTES: u64 = 128 << 10;
+
+/// A parallel batch is cut into about this many tasks per thread (for balance),
+/// within [`MIN_TASK_BYTES`] and [`MAX_TASK_BYTES`] of decoded data each.
+const TASKS_PER_THREAD: u64 = 8;
+/// The least decoded data per task (a task is at least one chunk).
+const MIN_TASK_BYTES: u64 = 64 << 10;
+/// The most decoded data per task (unless one chunk holds more).
+const MAX_TASK_BYTES: u64 = 1 << 20;
+
+/// Reads by index copy the records they want out of a chunk when these are
+/// less than 1/`COPY_BELOW` of its decoded data, rather than keeping the whole
+/// chunk alive through slices of it.
+const COPY_BELOW: usize = 4;
+
+/// The decoded size the index gives for chunks `ks`; a chunk whose size the
+/// index lacks counts as [`MIN_TASK_BYTES`].
+fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
+    ks.iter()
+        .filter_map(|&k| chunks.get(k))
+        .map(|c| if c.decoded_data_size == u64::MAX { MIN_TASK_BYTES } else { c.decoded_data_size })
+        .fold(0, u64::saturating_add)
+}
 
 /// Reads an ArrayRecord file (google/array_record): any record by its index,
 /// ranges and lists of indices, and batches decoded on several threads.
@@ -66,9 +95,23 @@ const WINDOW_BYTES: u64 = 64 << 20;
 /// by the scan are skipped and listed in [`skipped_regions`](Self::skipped_regions).
 ///
 /// Records are [`Bytes`] slices of the decoded chunk, without copying; a
-/// record keeps its chunk's decoded buffer alive. Each read decodes every
+/// record keeps its chunk's decoded buffer alive. Reads by index list copy
+/// the records they take from a chunk instead when these are under a quarter
+/// of its decoded data, so that a batch of scattered indices does not keep
+/// every chunk it touched alive. Each read decodes every
 /// chunk it needs once; [`read`](Self::read) keeps the last chunk decoded,
 /// so reading indices in order decodes each chunk once too.
+///
+/// The parallel reads ([`read_parallel`](Self::read_parallel),
+/// [`read_range_parallel`](Self::read_range_parallel),
+/// [`read_all_parallel`](Self::read_all_parallel)) decode on worker threads
+/// that the reader starts on the first parallel read touching at least
+/// 128 KiB of decoded data (smaller batches are read serially: handing them
+/// to another thread costs more than it saves) and joins when it is dropped
+/// (or when [`set_field_projection`](Self::set_field_projection) changes what
+/// they decode). The calling thread reads the raw chunks, hands them out in
+/// tasks of consecutive chunks and decodes too; records come back in the
+/// order asked, and an error is the one the serial read would return.
 ///
 /// ```
 /// use std::io::Cursor;
@@ -100,6 +143,9 @@ pub struct ArrayRecordReader<R> {
     decoder: ChunkDecoder,
     /// The chunk [`read`](Self::read) decoded last.
     cached: Option<(usize, DecodedRecords)>,
+    /// Worker threads of the parallel reads, started by the first one that
+    /// is worth it and joined on drop.
+    pool: Option<DecodePool>,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -166,6 +212,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             projection: FieldProjection::all(),
             decoder: ChunkDecoder::new(FieldProjection::all()),
             cached: None,
+            pool: None,
         };
         match reader.read_index(size) {
             Ok(index) => {
@@ -384,6 +431,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.decoder = ChunkDecoder::new(projection.clone());
         self.projection = projection;
         self.cached = None;
+        // The workers decode with the old projection: start new ones when needed.
+        self.pool = None;
     }
 
     /// The number of records.
@@ -516,7 +565,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             chunks,
             &ks,
-            parallel,
+            parallel.then_some(&mut self.pool),
             &mut sink,
         )?;
         Ok(out)
@@ -537,15 +586,39 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut cursor = 0usize;
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(&k) = ks.get(i) else { return };
-            while let Some(&p) = order.get(cursor) {
-                match located.get(p) {
-                    Some(&(pk, j)) if pk == k => {
-                        if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
-                            *slot = record;
-                        }
-                        cursor += 1;
+            // The positions in `indices` of this chunk's records.
+            let start = cursor;
+            while order.get(cursor).and_then(|&p| located.get(p)).is_some_and(|&(pk, _)| pk == k) {
+                cursor += 1;
+            }
+            let run = order.get(start..cursor).unwrap_or_default();
+            let record = |p: usize| located.get(p).and_then(|&(_, j)| records.get_slice(j));
+            let wanted: usize = run.iter().filter_map(|&p| record(p)).map(<[u8]>::len).sum();
+            if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
+                for &p in run {
+                    if let (Some(slot), Some(record)) = (out.get_mut(p), located.get(p).and_then(|l| records.get(l.1)))
+                    {
+                        *slot = record;
                     }
-                    _ => break,
+                }
+                return;
+            }
+            // A small part of the chunk: copied, so that the batch does not
+            // keep every chunk it touched alive (and the allocator can reuse
+            // their buffers for the next chunks instead of faulting in new pages).
+            let mut buffer = Vec::with_capacity(wanted);
+            let mut spans = Vec::with_capacity(run.len());
+            for &p in run {
+                if let Some(record) = record(p) {
+                    let begin = buffer.len();
+                    buffer.extend_from_slice(record);
+                    spans.push((p, begin, buffer.len()));
+                }
+            }
+            let buffer = Bytes::from(buffer);
+            for (p, begin, end) in spans {
+                if let Some(slot) = out.get_mut(p) {
+                    *slot = buffer.slice(begin..end);
                 }
             }
         };
@@ -556,17 +629,20 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             &self.chunks,
             &ks,
-            parallel,
+            parallel.then_some(&mut self.pool),
             &mut sink,
         )?;
         Ok(out)
     }
 
     /// Reads and decodes chunks `ks` (ascending), handing each chunk's records
-    /// to `sink` with its position in `ks`, in order. Raw chunks are read
-    /// serially, in windows of at most [`WINDOW_BYTES`]; with `parallel`, each
-    /// window is decoded on several threads.
-    #[allow(clippy::too_many_arguments)]
+    /// to `sink` with its position in `ks`, in order. With a `pool` (the
+    /// parallel reads), a batch worth it is decoded on the pool's workers and
+    /// the calling thread; the pool is started if it is not yet.
+    ///
+    /// Errors are those the serial reading would return: the first in file
+    /// order, whether reading or decoding failed.
+    #[allow(clippy::too_many_arguments, reason = "disjoint borrows of the reader's fields")]
     fn decode_chunks(
         source: &mut Source<R>,
         decoder: &mut ChunkDecoder,
@@ -574,37 +650,26 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         projection: &FieldProjection,
         chunks: &[ChunkEntry],
         ks: &[usize],
-        parallel: bool,
+        pool: Option<&mut Option<DecodePool>>,
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
-        let threads = if parallel { options.effective_parallelism() } else { 1 };
-        // Large windows: few thread spawns, memory bounded by WINDOW_BYTES.
-        let max_chunks = if threads > 1 { 4096 } else { 1 };
-        let mut next = 0usize;
-        while next < ks.len() {
-            // Read a window of raw chunks.
-            let mut window = Vec::new();
-            let mut bytes = 0u64;
-            while let Some(&k) = ks.get(next) {
-                if window.len() >= max_chunks || (bytes >= WINDOW_BYTES && !window.is_empty()) {
-                    break;
+        let threads = options.effective_parallelism();
+        let estimate = estimated_decoded_size(chunks, ks);
+        match pool {
+            Some(pool) if threads > 1 && ks.len() > 1 && estimate >= MIN_PARALLEL_BYTES => {
+                let pool = pool.get_or_insert_with(|| DecodePool::new(threads - 1, projection, &options.records));
+                if pool.workers() > 0 {
+                    let task_bytes =
+                        (estimate / (threads as u64 * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
+                    let mut batch = Batch::new(pool, decoder, projection, &options.records, sink);
+                    return batch.run(|k| Self::read_raw_in(source, options, chunks, k), ks, task_bytes);
                 }
-                let chunk = Self::read_raw_in(source, options, chunks, k)?;
-                bytes += chunk.header.data_size();
-                window.push(chunk);
-                next += 1;
             }
-            let base = next - window.len();
-            if threads <= 1 || window.len() <= 1 {
-                for (i, chunk) in window.iter().enumerate() {
-                    sink(base + i, decode_checked(decoder, chunk, &options.records)?);
-                }
-                continue;
-            }
-            let decoded = decode_window(&window, threads, projection, &options.records);
-            for (i, result) in decoded.into_iter().enumerate() {
-                sink(base + i, result?);
-            }
+            _ => {}
+        }
+        for (i, &k) in ks.iter().enumerate() {
+            let chunk = Self::read_raw_in(source, options, chunks, k)?;
+            sink(i, decode_checked(decoder, &chunk, &options.records)?);
         }
         Ok(())
     }
@@ -644,47 +709,165 @@ fn check_against_index(chunk: &RawChunk, entry: &ChunkEntry) -> Result<()> {
     Ok(())
 }
 
-/// Decodes `window` on up to `threads` threads; results in window order.
-fn decode_window(
-    window: &[RawChunk],
-    threads: usize,
-    projection: &FieldProjection,
-    options: &RecordReaderOptions,
-) -> Vec<Result<DecodedRecords>> {
-    let next = AtomicUsize::new(0);
-    let threads = threads.min(window.len());
-    let mut results: Vec<Option<Result<DecodedRecords>>> = (0..window.len()).map(|_| None).collect();
-    let work = || {
-        let mut decoder = ChunkDecoder::new(projection.clone());
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(chunk) = window.get(i) else { break };
-            done.push((i, decode_checked(&mut decoder, chunk, options)));
+/// One parallel batch: raw chunks go out as [`Task`]s to the pool, and come
+/// back decoded, in any order; `sink` gets them in file order.
+struct Batch<'a> {
+    pool: &'a DecodePool,
+    /// The calling thread's decoder, for the tasks it decodes itself.
+    decoder: &'a mut ChunkDecoder,
+    projection: &'a FieldProjection,
+    options: &'a RecordReaderOptions,
+    sink: &'a mut dyn FnMut(usize, DecodedRecords),
+    /// The batch's own channel: results of an earlier, failed batch cannot arrive here.
+    reply: mpsc::Sender<Done>,
+    results: mpsc::Receiver<Done>,
+    /// For each submitted task: the batch position and file position of its first chunk.
+    firsts: Vec<(usize, u64)>,
+    /// `waiting[i]` is task `emitted + i`, once decoded.
+    waiting: VecDeque<Option<Done>>,
+    /// Tasks handed to `sink` so far.
+    emitted: usize,
+    /// Raw bytes of the tasks submitted and not yet handed to `sink`.
+    in_flight: u64,
+}
+
+impl<'a> Batch<'a> {
+    fn new(
+        pool: &'a DecodePool,
+        decoder: &'a mut ChunkDecoder,
+        projection: &'a FieldProjection,
+        options: &'a RecordReaderOptions,
+        sink: &'a mut dyn FnMut(usize, DecodedRecords),
+    ) -> Self {
+        let (reply, results) = mpsc::channel();
+        Self {
+            pool,
+            decoder,
+            projection,
+            options,
+            sink,
+            reply,
+            results,
+            firsts: Vec::new(),
+            waiting: VecDeque::new(),
+            emitted: 0,
+            in_flight: 0,
         }
-        done
-    };
-    std::thread::scope(|scope| {
-        // The calling thread is one of the workers.
-        let workers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut finished = vec![work()];
-        // A panicked worker leaves its slots empty: reported below.
-        finished.extend(workers.into_iter().filter_map(|w| w.join().ok()));
-        for (i, result) in finished.into_iter().flatten() {
-            if let Some(slot) = results.get_mut(i) {
-                *slot = Some(result);
+    }
+
+    /// Reads chunks `ks` with `read`, in tasks of about `task_bytes` decoded bytes.
+    fn run(&mut self, read: impl FnMut(usize) -> Result<RawChunk>, ks: &[usize], task_bytes: u64) -> Result<()> {
+        let result = self.run_inner(read, ks, task_bytes);
+        if result.is_err() {
+            // Nobody wants the rest of this batch.
+            self.pool.clear();
+        }
+        result
+    }
+
+    fn run_inner(
+        &mut self,
+        mut read: impl FnMut(usize) -> Result<RawChunk>,
+        ks: &[usize],
+        task_bytes: u64,
+    ) -> Result<()> {
+        let mut current = Vec::new();
+        let mut current_first = 0;
+        let mut current_bytes = 0u64;
+        for (i, &k) in ks.iter().enumerate() {
+            let chunk = match read(k) {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    // Errors of earlier chunks come first, as when reading serially.
+                    self.submit(current_first, std::mem::take(&mut current));
+                    self.finish()?;
+                    return Err(e);
+                }
+            };
+            if current.is_empty() {
+                current_first = i;
+            }
+            current_bytes = current_bytes.saturating_add(chunk.header.decoded_data_size());
+            current.push(chunk);
+            if current_bytes >= task_bytes {
+                self.submit(current_first, std::mem::take(&mut current));
+                current_bytes = 0;
+                // Read ahead only a little: decode here too when the workers lag behind.
+                while self.pool.queued() > 2 * self.pool.workers() || self.in_flight > WINDOW_BYTES {
+                    self.step()?;
+                }
+                self.poll()?;
             }
         }
-    });
-    results
-        .into_iter()
-        .zip(window)
-        .map(|(result, chunk)| result.unwrap_or_else(|| Err(Error::invalid(chunk.begin, "a decoding thread panicked"))))
-        .collect()
+        self.submit(current_first, current);
+        self.finish()
+    }
+
+    fn submit(&mut self, first: usize, chunks: Vec<RawChunk>) {
+        let Some(begin) = chunks.first().map(|c| c.begin) else { return };
+        self.in_flight += chunks.iter().map(|c| c.end - c.begin).sum::<u64>();
+        let seq = self.firsts.len();
+        self.firsts.push((first, begin));
+        self.pool.submit(Task { seq, chunks, reply: self.reply.clone() });
+    }
+
+    /// Decodes a queued task on this thread, or waits for a worker's result.
+    fn step(&mut self) -> Result<()> {
+        if let Some(task) = self.pool.take() {
+            let (_, done) = super::pool::run(task, self.decoder, self.projection, self.options);
+            return self.accept(done);
+        }
+        // Workers never unwind (`pool::run` catches panics), so each task
+        // taken sends its result; `recv` fails only if that breaks.
+        match self.results.recv() {
+            Ok(done) => self.accept(done),
+            Err(_) => {
+                let pos = self.firsts.get(self.emitted).map_or(0, |&(_, begin)| begin);
+                Err(Error::invalid(pos, "the decoding threads stopped"))
+            }
+        }
+    }
+
+    /// Takes the results that have arrived, without waiting.
+    fn poll(&mut self) -> Result<()> {
+        while let Ok(done) = self.results.try_recv() {
+            self.accept(done)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every submitted task.
+    fn finish(&mut self) -> Result<()> {
+        while self.emitted < self.firsts.len() {
+            self.step()?;
+        }
+        Ok(())
+    }
+
+    /// Files a decoded task, and hands to `sink` what is now next in order.
+    fn accept(&mut self, done: Done) -> Result<()> {
+        let Some(slot) = done.seq.checked_sub(self.emitted) else { return Ok(()) };
+        if self.waiting.len() <= slot {
+            self.waiting.resize_with(slot + 1, || None);
+        }
+        if let Some(waiting) = self.waiting.get_mut(slot) {
+            *waiting = Some(done);
+        }
+        while self.waiting.front().is_some_and(Option::is_some) {
+            let Some(Some(done)) = self.waiting.pop_front() else { break };
+            let first = self.firsts.get(done.seq).map_or(0, |&(first, _)| first);
+            self.in_flight = self.in_flight.saturating_sub(done.raw_bytes);
+            self.emitted += 1;
+            for (j, result) in done.results.into_iter().enumerate() {
+                (self.sink)(first + j, result?);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Decodes a chunk that [`check_against_index`] accepted.
-fn decode_checked(
+pub(super) fn decode_checked(
     decoder: &mut ChunkDecoder,
     chunk: &RawChunk,
     options: &RecordReaderOptions,
@@ -694,4 +877,87 @@ fn decode_checked(
         return Err(Error::invalid(chunk.begin, "chunk decoded to a different number of records"));
     }
     Ok(records)
+}
+
+#[cfg(all(test, feature = "zstd"))]
+mod tests {
+    use std::io::Cursor;
+
+    use super::*;
+    use crate::ArrayRecordWriter;
+
+    /// `num_records` records of 1000 bytes in chunks of 10.
+    fn file(num_records: u32) -> Vec<u8> {
+        let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:10,zstd:1".parse().unwrap()).unwrap();
+        for i in 0..num_records {
+            writer.write_record(format!("{i:0>1000}").as_bytes()).unwrap();
+        }
+        writer.close().unwrap()
+    }
+
+    fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
+        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
+    }
+
+    #[test]
+    fn the_reader_stays_send_and_sync_with_its_pool() {
+        fn check<T: Send + Sync>() {}
+        check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
+    }
+
+    #[test]
+    fn small_batches_stay_serial_and_large_ones_start_the_pool() {
+        let file = file(1000);
+        let mut reader = open(&file, 3);
+        // 100 records: 100 KB decoded, under MIN_PARALLEL_BYTES.
+        assert_eq!(reader.read_range_parallel(0..100).unwrap().len(), 100);
+        assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
+        assert!(reader.pool.is_none());
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
+        assert_eq!(reader.pool.as_ref().map(DecodePool::workers), Some(2));
+        // Serial reads never start it.
+        let mut serial = open(&file, 3);
+        assert_eq!(serial.read_all().unwrap().len(), 1000);
+        assert!(serial.pool.is_none());
+        // Nor do parallel reads with one thread.
+        let mut single = open(&file, 1);
+        assert_eq!(single.read_all_parallel().unwrap().len(), 1000);
+        assert!(single.pool.is_none());
+    }
+
+    #[test]
+    fn dropping_the_reader_joins_its_workers() {
+        let file = file(500);
+        let mut reader = open(&file, 4);
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+        let pool = reader.pool.as_ref().unwrap();
+        assert_eq!(pool.workers(), 3);
+        // Every worker holds the pool's shared state until its thread ends.
+        let liveness = pool.liveness();
+        drop(reader);
+        assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
+
+        // A new projection replaces the pool, joining the old workers.
+        let mut reader = open(&file, 2);
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+        let liveness = reader.pool.as_ref().unwrap().liveness();
+        reader.set_field_projection(FieldProjection::all());
+        assert!(liveness.upgrade().is_none());
+        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+    }
+
+    #[test]
+    fn records_come_back_in_order_across_tasks() {
+        let file = file(2000);
+        let mut reader = open(&file, 3);
+        let all = reader.read_all_parallel().unwrap();
+        for (i, record) in all.iter().enumerate() {
+            assert_eq!(record, format!("{i:0>1000}").as_bytes());
+        }
+        let indices: Vec<u64> = (0..2000).rev().step_by(7).collect();
+        for (record, i) in reader.read_parallel(&indices).unwrap().iter().zip(&indices) {
+            assert_eq!(record, format!("{i:0>1000}").as_bytes());
+        }
+    }
 }

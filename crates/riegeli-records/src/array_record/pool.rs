@@ -1,0 +1,197 @@
+//! `DecodePool`: the worker threads an `ArrayRecordReader` decodes batches on.
+//!
+//! The pool is owned by the reader, created on the first parallel batch that
+//! is worth it, and joined when the reader is dropped. The reader's thread
+//! reads raw chunks (the file is one `R`, so reading is serial), groups them
+//! into [`Task`]s of consecutive chunks and queues them; workers (and the
+//! reader's thread, when it has nothing else to do) decode them with decoders
+//! they keep from batch to batch, and send each [`Done`] back on the batch's
+//! own channel, so that a task still running when a batch fails cannot reach
+//! the next batch.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
+use std::thread::JoinHandle;
+
+use riegeli_codec::{DecodedRecords, FieldProjection};
+
+use crate::chunk_reader::RawChunk;
+use crate::error::{Error, Result};
+use crate::options::RecordReaderOptions;
+use crate::reader::ChunkDecoder;
+
+/// Consecutive chunks of a batch, decoded together by one thread.
+pub(crate) struct Task {
+    /// The task's number in its batch (tasks are numbered in file order).
+    pub(crate) seq: usize,
+    /// The chunks; a chunk's position in the batch is its task's `first` plus its index here.
+    pub(crate) chunks: Vec<RawChunk>,
+    /// Where the result goes.
+    pub(crate) reply: mpsc::Sender<Done>,
+}
+
+/// A decoded task.
+pub(crate) struct Done {
+    /// The task's number in its batch.
+    pub(crate) seq: usize,
+    /// The raw bytes the task held (for the batch's memory bound).
+    pub(crate) raw_bytes: u64,
+    /// One result per chunk, in order, ending at the first error.
+    pub(crate) results: Vec<Result<DecodedRecords>>,
+}
+
+/// Decodes a task's chunks with `decoder`; stops at the first error.
+///
+/// A panic in the decoder (a bug, never expected) becomes an error of the
+/// chunk being decoded, and the decoder is replaced.
+pub(crate) fn run(
+    task: Task,
+    decoder: &mut ChunkDecoder,
+    projection: &FieldProjection,
+    options: &RecordReaderOptions,
+) -> (mpsc::Sender<Done>, Done) {
+    let Task { seq, chunks, reply } = task;
+    let raw_bytes = chunks.iter().map(|c| c.end - c.begin).sum();
+    let mut results = Vec::with_capacity(chunks.len());
+    for chunk in &chunks {
+        let result = catch_unwind(AssertUnwindSafe(|| super::reader::decode_checked(decoder, chunk, options)))
+            .unwrap_or_else(|_| {
+                *decoder = ChunkDecoder::new(projection.clone());
+                Err(Error::invalid(chunk.begin, "a decoding thread panicked"))
+            });
+        let failed = result.is_err();
+        results.push(result);
+        if failed {
+            break;
+        }
+    }
+    (reply, Done { seq, raw_bytes, results })
+}
+
+/// The queue the workers take tasks from.
+struct Queue {
+    tasks: VecDeque<Task>,
+    shutdown: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Signalled when a task is queued or the pool shuts down.
+    ready: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding the lock; a poisoned queue is still consistent.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Worker threads decoding [`Task`]s; joined on drop.
+pub(crate) struct DecodePool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DecodePool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodePool").field("workers", &self.workers.len()).finish_non_exhaustive()
+    }
+}
+
+impl DecodePool {
+    /// Starts up to `workers` threads decoding with `projection` and `options`.
+    ///
+    /// Threads that cannot be spawned are left out: the caller decodes what no
+    /// worker takes, so a pool of no threads still finishes every batch.
+    pub(crate) fn new(workers: usize, projection: &FieldProjection, options: &RecordReaderOptions) -> Self {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue { tasks: VecDeque::new(), shutdown: false }),
+            ready: Condvar::new(),
+        });
+        let workers = (0..workers)
+            .map_while(|i| {
+                let shared = Arc::clone(&shared);
+                let projection = projection.clone();
+                let options = options.clone();
+                std::thread::Builder::new()
+                    .name(format!("array-record-decode-{i}"))
+                    .spawn(move || work(&shared, &projection, &options))
+                    .ok()
+            })
+            .collect();
+        Self { shared, workers }
+    }
+
+    /// The number of worker threads.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Queues a task for the workers.
+    pub(crate) fn submit(&self, task: Task) {
+        self.shared.lock().tasks.push_back(task);
+        self.shared.ready.notify_one();
+    }
+
+    /// Takes the oldest queued task, for the caller to decode itself.
+    pub(crate) fn take(&self) -> Option<Task> {
+        self.shared.lock().tasks.pop_front()
+    }
+
+    /// The number of queued tasks.
+    pub(crate) fn queued(&self) -> usize {
+        self.shared.lock().tasks.len()
+    }
+
+    /// Drops every queued task (after a batch failed).
+    pub(crate) fn clear(&self) {
+        // Dropped outside the lock: a task's buffers may be large.
+        let dropped = std::mem::take(&mut self.shared.lock().tasks);
+        drop(dropped);
+    }
+
+    /// A handle that outlives the pool only while a worker thread is running.
+    #[cfg(all(test, feature = "zstd"))]
+    pub(crate) fn liveness(&self) -> std::sync::Weak<impl Sized + use<>> {
+        Arc::downgrade(&self.shared)
+    }
+}
+
+impl Drop for DecodePool {
+    fn drop(&mut self) {
+        {
+            let mut queue = self.shared.lock();
+            queue.shutdown = true;
+            queue.tasks.clear();
+        }
+        self.shared.ready.notify_all();
+        for worker in self.workers.drain(..) {
+            // A worker that panicked has nothing left to clean up.
+            let _ = worker.join();
+        }
+    }
+}
+
+/// A worker's loop: decode queued tasks until the pool shuts down.
+fn work(shared: &Shared, projection: &FieldProjection, options: &RecordReaderOptions) {
+    let mut decoder = ChunkDecoder::new(projection.clone());
+    loop {
+        let task = {
+            let mut queue = shared.lock();
+            loop {
+                if queue.shutdown {
+                    return;
+                }
+                if let Some(task) = queue.tasks.pop_front() {
+                    break task;
+                }
+                queue = shared.ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        let (reply, done) = run(task, &mut decoder, projection, options);
+        // The batch may have ended (failed) meanwhile: then nobody listens.
+        let _ = reply.send(done);
+    }
+}

@@ -1,0 +1,129 @@
+//! The check behind the `array_record_open` fuzz target: open an ArrayRecord
+//! file made of the fuzz input, read it whole and by index, serially and in
+//! parallel, and assert that nothing panics and both ways agree.
+//!
+//! The same function replays `fuzz/regressions/array_record_open/` in
+//! `crates/riegeli-records/tests/fuzz_regressions.rs` (which includes this
+//! file with `#[path]`), so this file uses only `riegeli_records` and `std`.
+//! Under `cfg(fuzzing)` hash checks are off, so mutated bytes reach the
+//! footer, postscript and chunk parsers.
+
+use std::io::Cursor;
+use std::sync::OnceLock;
+
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, RecordReaderOptions};
+
+/// Small limits, so that no input makes a run allocate much.
+fn options(parallelism: usize) -> ArrayRecordReaderOptions {
+    ArrayRecordReaderOptions {
+        records: RecordReaderOptions {
+            max_chunk_data_size: 1 << 20,
+            max_decoded_size: 1 << 20,
+            max_num_records: 1 << 14,
+            ..RecordReaderOptions::default()
+        },
+        parallelism: Some(parallelism),
+    }
+}
+
+/// Valid files the structure-aware mode mutates: simple chunks with zstd,
+/// transposed chunks with snappy, uncompressed with padding. Each holds
+/// 160 KiB of records, so that the parallel reads use their workers.
+fn seeds() -> &'static [Vec<u8>] {
+    static SEEDS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    SEEDS.get_or_init(|| {
+        [
+            "group_size:16,zstd:3",
+            "group_size:7,transpose,snappy",
+            "group_size:40,uncompressed,pad_to_block_boundary:true",
+        ]
+        .iter()
+        .map(|options| {
+            let options = options.parse().unwrap_or_else(|e| panic!("{options}: {e}"));
+            let mut writer = ArrayRecordWriter::new(Vec::new(), options).expect("writer");
+            for i in 0..160u32 {
+                let record: Vec<u8> = (0..1024u32).map(|j| b"riegeli array record "[((i + j) % 21) as usize]).collect();
+                writer.write_record(&record).expect("write");
+            }
+            writer.close().expect("close")
+        })
+        .collect()
+    })
+}
+
+/// Input layout: byte 0 picks the mode. Even: the rest of the input is the
+/// file. Odd: seed file `byte 0 / 2 % 3` with patches; then byte 1 and 2
+/// (little-endian) truncate the file to `len - value` bytes when byte 3 is
+/// odd; the rest is 4-byte patches `[offset u24 LE, byte]` writing `byte` at
+/// `offset % len`. The last 8 bytes of the input (when it has more than 12)
+/// choose record indices to read.
+pub fn array_record_open(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let (file, picks) = if mode % 2 == 0 {
+        (rest.to_vec(), rest.get(rest.len().saturating_sub(8)..).unwrap_or_default())
+    } else {
+        let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
+        let mut file = seed.clone();
+        let header = rest.get(..3).unwrap_or_default();
+        if let [low, high, flag] = *header
+            && flag % 2 == 1
+        {
+            file.truncate(file.len().saturating_sub(usize::from(u16::from_le_bytes([low, high]))));
+        }
+        let patches = rest.get(3..).unwrap_or_default();
+        for patch in patches.chunks_exact(4) {
+            if let &[a, b, c, byte] = patch
+                && !file.is_empty()
+            {
+                let offset = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
+                let len = file.len();
+                if let Some(slot) = file.get_mut(offset % len) {
+                    *slot = byte;
+                }
+            }
+        }
+        (file, patches.get(patches.len().saturating_sub(8)..).unwrap_or_default())
+    };
+    check_file(&file, picks);
+}
+
+/// Opens `file` serially and with two threads; every read must agree.
+fn check_file(file: &[u8], picks: &[u8]) {
+    let Ok(mut serial) = ArrayRecordReader::with_options(Cursor::new(file), options(1)) else {
+        // Opening failed: so must it in parallel (opening does not decode in parallel).
+        assert!(ArrayRecordReader::with_options(Cursor::new(file), options(2)).is_err());
+        return;
+    };
+    let mut parallel = ArrayRecordReader::with_options(Cursor::new(file), options(2)).expect("opened once already");
+    let n = serial.num_records();
+    assert_eq!(n, parallel.num_records());
+    assert_eq!(serial.num_chunks(), parallel.num_chunks());
+
+    let all = serial.read_all().map_err(|e| e.to_string());
+    assert_eq!(all, parallel.read_all_parallel().map_err(|e| e.to_string()), "read_all");
+    if let Ok(all) = &all {
+        assert_eq!(all.len() as u64, n);
+    }
+
+    // Indices from the input, some past the end.
+    let indices: Vec<u64> =
+        picks.chunks(2).map(|p| u64::from(p.iter().fold(0u16, |acc, &b| acc << 8 | u16::from(b))) % (n + 2)).collect();
+    let batch = serial.read_indices(&indices).map_err(|e| e.to_string());
+    assert_eq!(batch, parallel.read_parallel(&indices).map_err(|e| e.to_string()), "read_parallel");
+    if let Ok(batch) = &batch {
+        for (record, &index) in batch.iter().zip(&indices) {
+            assert_eq!(serial.read(index).ok().as_ref(), Some(record), "read({index})");
+        }
+    }
+    if let [a, b, ..] = indices[..] {
+        let range = a.min(b)..a.max(b);
+        let serial_range = serial.read_range(range.clone()).map_err(|e| e.to_string());
+        assert_eq!(serial_range, parallel.read_range_parallel(range).map_err(|e| e.to_string()), "read_range");
+    }
+    for &index in &indices {
+        if let Err(e) = serial.read(index) {
+            let message = e.to_string();
+            assert!(!message.is_empty() && !message.ends_with('.'), "{message:?}");
+        }
+    }
+}
