@@ -4,7 +4,7 @@
 //! does I/O. It joins `riegeli-framing` (blocks and chunk headers) and
 //! `riegeli-codec` (chunk payloads) behind [`RecordReader`] and
 //! [`RecordWriter`], with record positions, seeking, binary search, recovery
-//! from corruption, metadata, padding and parallel encoding; and, in
+//! from corruption, metadata, padding, parallel encoding and parallel decoding; and, in
 //! [`array_record`], Google's ArrayRecord layout (a footer indexing every
 //! chunk) with [`ArrayRecordReader`] and [`ArrayRecordWriter`].
 //!
@@ -40,6 +40,7 @@ mod error;
 mod metadata;
 mod options;
 mod position;
+mod read_ahead;
 mod reader;
 mod skipped_region;
 mod source;

@@ -7,10 +7,13 @@ use bytes::Bytes;
 use riegeli_codec::{
     ChunkType, CodecError, DecodedRecords, FieldProjection, SimpleChunkDecoder, TransposedChunkDecoder,
 };
-use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
+use riegeli_framing::{
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, is_possible_chunk_boundary, parse_chunk_header,
+};
 
 use crate::array_record::{looks_like_footer, looks_like_postscript};
 use crate::chunk_reader::{Damage, RawChunk, ReadError, Resume, read_chunk, skip_damage};
+use crate::read_ahead::{Fetched, Outcome, ReadAhead};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
@@ -73,11 +76,21 @@ impl ChunkDecoder {
 
     /// Gives a finished chunk's buffers back to the decoder that made them.
     fn recycle(&mut self, records: DecodedRecords) {
-        if self.last_transposed {
+        self.recycle_as(records, self.last_transposed);
+    }
+
+    /// Gives a finished chunk's buffers to the transposed or the simple decoder.
+    pub(crate) fn recycle_as(&mut self, records: DecodedRecords, transposed: bool) {
+        if transposed {
             self.transposed.recycle(records);
         } else {
             self.simple.recycle(records);
         }
+    }
+
+    /// Reads the fields `projection` selects from later transposed chunks.
+    pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
+        self.projection = projection;
     }
 
     /// The records of a chunk, or `None` for chunks without records.
@@ -112,6 +125,16 @@ impl ChunkDecoder {
 /// Records are returned as [`Bytes`] slices of the decoded chunk, without
 /// copying. Memory use is bounded by about one chunk plus a 64 KiB read-ahead:
 /// the reader may read up to 64 KiB past the chunk it needs.
+///
+/// With [`RecordReaderOptions::set_parallelism`]`(n)` (n > 0), chunks are
+/// decoded ahead on `n` background threads while the caller consumes records:
+/// the reader reads raw chunks (framing, hashes) on the calling thread, keeps
+/// up to `n + 1` of them being decoded, and returns records strictly in file
+/// order. Records, positions, errors and recovery are exactly those of serial
+/// reading; reading ahead stops at damage, and seeking discards what was read
+/// ahead. Memory use grows to about `n + 2` decoded and `n + 1` raw chunks.
+/// The threads are started by the first read and joined when the reader is
+/// dropped.
 ///
 /// Damaged regions are reported as errors. With
 /// [`set_recovery`](Self::set_recovery) they are skipped instead and reported
@@ -149,7 +172,7 @@ pub struct RecordReader<R> {
     metadata: MetadataState,
     /// A chunk read ahead (by `read_serialized_metadata`, or while checking
     /// for an ArrayRecord trailer) that holds records.
-    peeked: Option<RawChunk>,
+    peeked: Option<Fetched>,
     /// Damage met while reading ahead for an ArrayRecord trailer, reported
     /// when reading reaches it.
     peeked_damage: Option<Damage>,
@@ -157,6 +180,10 @@ pub struct RecordReader<R> {
     /// Damage reported as an error, for `recover()`.
     pending: Option<Damage>,
     last_pos: Option<RecordPosition>,
+    /// With `parallelism > 0`: chunks read ahead and decoded on worker threads.
+    ahead: Option<ReadAhead>,
+    /// Whether `records` came from a worker, and then from its transposed decoder.
+    records_from_worker: Option<bool>,
 }
 
 impl<R> std::fmt::Debug for RecordReader<R> {
@@ -183,6 +210,7 @@ impl<R: Read> RecordReader<R> {
     /// A reader of a stream that starts at file position `pos` (which must be a
     /// chunk boundary, e.g. from an earlier [`pos`](Self::pos)`.chunk_begin()`).
     pub fn at_position(src: R, pos: u64, options: RecordReaderOptions) -> Self {
+        let ahead = (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, FieldProjection::all()));
         Self {
             source: Source::new(src, pos),
             options,
@@ -196,6 +224,8 @@ impl<R: Read> RecordReader<R> {
             recovery: None,
             pending: None,
             last_pos: None,
+            ahead,
+            records_from_worker: None,
         }
     }
 
@@ -207,7 +237,14 @@ impl<R: Read> RecordReader<R> {
 
     /// Reads only the given fields of transposed chunks (other chunks are read whole).
     pub fn set_field_projection(&mut self, projection: FieldProjection) {
-        self.decoder.projection = projection;
+        if let Some(ahead) = &mut self.ahead {
+            // Chunks already handed to the workers are decoded again, here.
+            ahead.set_projection(projection.clone());
+            if let Some(peeked) = &mut self.peeked {
+                peeked.ticket = None;
+            }
+        }
+        self.decoder.set_projection(projection);
     }
 
     /// The options.
@@ -270,12 +307,44 @@ impl<R: Read> RecordReader<R> {
         if self.index < self.records.len() {
             return RecordPosition::new(self.chunk_begin, self.index as u64).unwrap_or_default();
         }
-        let next = match (&self.peeked, &self.peeked_damage) {
-            (Some(chunk), _) => chunk.begin,
+        RecordPosition::new(self.next_chunk_pos(), 0).unwrap_or_default()
+    }
+
+    /// Where the next chunk not yet interpreted begins.
+    fn next_chunk_pos(&self) -> u64 {
+        match (&self.peeked, &self.peeked_damage) {
+            (Some(fetched), _) => fetched.chunk.begin,
             (None, Some(damage)) => damage.begin,
-            (None, None) => self.source.pos(),
-        };
-        RecordPosition::new(next, 0).unwrap_or_default()
+            (None, None) => self.ahead.as_ref().and_then(ReadAhead::front_begin).unwrap_or(self.source.pos()),
+        }
+    }
+
+    /// Reads the next chunk: from the read-ahead queue (which it tops up) or
+    /// from the source.
+    fn fetch(&mut self) -> std::result::Result<Option<Fetched>, ReadError> {
+        match &mut self.ahead {
+            Some(ahead) => ahead.fetch(&mut self.source, &self.options),
+            None => read_chunk(&mut self.source, &self.options).map(|chunk| chunk.map(Fetched::serial)),
+        }
+    }
+
+    /// Forgets the chunks read ahead (before the source moves elsewhere).
+    fn discard_ahead(&mut self) {
+        if let Some(ahead) = &mut self.ahead {
+            ahead.discard();
+        }
+    }
+
+    /// Gives the current records' buffers back to the decoder that made them.
+    fn recycle_records(&mut self) {
+        let finished = std::mem::take(&mut self.records);
+        if finished.is_empty() {
+            return;
+        }
+        match (self.records_from_worker, &mut self.ahead) {
+            (Some(transposed), Some(ahead)) => ahead.recycle(finished, transposed),
+            _ => self.decoder.recycle(finished),
+        }
     }
 
     /// The position of the record last read, until the next seek.
@@ -286,9 +355,9 @@ impl<R: Read> RecordReader<R> {
     /// Checks that the file begins like a Riegeli/records file (valid file
     /// signature). Reads the first chunk if nothing has been read yet.
     pub fn check_file_format(&mut self) -> Result<()> {
-        if self.source.pos() == 0 && self.peeked.is_none() && self.records.is_empty() {
-            match read_chunk(&mut self.source, &self.options) {
-                Ok(Some(chunk)) => {
+        if self.next_chunk_pos() == 0 && self.peeked.is_none() && self.records.is_empty() {
+            match self.fetch() {
+                Ok(Some(Fetched { chunk, .. })) => {
                     check_signature(&chunk)?;
                     self.chunk_begin = chunk.end;
                 }
@@ -319,8 +388,8 @@ impl<R: Read> RecordReader<R> {
                 self.metadata = MetadataState::Absent;
                 break;
             }
-            let chunk = match read_chunk(&mut self.source, &self.options) {
-                Ok(Some(chunk)) => chunk,
+            let fetched = match self.fetch() {
+                Ok(Some(fetched)) => fetched,
                 Ok(None) => {
                     self.metadata = MetadataState::Absent;
                     break;
@@ -332,17 +401,17 @@ impl<R: Read> RecordReader<R> {
                     return Err(error);
                 }
             };
-            match ChunkType::from_byte(chunk.header.chunk_type()) {
+            match ChunkType::from_byte(fetched.chunk.header.chunk_type()) {
                 Some(ChunkType::FileSignature | ChunkType::FileMetadata) => {
-                    let begin = chunk.begin;
-                    if let Err(damage) = self.install(chunk) {
+                    let begin = fetched.chunk.begin;
+                    if let Err(damage) = self.install(fetched) {
                         return Err(damage.error);
                     }
                     self.chunk_begin = begin;
                 }
                 _ => {
                     self.metadata = MetadataState::Absent;
-                    self.peeked = Some(chunk);
+                    self.peeked = Some(fetched);
                 }
             }
         }
@@ -370,19 +439,16 @@ impl<R: Read> RecordReader<R> {
     /// Loads the next chunk with records. Returns `false` at the end of the file.
     fn advance_chunk(&mut self) -> Result<bool> {
         loop {
-            let finished = std::mem::take(&mut self.records);
-            if !finished.is_empty() {
-                self.decoder.recycle(finished);
-            }
+            self.recycle_records();
             self.index = 0;
             if let Some(damage) = self.peeked_damage.take() {
                 self.handle_damage(damage)?;
                 continue;
             }
-            let chunk = match self.peeked.take() {
-                Some(chunk) => chunk,
-                None => match read_chunk(&mut self.source, &self.options) {
-                    Ok(Some(chunk)) => chunk,
+            let fetched = match self.peeked.take() {
+                Some(fetched) => fetched,
+                None => match self.fetch() {
+                    Ok(Some(fetched)) => fetched,
                     Ok(None) => {
                         self.chunk_begin = self.source.pos();
                         return Ok(false);
@@ -394,9 +460,9 @@ impl<R: Read> RecordReader<R> {
                     }
                 },
             };
-            self.chunk_begin = chunk.begin;
-            let chunk_type = chunk.header.chunk_type();
-            match self.install(chunk) {
+            self.chunk_begin = fetched.chunk.begin;
+            let chunk_type = fetched.chunk.header.chunk_type();
+            match self.install(fetched) {
                 Ok(()) if !self.records.is_empty() => match self.trailer_role(chunk_type, self.chunk_begin) {
                     TrailerRole::None => return Ok(true),
                     TrailerRole::Postscript => self.drop_records(),
@@ -434,10 +500,7 @@ impl<R: Read> RecordReader<R> {
 
     /// Forgets the records of the current chunk (an ArrayRecord trailer).
     fn drop_records(&mut self) {
-        let finished = std::mem::take(&mut self.records);
-        if !finished.is_empty() {
-            self.decoder.recycle(finished);
-        }
+        self.recycle_records();
         self.index = 0;
     }
 
@@ -448,8 +511,8 @@ impl<R: Read> RecordReader<R> {
     fn postscript_follows(&mut self) -> Result<bool> {
         let footer = self.chunk_begin;
         loop {
-            let chunk = match read_chunk(&mut self.source, &self.options) {
-                Ok(Some(chunk)) => chunk,
+            let fetched = match self.fetch() {
+                Ok(Some(fetched)) => fetched,
                 Ok(None) => return Ok(false),
                 Err(ReadError::Io(e)) => return Err(e),
                 Err(ReadError::Damage(damage)) => {
@@ -457,24 +520,29 @@ impl<R: Read> RecordReader<R> {
                     return Ok(false);
                 }
             };
+            let chunk = &fetched.chunk;
             let kind = ChunkType::from_byte(chunk.header.chunk_type());
             if matches!(kind, Some(ChunkType::Padding)) || (kind.is_none() && chunk.header.num_records() == 0) {
                 continue;
             }
+            // Decoded here even if a worker decodes it too: this is rare (a
+            // chunk that looks like a footer) and the chunk is small if it is
+            // a postscript.
             let mut decoder = ChunkDecoder::new(FieldProjection::all());
             let is_postscript = kind == Some(ChunkType::Simple)
-                && matches!(decoder.decode(&chunk, &self.options), Ok(Some(records))
+                && matches!(decoder.decode(chunk, &self.options), Ok(Some(records))
                     if looks_like_postscript(records.iter()) == Some(footer));
             if is_postscript {
                 return Ok(true);
             }
-            self.peeked = Some(chunk);
+            self.peeked = Some(fetched);
             return Ok(false);
         }
     }
 
     /// Interprets a chunk: records, metadata, signature or padding.
-    fn install(&mut self, chunk: RawChunk) -> std::result::Result<(), Damage> {
+    fn install(&mut self, fetched: Fetched) -> std::result::Result<(), Damage> {
+        let Fetched { chunk, ticket } = fetched;
         let kind = ChunkType::from_byte(chunk.header.chunk_type());
         if chunk.begin == 0 {
             return check_signature(&chunk).map_err(|error| Damage { error, begin: 0, resume: Resume::At(chunk.end) });
@@ -492,7 +560,27 @@ impl<R: Read> RecordReader<R> {
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
-        match self.decoder.decode(&chunk, &self.options) {
+        let decoded = match (ticket, &mut self.ahead) {
+            (Some(ticket), Some(ahead)) => match ahead.take(ticket) {
+                Outcome::Decoded { result, transposed } => {
+                    self.records_from_worker = Some(transposed);
+                    result
+                }
+                Outcome::Panicked => {
+                    let error = Error::invalid(chunk.begin, "chunk decoder thread panicked on this chunk");
+                    return Err(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) });
+                }
+                Outcome::Stopped => {
+                    self.records_from_worker = None;
+                    self.decoder.decode(&chunk, &self.options)
+                }
+            },
+            _ => {
+                self.records_from_worker = None;
+                self.decoder.decode(&chunk, &self.options)
+            }
+        };
+        match decoded {
             Ok(Some(records)) => {
                 self.records = records;
                 Ok(())
@@ -532,6 +620,21 @@ impl<R: Read> RecordReader<R> {
         self.peeked = None;
         self.peeked_damage = None;
         let message = damage.error.to_string();
+        if let Some(next) = self.ahead.as_ref().and_then(ReadAhead::front_begin) {
+            // Chunks were read ahead past the damage: the source is past them
+            // too, where a serial reader's is at `next`.
+            if let Resume::At(pos) = damage.resume
+                && pos <= next
+            {
+                // As `skip_damage` with the source at `next`: nothing to skip.
+                let end = if is_possible_chunk_boundary(pos) { pos } else { next };
+                self.chunk_begin = end;
+                return Ok(SkippedRegion::new(damage.begin, end, message));
+            }
+            // Not reached: damage that does not resume at a chunk end is
+            // met while reading, which stops reading ahead.
+            self.discard_ahead();
+        }
         let resumed = skip_damage(&mut self.source, damage.resume)?;
         let end = resumed.unwrap_or(self.source.pos());
         self.chunk_begin = end;
@@ -560,6 +663,7 @@ impl<R: Read + Seek> RecordReader<R> {
 
     /// Moves to chunk boundary `pos` without reading.
     fn jump_to(&mut self, pos: u64) -> Result<()> {
+        self.discard_ahead();
         self.records = DecodedRecords::default();
         self.index = 0;
         self.peeked = None;
@@ -597,7 +701,7 @@ impl<R: Read + Seek> RecordReader<R> {
     /// file size is allowed.
     pub fn seek_numeric(&mut self, pos: u64) -> Result<()> {
         self.last_pos = None;
-        if !self.records.is_empty() && pos >= self.chunk_begin && pos < self.source.pos() {
+        if !self.records.is_empty() && pos >= self.chunk_begin && pos < self.next_chunk_pos() {
             self.index = usize::try_from(pos - self.chunk_begin).unwrap_or(usize::MAX).min(self.records.len());
             return Ok(());
         }
@@ -641,7 +745,7 @@ impl<R: Read + Seek> RecordReader<R> {
             Ok(Some(chunk)) => {
                 let chunk_type = chunk.header.chunk_type();
                 let end = chunk.end;
-                match self.install(chunk) {
+                match self.install(Fetched::serial(chunk)) {
                     Ok(()) => {
                         self.chunk_begin = begin;
                         if self.records.is_empty() {
@@ -655,6 +759,7 @@ impl<R: Read + Seek> RecordReader<R> {
                                 // Back to the end of this chunk, whatever was read ahead.
                                 self.peeked = None;
                                 self.peeked_damage = None;
+                                self.discard_ahead();
                                 self.source.seek(end)?;
                                 follows?
                             }
@@ -682,6 +787,8 @@ impl<R: Read + Seek> RecordReader<R> {
     /// Finds a chunk by position using block headers, then chunk headers
     /// within one block: never a scan of the whole file.
     fn locate_chunk(&mut self, target: u64, which: Which) -> Result<u64> {
+        // The source moves: what was read ahead would no longer follow it.
+        self.discard_ahead();
         let mut block = block_begin(target);
         let mut chunk = loop {
             if block == 0 {

@@ -1,0 +1,436 @@
+//! Read-ahead for [`RecordReader`](crate::RecordReader) with `parallelism > 0`:
+//! raw chunks are read (framing, header and data hash checks) on the calling
+//! thread, and data chunks are decoded on persistent background threads while
+//! the caller consumes records. Results are handed back strictly in file order.
+//!
+//! The queue holds the results of consecutive `read_chunk` calls, exactly as a
+//! serial reader would have made them: reading ahead stops at the first result
+//! that is not a chunk (the end of the file, damage, an I/O error), which is
+//! queued too and returned in its turn, so nothing is read past damage and the
+//! source is then where a serial reader's would be.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use riegeli_codec::{ChunkType, CodecError, DecodedRecords, FieldProjection};
+
+use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
+use crate::options::RecordReaderOptions;
+use crate::reader::ChunkDecoder;
+use crate::source::Source;
+
+/// A chunk as the reader gets it: read and hash-checked, and, if its decoding
+/// was handed to a background thread, the ticket of that decoding.
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) chunk: RawChunk,
+    pub(crate) ticket: Option<u64>,
+}
+
+impl Fetched {
+    /// A chunk to be decoded on the calling thread.
+    pub(crate) fn serial(chunk: RawChunk) -> Self {
+        Self { chunk, ticket: None }
+    }
+}
+
+/// One result of `read_chunk`, in file order.
+#[derive(Debug)]
+enum Item {
+    Chunk(Fetched),
+    /// The end of the file (`Ok`), or damage or an I/O error; nothing is read after it.
+    End(Result<(), ReadError>),
+}
+
+/// What a background decoding produced.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// The decoder's result; `transposed` tells which decoder made the records.
+    Decoded { result: Result<Option<DecodedRecords>, CodecError>, transposed: bool },
+    /// The decoder panicked (a bug); the worker carries on with a fresh decoder.
+    Panicked,
+    /// No result can come: the worker threads are gone.
+    Stopped,
+}
+
+/// Buffers of records already consumed, going back to a worker's decoder.
+#[derive(Debug)]
+struct Spare {
+    records: DecodedRecords,
+    transposed: bool,
+}
+
+/// A chunk to decode: ticket, chunk, projection and buffers to reuse.
+type Job = (u64, RawChunk, Arc<FieldProjection>, Option<Spare>);
+/// A decoded chunk: ticket and outcome.
+type Done = (u64, Outcome);
+
+/// The background decoder threads.
+struct Pool {
+    jobs: Option<Sender<Job>>,
+    results: Receiver<Done>,
+    threads: Vec<JoinHandle<()>>,
+    /// Jobs sent whose result has not been received.
+    in_flight: usize,
+    /// Each worker holds a clone while it runs (for tests of thread shutdown).
+    #[cfg(test)]
+    alive: Arc<()>,
+}
+
+impl Pool {
+    fn new(threads: usize, options: &RecordReaderOptions) -> std::io::Result<Self> {
+        let (jobs, job_rx) = channel::<Job>();
+        let (done_tx, results) = channel::<Done>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        #[cfg(test)]
+        let alive = Arc::new(());
+        let mut pool = Self {
+            jobs: Some(jobs),
+            results,
+            threads: Vec::with_capacity(threads),
+            in_flight: 0,
+            #[cfg(test)]
+            alive: Arc::clone(&alive),
+        };
+        for i in 0..threads {
+            let job_rx = Arc::clone(&job_rx);
+            let done_tx = done_tx.clone();
+            let options = options.clone();
+            #[cfg(test)]
+            let alive = Arc::clone(&alive);
+            let thread = std::thread::Builder::new().name(format!("riegeli-decode-{i}")).spawn(move || {
+                #[cfg(test)]
+                let _alive = alive;
+                work(&job_rx, &done_tx, &options);
+            })?;
+            // On error, `pool` is dropped: the threads started so far are joined.
+            pool.threads.push(thread);
+        }
+        Ok(pool)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Closing the job channel ends each worker after its current job.
+        self.jobs = None;
+        for thread in self.threads.drain(..) {
+            // A worker cannot panic outside `catch_unwind`; if it did, its
+            // panic has been reported and there is nothing more to do.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A worker: decodes jobs until the job channel closes.
+fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReaderOptions) {
+    let mut projection = Arc::new(FieldProjection::all());
+    let mut decoder = ChunkDecoder::new(FieldProjection::all());
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok((ticket, chunk, wanted, spare)) = job else { return };
+        if let Some(spare) = spare {
+            decoder.recycle_as(spare.records, spare.transposed);
+        }
+        if !Arc::ptr_eq(&projection, &wanted) {
+            decoder.set_projection((*wanted).clone());
+            projection = wanted;
+        }
+        let transposed = chunk.header.chunk_type() == ChunkType::Transposed.to_byte();
+        let outcome = match catch_unwind(AssertUnwindSafe(|| decoder.decode(&chunk, options))) {
+            Ok(result) => Outcome::Decoded { result, transposed },
+            Err(_) => {
+                decoder = ChunkDecoder::new((*projection).clone());
+                Outcome::Panicked
+            }
+        };
+        if done.send((ticket, outcome)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Whether a chunk's decoding goes to a worker: simple and transposed chunks
+/// (the chunk at 0 is checked as the file signature, never decoded).
+fn is_data_chunk(chunk: &RawChunk) -> bool {
+    chunk.begin != 0
+        && matches!(ChunkType::from_byte(chunk.header.chunk_type()), Some(ChunkType::Simple | ChunkType::Transposed))
+}
+
+/// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
+pub(crate) struct ReadAhead {
+    parallelism: usize,
+    /// Consecutive `read_chunk` results not yet taken, in file order.
+    queue: VecDeque<Item>,
+    /// How many chunks in `queue` have a ticket.
+    ticketed: usize,
+    /// Started on the first data chunk.
+    pool: Option<Pool>,
+    next_ticket: u64,
+    /// Outcomes received before their turn.
+    ready: BTreeMap<u64, Outcome>,
+    spare: Vec<Spare>,
+    projection: Arc<FieldProjection>,
+}
+
+impl std::fmt::Debug for ReadAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadAhead")
+            .field("parallelism", &self.parallelism)
+            .field("queued", &self.queue.len())
+            .field("ticketed", &self.ticketed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadAhead {
+    /// Read-ahead decoding on `parallelism` threads (at least one).
+    pub(crate) fn new(parallelism: usize, projection: FieldProjection) -> Self {
+        Self {
+            parallelism: parallelism.max(1),
+            queue: VecDeque::new(),
+            ticketed: 0,
+            pool: None,
+            next_ticket: 0,
+            ready: BTreeMap::new(),
+            spare: Vec::new(),
+            projection: Arc::new(projection),
+        }
+    }
+
+    /// Where the first queued chunk begins, if a chunk is queued. (If a final
+    /// item or nothing is queued, the source is where the next read begins.)
+    pub(crate) fn front_begin(&self) -> Option<u64> {
+        match self.queue.front() {
+            Some(Item::Chunk(fetched)) => Some(fetched.chunk.begin),
+            _ => None,
+        }
+    }
+
+    /// Whether nothing is queued.
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// The next `read_chunk` result, reading ahead and starting the decoding
+    /// of data chunks on the workers.
+    pub(crate) fn fetch<R: Read>(
+        &mut self,
+        source: &mut Source<R>,
+        options: &RecordReaderOptions,
+    ) -> Result<Option<Fetched>, ReadError> {
+        self.top_up(source, options)?;
+        match self.queue.pop_front() {
+            Some(Item::Chunk(fetched)) => {
+                if fetched.ticket.is_some() {
+                    self.ticketed -= 1;
+                }
+                // Keep the workers busy while the caller consumes this chunk.
+                self.top_up(source, options)?;
+                Ok(Some(fetched))
+            }
+            Some(Item::End(result)) => result.map(|()| None),
+            // `top_up` queues at least one item when the queue is empty.
+            None => read_chunk(source, options).map(|chunk| chunk.map(Fetched::serial)),
+        }
+    }
+
+    /// Reads chunks until `parallelism + 1` of them are being decoded (or
+    /// the reading has to stop).
+    fn top_up<R: Read>(&mut self, source: &mut Source<R>, options: &RecordReaderOptions) -> Result<(), ReadError> {
+        if self.pool.is_none() {
+            // Started before anything is read, so that a failure loses nothing.
+            let pool = Pool::new(self.parallelism, options).map_err(|e| {
+                ReadError::from(std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}")))
+            })?;
+            self.pool = Some(pool);
+        }
+        // Non-data chunks (padding, unknown types) do not count against the
+        // decoding window; this bounds how many of them wait in the queue.
+        let max_queued = 4 * (self.parallelism + 1);
+        while self.ticketed <= self.parallelism
+            && self.queue.len() < max_queued
+            && !matches!(self.queue.back(), Some(Item::End(_)))
+        {
+            match read_chunk(source, options) {
+                Ok(Some(chunk)) => {
+                    let ticket = if is_data_chunk(&chunk) { self.dispatch(&chunk) } else { None };
+                    if ticket.is_some() {
+                        self.ticketed += 1;
+                    }
+                    self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
+                }
+                Ok(None) => self.queue.push_back(Item::End(Ok(()))),
+                Err(e) => self.queue.push_back(Item::End(Err(e))),
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a chunk to the workers; `None` if they cannot take it (then the
+    /// caller decodes it).
+    fn dispatch(&mut self, chunk: &RawChunk) -> Option<u64> {
+        let pool = self.pool.as_mut()?;
+        let ticket = self.next_ticket;
+        let job = (ticket, chunk.clone(), Arc::clone(&self.projection), self.spare.pop());
+        if pool.jobs.as_ref().is_none_or(|jobs| jobs.send(job).is_err()) {
+            return None;
+        }
+        pool.in_flight += 1;
+        self.next_ticket += 1;
+        Some(ticket)
+    }
+
+    /// Waits for the outcome of `ticket`. Outcomes of earlier tickets still
+    /// around were abandoned (their chunks were skipped): they are recycled.
+    pub(crate) fn take(&mut self, ticket: u64) -> Outcome {
+        while let Some(entry) = self.ready.first_entry() {
+            if *entry.key() >= ticket {
+                break;
+            }
+            let outcome = entry.remove();
+            self.recycle_outcome(outcome);
+        }
+        loop {
+            if let Some(outcome) = self.ready.remove(&ticket) {
+                return outcome;
+            }
+            let Some(pool) = &mut self.pool else { return Outcome::Stopped };
+            if pool.in_flight == 0 {
+                return Outcome::Stopped;
+            }
+            match pool.results.recv() {
+                Ok((done, outcome)) => {
+                    pool.in_flight -= 1;
+                    if done < ticket {
+                        self.recycle_outcome(outcome);
+                    } else {
+                        self.ready.insert(done, outcome);
+                    }
+                }
+                Err(_) => return Outcome::Stopped,
+            }
+        }
+    }
+
+    fn recycle_outcome(&mut self, outcome: Outcome) {
+        if let Outcome::Decoded { result: Ok(Some(records)), transposed } = outcome {
+            self.recycle(records, transposed);
+        }
+    }
+
+    /// Gives consumed records back, to be decoded into again.
+    pub(crate) fn recycle(&mut self, records: DecodedRecords, transposed: bool) {
+        if self.spare.len() <= self.parallelism + 1 {
+            self.spare.push(Spare { records, transposed });
+        }
+    }
+
+    /// Forgets everything queued and waits for the workers to finish what
+    /// they are decoding (at most `parallelism + 1` chunks). The threads stay.
+    pub(crate) fn discard(&mut self) {
+        self.queue.clear();
+        self.ticketed = 0;
+        let ready = std::mem::take(&mut self.ready);
+        for outcome in ready.into_values() {
+            self.recycle_outcome(outcome);
+        }
+        while let Some(pool) = &mut self.pool {
+            if pool.in_flight == 0 {
+                break;
+            }
+            match pool.results.recv() {
+                Ok((_, outcome)) => {
+                    pool.in_flight -= 1;
+                    self.recycle_outcome(outcome);
+                }
+                Err(_) => {
+                    pool.in_flight = 0;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Decodes later chunks with `projection`. Chunks already handed to the
+    /// workers lose their tickets: the caller decodes them.
+    pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
+        self.projection = Arc::new(projection);
+        for item in &mut self.queue {
+            if let Item::Chunk(fetched) = item {
+                fetched.ticket = None;
+            }
+        }
+        self.ticketed = 0;
+    }
+
+    /// The liveness token the workers hold (tests of thread shutdown).
+    #[cfg(test)]
+    fn alive(&self) -> Option<std::sync::Weak<()>> {
+        self.pool.as_ref().map(|pool| Arc::downgrade(&pool.alive))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::{RecordWriter, RecordWriterOptions};
+
+    fn file() -> Vec<u8> {
+        let options: RecordWriterOptions = "zstd:1,chunk_size:4k".parse().unwrap();
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        for i in 0..2000u32 {
+            writer.write_record(format!("record {i} ").repeat(5).as_bytes()).unwrap();
+        }
+        writer.close().unwrap()
+    }
+
+    #[test]
+    fn dropping_joins_the_workers() {
+        let file = file();
+        let options = RecordReaderOptions::default();
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(3, FieldProjection::all());
+        let mut tickets = Vec::new();
+        for _ in 0..4 {
+            let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
+            tickets.extend(fetched.ticket);
+        }
+        assert!(!tickets.is_empty());
+        let first = tickets[0];
+        assert!(matches!(ahead.take(first), Outcome::Decoded { result: Ok(Some(_)), .. }));
+        let alive = ahead.alive().unwrap();
+        assert!(alive.upgrade().is_some());
+        // Dropped with jobs in flight: every worker has exited when drop returns.
+        drop(ahead);
+        assert!(alive.upgrade().is_none(), "a decoder thread outlived its reader");
+    }
+
+    #[test]
+    fn decoding_window_is_bounded() {
+        let file = file();
+        let options = RecordReaderOptions::default();
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut fetched = 0;
+        while let Some(chunk) = ahead.fetch(&mut source, &options).unwrap() {
+            assert!(ahead.ticketed <= 3, "{ahead:?}");
+            assert!(ahead.pool.as_ref().is_none_or(|p| p.in_flight <= 4), "{ahead:?}");
+            if let Some(ticket) = chunk.ticket {
+                assert!(matches!(ahead.take(ticket), Outcome::Decoded { result: Ok(Some(_)), .. }));
+            }
+            fetched += 1;
+        }
+        assert!(fetched > 10);
+        assert!(ahead.is_empty());
+    }
+}
