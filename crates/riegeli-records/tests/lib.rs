@@ -8,6 +8,7 @@ mod corruption;
 mod fuzz_regressions;
 mod golden;
 mod interop;
+mod parallel;
 mod roundtrip;
 mod search;
 mod streams;
