@@ -16,7 +16,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use riegeli_codec::{ChunkType, CodecError, DecodedRecords, FieldProjection};
+use riegeli_codec::{ChunkType, CodecError, CompressionType, DecodedRecords, FieldProjection};
 
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
 use crate::options::RecordReaderOptions;
@@ -158,10 +158,24 @@ fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReader
 }
 
 /// Whether a chunk's decoding goes to a worker: simple and transposed chunks
-/// (the chunk at 0 is checked as the file signature, never decoded).
-fn is_data_chunk(chunk: &RawChunk) -> bool {
-    chunk.begin != 0
-        && matches!(ChunkType::from_byte(chunk.header.chunk_type()), Some(ChunkType::Simple | ChunkType::Transposed))
+/// (the chunk at 0 is checked as the file signature, never decoded), except
+/// uncompressed simple chunks, whose decoding only splits the data (records
+/// are slices of it): handing them over would cost more than it saves.
+fn worth_a_worker(chunk: &RawChunk) -> bool {
+    if chunk.begin == 0 {
+        return false;
+    }
+    match ChunkType::from_byte(chunk.header.chunk_type()) {
+        Some(ChunkType::Simple) => chunk.data.first().is_some_and(|&byte| byte != CompressionType::None.to_byte()),
+        Some(ChunkType::Transposed) => true,
+        _ => false,
+    }
+}
+
+/// Whether reading ahead stops after this chunk: it has records and the
+/// caller decodes it.
+fn holds_back(fetched: &Fetched) -> bool {
+    fetched.ticket.is_none() && fetched.chunk.header.num_records() > 0
 }
 
 /// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
@@ -227,14 +241,18 @@ impl ReadAhead {
         source: &mut Source<R>,
         options: &RecordReaderOptions,
     ) -> Result<Option<Fetched>, ReadError> {
-        self.top_up(source, options)?;
+        if self.queue.is_empty() {
+            self.top_up(source, options);
+        }
         match self.queue.pop_front() {
             Some(Item::Chunk(fetched)) => {
                 if fetched.ticket.is_some() {
                     self.ticketed -= 1;
                 }
-                // Keep the workers busy while the caller consumes this chunk.
-                self.top_up(source, options)?;
+                if !holds_back(&fetched) {
+                    // Keep the workers busy while the caller consumes this chunk.
+                    self.top_up(source, options);
+                }
                 Ok(Some(fetched))
             }
             Some(Item::End(result)) => result.map(|()| None),
@@ -243,50 +261,60 @@ impl ReadAhead {
         }
     }
 
-    /// Reads chunks until `parallelism + 1` of them are being decoded (or
-    /// the reading has to stop).
-    fn top_up<R: Read>(&mut self, source: &mut Source<R>, options: &RecordReaderOptions) -> Result<(), ReadError> {
-        if self.pool.is_none() {
-            // Started before anything is read, so that a failure loses nothing.
-            let pool = Pool::new(self.parallelism, options).map_err(|e| {
-                ReadError::from(std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}")))
-            })?;
-            self.pool = Some(pool);
-        }
+    /// Reads chunks until `parallelism + 1` of them are being decoded, or
+    /// the reading has to stop (the end, damage, an I/O error), or a chunk
+    /// with records is to be decoded by the caller (then reading ahead would
+    /// only hold buffers: it resumes when a chunk goes to a worker again).
+    fn top_up<R: Read>(&mut self, source: &mut Source<R>, options: &RecordReaderOptions) {
         // Non-data chunks (padding, unknown types) do not count against the
         // decoding window; this bounds how many of them wait in the queue.
         let max_queued = 4 * (self.parallelism + 1);
         while self.ticketed <= self.parallelism
             && self.queue.len() < max_queued
-            && !matches!(self.queue.back(), Some(Item::End(_)))
+            && !self.queue.back().is_some_and(|item| match item {
+                Item::Chunk(fetched) => holds_back(fetched),
+                Item::End(_) => true,
+            })
         {
             match read_chunk(source, options) {
                 Ok(Some(chunk)) => {
-                    let ticket = if is_data_chunk(&chunk) { self.dispatch(&chunk) } else { None };
-                    if ticket.is_some() {
-                        self.ticketed += 1;
+                    let ticket = if worth_a_worker(&chunk) { self.dispatch(&chunk, options) } else { Ok(None) };
+                    match ticket {
+                        Ok(ticket) => {
+                            self.ticketed += usize::from(ticket.is_some());
+                            self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
+                        }
+                        Err(e) => {
+                            // Reported after the chunk, which the caller decodes.
+                            self.queue.push_back(Item::Chunk(Fetched::serial(chunk)));
+                            self.queue.push_back(Item::End(Err(ReadError::from(e))));
+                        }
                     }
-                    self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
                 }
                 Ok(None) => self.queue.push_back(Item::End(Ok(()))),
                 Err(e) => self.queue.push_back(Item::End(Err(e))),
             }
         }
-        Ok(())
     }
 
-    /// Hands a chunk to the workers; `None` if they cannot take it (then the
-    /// caller decodes it).
-    fn dispatch(&mut self, chunk: &RawChunk) -> Option<u64> {
-        let pool = self.pool.as_mut()?;
+    /// Hands a chunk to the workers, starting them first if needed; `None`
+    /// if they cannot take it (then the caller decodes it).
+    fn dispatch(&mut self, chunk: &RawChunk, options: &RecordReaderOptions) -> std::io::Result<Option<u64>> {
+        if self.pool.is_none() {
+            let pool = Pool::new(self.parallelism, options).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}"))
+            })?;
+            self.pool = Some(pool);
+        }
+        let Some(pool) = &mut self.pool else { return Ok(None) };
         let ticket = self.next_ticket;
         let job = (ticket, chunk.clone(), Arc::clone(&self.projection), self.spare.pop());
         if pool.jobs.as_ref().is_none_or(|jobs| jobs.send(job).is_err()) {
-            return None;
+            return Ok(None);
         }
         pool.in_flight += 1;
         self.next_ticket += 1;
-        Some(ticket)
+        Ok(Some(ticket))
     }
 
     /// Waits for the outcome of `ticket`. Outcomes of earlier tickets still
@@ -386,7 +414,11 @@ mod tests {
     use crate::{RecordWriter, RecordWriterOptions};
 
     fn file() -> Vec<u8> {
-        let options: RecordWriterOptions = "zstd:1,chunk_size:4k".parse().unwrap();
+        file_with("zstd:1,chunk_size:4k")
+    }
+
+    fn file_with(options: &str) -> Vec<u8> {
+        let options: RecordWriterOptions = options.parse().unwrap();
         let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
         for i in 0..2000u32 {
             writer.write_record(format!("record {i} ").repeat(5).as_bytes()).unwrap();
@@ -432,5 +464,25 @@ mod tests {
         }
         assert!(fetched > 10);
         assert!(ahead.is_empty());
+    }
+
+    #[test]
+    fn uncompressed_simple_chunks_are_not_read_ahead() {
+        let file = file_with("uncompressed,chunk_size:4k");
+        let options = RecordReaderOptions::default();
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut with_records = 0;
+        while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
+            assert!(fetched.ticket.is_none());
+            if fetched.chunk.header.num_records() > 0 {
+                with_records += 1;
+                // Nothing is read past a chunk the caller decodes.
+                assert!(ahead.is_empty(), "{ahead:?}");
+                assert_eq!(source.pos(), fetched.chunk.end);
+            }
+        }
+        assert!(with_records > 10);
+        assert!(ahead.pool.is_none(), "threads started for nothing");
     }
 }

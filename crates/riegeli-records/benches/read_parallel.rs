@@ -1,0 +1,82 @@
+//! `RecordReader` reading a whole file, serially and with parallel chunk
+//! decoding (`RecordReaderOptions::set_parallelism`), per option set.
+//!
+//! File: about 50 MB (`RIEGELI_BENCH_MB` to change) of ~1 KiB English-like
+//! text records (seeded), read from memory. Throughput is in record bytes.
+#![allow(missing_docs, reason = "criterion's macros generate undocumented public functions")]
+
+use std::io::Cursor;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
+
+const OPTION_SETS: &[&str] = &["zstd:3", "snappy", "brotli:6", "uncompressed", "transpose,zstd:3"];
+
+/// Records of 900 to 1150 bytes of words drawn from a small vocabulary.
+fn records(total: usize) -> Vec<Vec<u8>> {
+    const WORDS: &[&str] = &[
+        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on",
+        "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they",
+        "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when",
+        "will", "would", "who", "so", "no", "record", "chunk", "block", "header", "reader", "writer", "file",
+    ];
+    let mut rng = StdRng::seed_from_u64(0);
+    let mut out = Vec::new();
+    let mut size = 0;
+    while size < total {
+        let len = rng.gen_range(900..1150);
+        let mut record = Vec::with_capacity(len + 16);
+        while record.len() < len {
+            record.extend_from_slice(WORDS[rng.gen_range(0..WORDS.len())].as_bytes());
+            record.push(if rng.gen_range(0..12) == 0 { b'.' } else { b' ' });
+        }
+        record.truncate(len);
+        size += record.len();
+        out.push(record);
+    }
+    out
+}
+
+fn write(records: &[Vec<u8>], options: &str) -> Vec<u8> {
+    let options: RecordWriterOptions = format!("{options},parallelism:2").parse().unwrap();
+    let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+    for record in records {
+        writer.write_record(record).unwrap();
+    }
+    writer.close().unwrap()
+}
+
+fn read_all(file: &[u8], parallelism: usize) -> usize {
+    let options = RecordReaderOptions::new().set_parallelism(parallelism);
+    let mut reader = RecordReader::with_options(Cursor::new(file), options);
+    let mut bytes = 0;
+    while let Some(record) = reader.read_record().unwrap() {
+        bytes += record.len();
+    }
+    bytes
+}
+
+fn bench(c: &mut Criterion) {
+    let megabytes: usize = std::env::var("RIEGELI_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let records = records(megabytes * 1_000_000);
+    let total: usize = records.iter().map(Vec::len).sum();
+    let mut group = c.benchmark_group("read_parallel");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Bytes(total as u64));
+    for options in OPTION_SETS {
+        let file = write(&records, options);
+        for parallelism in [0, 1, 2] {
+            group.bench_function(format!("{options}/parallelism:{parallelism}"), |b| {
+                b.iter(|| assert_eq!(read_all(&file, parallelism), total));
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
