@@ -17,10 +17,10 @@ const OPTION_SETS: &[&str] = &["zstd:3", "snappy", "brotli:6", "uncompressed", "
 /// Records of 900 to 1150 bytes of words drawn from a small vocabulary.
 fn records(total: usize) -> Vec<Vec<u8>> {
     const WORDS: &[&str] = &[
-        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on",
-        "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they",
-        "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when",
-        "will", "would", "who", "so", "no", "record", "chunk", "block", "header", "reader", "writer", "file",
+        "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not",
+        "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they", "you", "were",
+        "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when", "will", "would",
+        "who", "so", "no", "record", "chunk", "block", "header", "reader", "writer", "file",
     ];
     let mut rng = StdRng::seed_from_u64(0);
     let mut out = Vec::new();

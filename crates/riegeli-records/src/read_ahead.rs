@@ -301,9 +301,8 @@ impl ReadAhead {
     /// if they cannot take it (then the caller decodes it).
     fn dispatch(&mut self, chunk: &RawChunk, options: &RecordReaderOptions) -> std::io::Result<Option<u64>> {
         if self.pool.is_none() {
-            let pool = Pool::new(self.parallelism, options).map_err(|e| {
-                std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}"))
-            })?;
+            let pool = Pool::new(self.parallelism, options)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}")))?;
             self.pool = Some(pool);
         }
         let Some(pool) = &mut self.pool else { return Ok(None) };

@@ -13,11 +13,11 @@ use riegeli_framing::{
 
 use crate::array_record::{looks_like_footer, looks_like_postscript};
 use crate::chunk_reader::{Damage, RawChunk, ReadError, Resume, read_chunk, skip_damage};
-use crate::read_ahead::{Fetched, Outcome, ReadAhead};
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
+use crate::read_ahead::{Fetched, Outcome, ReadAhead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 

@@ -72,7 +72,10 @@ fn trace(file: &[u8], read_options: RecordReaderOptions, callback: bool) -> (Vec
 }
 
 fn records_of(events: &[Event]) -> Vec<Vec<u8>> {
-    events.iter().filter_map(|e| if let Event::Record { record, .. } = e { Some(record.clone()) } else { None }).collect()
+    events
+        .iter()
+        .filter_map(|e| if let Event::Record { record, .. } = e { Some(record.clone()) } else { None })
+        .collect()
 }
 
 /// Parallel reads of `file` (1, 2 and 3 threads) behave exactly as the serial read.
@@ -110,8 +113,12 @@ fn corrupt_files_fail_and_recover_as_serially() {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
         let set = record_set(file["records"].as_str().unwrap());
-        let expected: Vec<Vec<u8>> =
-            file["expected_records"].as_array().unwrap().iter().map(|i| set[i.as_u64().unwrap() as usize].clone()).collect();
+        let expected: Vec<Vec<u8>> = file["expected_records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| set[i.as_u64().unwrap() as usize].clone())
+            .collect();
         let events = assert_same_as_serial(&bytes, &RecordReaderOptions::default(), path);
         assert_eq!(records_of(&events), expected, "{path}");
     }
@@ -119,7 +126,8 @@ fn corrupt_files_fail_and_recover_as_serially() {
 
 #[test]
 fn one_byte_reads_in_parallel() {
-    for path in ["valid/transposed_zstd.riegeli", "array_record/simple_brotli.array_record", "corrupt/zeroed_block.riegeli"]
+    for path in
+        ["valid/transposed_zstd.riegeli", "array_record/simple_brotli.array_record", "corrupt/zeroed_block.riegeli"]
     {
         let bytes = std::fs::read(testdata().join(path)).unwrap();
         let serial = trace(&bytes, RecordReaderOptions::default(), true);
@@ -220,8 +228,8 @@ fn seeking_after_partial_parallel_reads() {
                 assert_eq!(reader.read_record().unwrap().unwrap(), records[i], "{file_options} seek {i}");
                 assert_eq!(reader.last_pos(), Some(positions[i]));
                 // A few more in parallel, then a numeric seek.
-                for j in i + 1..(i + 40).min(records.len()) {
-                    assert_eq!(reader.read_record().unwrap().unwrap(), records[j], "{file_options} after seek {i}");
+                for record in records.iter().skip(i + 1).take(39) {
+                    assert_eq!(reader.read_record().unwrap().unwrap(), record, "{file_options} after seek {i}");
                 }
                 let k = (i * 7 + 11) % records.len();
                 reader.seek_numeric(positions[k].numeric()).unwrap();
@@ -287,7 +295,8 @@ fn metadata_in_parallel_mode() {
     let records = sample_records(400, 3);
     let metadata = riegeli_records::RecordsMetadata { file_comment: "parallel".into(), ..Default::default() };
     let write_options: RecordWriterOptions = "zstd,chunk_size:4k".parse().unwrap();
-    let mut writer = riegeli_records::RecordWriter::new(Vec::new(), write_options.set_metadata(Some(metadata.clone()))).unwrap();
+    let mut writer =
+        riegeli_records::RecordWriter::new(Vec::new(), write_options.set_metadata(Some(metadata.clone()))).unwrap();
     for record in &records {
         writer.write_record(record).unwrap();
     }
