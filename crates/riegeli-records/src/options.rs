@@ -517,7 +517,10 @@ impl RecordReaderOptions {
     /// The [`RecordReader`](crate::RecordReader) reads raw chunks and checks
     /// their hashes on the calling thread and keeps up to `parallelism + 1`
     /// data chunks being decoded, so memory use grows to about
-    /// `parallelism + 2` decoded chunks and `parallelism + 1` raw chunks.
+    /// `parallelism + 2` decoded chunks (one being consumed, the others being
+    /// decoded or waiting) and `parallelism + 1` raw chunks, plus a few small
+    /// chunks without records read on the way. Uncompressed simple chunks,
+    /// whose decoding is only splitting, are decoded by the caller.
     /// Records, positions, errors and recovery are the same as with 0.
     /// Worth it for compressed files on a machine with a core to spare; the
     /// threads start at the first read and are joined when the reader is

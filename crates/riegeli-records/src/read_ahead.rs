@@ -172,10 +172,14 @@ fn worth_a_worker(chunk: &RawChunk) -> bool {
     }
 }
 
-/// Whether reading ahead stops after this chunk: it has records and the
-/// caller decodes it.
+/// Largest data of a chunk without records (padding, unknown types) that
+/// reading ahead goes past; this bounds what such chunks hold in the queue.
+const MAX_SMALL_CHUNK: usize = 64 << 10;
+
+/// Whether reading ahead stops after this chunk: the caller decodes it and
+/// it has records, or it is large.
 fn holds_back(fetched: &Fetched) -> bool {
-    fetched.ticket.is_none() && fetched.chunk.header.num_records() > 0
+    fetched.ticket.is_none() && (fetched.chunk.header.num_records() > 0 || fetched.chunk.data.len() > MAX_SMALL_CHUNK)
 }
 
 /// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
@@ -356,7 +360,8 @@ impl ReadAhead {
 
     /// Gives consumed records back, to be decoded into again.
     pub(crate) fn recycle(&mut self, records: DecodedRecords, transposed: bool) {
-        if self.spare.len() <= self.parallelism + 1 {
+        // Each dispatch takes one back, so a couple suffice.
+        if self.spare.len() < 2 {
             self.spare.push(Spare { records, transposed });
         }
     }

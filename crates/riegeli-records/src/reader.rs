@@ -133,8 +133,9 @@ impl ChunkDecoder {
 /// order. Records, positions, errors and recovery are exactly those of serial
 /// reading; reading ahead stops at damage, and seeking discards what was read
 /// ahead. Memory use grows to about `n + 2` decoded and `n + 1` raw chunks.
-/// The threads are started by the first read and joined when the reader is
-/// dropped.
+/// The threads are started by the first chunk they can decode and joined
+/// when the reader is dropped; should a decoder panic on a worker (a bug), the
+/// chunk is reported as damaged, with its position, instead.
 ///
 /// Damaged regions are reported as errors. With
 /// [`set_recovery`](Self::set_recovery) they are skipped instead and reported
