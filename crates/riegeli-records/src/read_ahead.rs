@@ -144,7 +144,12 @@ fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReader
             projection = wanted;
         }
         let transposed = chunk.header.chunk_type() == ChunkType::Transposed.to_byte();
-        let outcome = match catch_unwind(AssertUnwindSafe(|| decoder.decode(&chunk, options))) {
+        let decode = || {
+            #[cfg(test)]
+            assert_ne!(chunk.header.decoded_data_size(), tests::PANIC_ON_DECODED_SIZE, "a decoder bug");
+            decoder.decode(&chunk, options)
+        };
+        let outcome = match catch_unwind(AssertUnwindSafe(decode)) {
             Ok(result) => Outcome::Decoded { result, transposed },
             Err(_) => {
                 decoder = ChunkDecoder::new((*projection).clone());
@@ -415,7 +420,12 @@ impl ReadAhead {
 mod tests {
     use super::*;
 
+    use riegeli_framing::ChunkHeader;
+
     use crate::{RecordWriter, RecordWriterOptions};
+
+    /// A chunk header with this decoded size makes a worker panic.
+    pub(super) const PANIC_ON_DECODED_SIZE: u64 = 0xdead_beef;
 
     fn file() -> Vec<u8> {
         file_with("zstd:1,chunk_size:4k")
@@ -488,5 +498,29 @@ mod tests {
         }
         assert!(with_records > 10);
         assert!(ahead.pool.is_none(), "threads started for nothing");
+    }
+
+    #[test]
+    fn a_panicking_decoder_is_reported_and_the_worker_goes_on() {
+        let file = file();
+        let options = RecordReaderOptions::default();
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(1, FieldProjection::all());
+        let chunk = loop {
+            let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
+            if fetched.ticket.is_some() {
+                break fetched.chunk;
+            }
+        };
+        ahead.discard();
+        let h = chunk.header;
+        let mut poisoned = chunk.clone();
+        poisoned.header =
+            ChunkHeader::new(h.chunk_type(), h.data_size(), h.data_hash(), h.num_records(), PANIC_ON_DECODED_SIZE)
+                .unwrap();
+        let bad = ahead.dispatch(&poisoned, &options).unwrap().unwrap();
+        let good = ahead.dispatch(&chunk, &options).unwrap().unwrap();
+        assert!(matches!(ahead.take(bad), Outcome::Panicked));
+        assert!(matches!(ahead.take(good), Outcome::Decoded { result: Ok(Some(_)), .. }));
     }
 }
