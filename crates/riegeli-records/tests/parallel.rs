@@ -340,3 +340,14 @@ proptest! {
         prop_assert_eq!(events, trace(&file, RecordReaderOptions::default(), true).0);
     }
 }
+
+#[test]
+fn a_parallel_reader_can_move_between_threads() {
+    fn assert_send<T: Send>(_: &T) {}
+    let (records, file) = many_chunks("zstd:1,chunk_size:8k");
+    let mut reader = RecordReader::with_options(Cursor::new(file), options(2));
+    assert_eq!(reader.read_record().unwrap().unwrap(), records[0]);
+    assert_send(&reader);
+    let rest = std::thread::spawn(move || crate::common::read_all(&mut reader)).join().unwrap();
+    assert_eq!(rest, records[1..]);
+}
