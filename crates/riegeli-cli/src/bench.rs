@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
 use crate::tfrecord::TfCompression;
 use crate::write::InputFormat;
@@ -70,6 +70,10 @@ pub(crate) struct BenchArgs {
     /// length, then its bytes), so other implementations can be timed on them.
     #[arg(long, value_name = "FILE")]
     save_records: Option<PathBuf>,
+    /// Also time reading with this many background decoding threads
+    /// (`RecordReaderOptions::set_parallelism`); 0: serial reads only.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    read_parallelism: usize,
     /// Print the default option sets, one per line, and exit.
     #[arg(long)]
     list_configs: bool,
@@ -203,6 +207,9 @@ pub(crate) struct Measurement {
     pub(crate) write_cpu: Option<Duration>,
     pub(crate) read_real: Duration,
     pub(crate) read_cpu: Option<Duration>,
+    /// The same read with background decoding threads (`--read-parallelism`).
+    pub(crate) par_read_real: Option<Duration>,
+    pub(crate) par_read_cpu: Option<Duration>,
 }
 
 /// Writes `records` to `path` and reads them back, `repeat` times; keeps the
@@ -212,9 +219,10 @@ pub(crate) fn measure(
     records: &[Vec<u8>],
     options: &RecordWriterOptions,
     repeat: u32,
+    read_parallelism: usize,
     path: &Path,
 ) -> Result<Measurement> {
-    let result = measure_with_file(records, options, repeat, path);
+    let result = measure_with_file(records, options, repeat, read_parallelism, path);
     let _ = std::fs::remove_file(path);
     result
 }
@@ -223,6 +231,7 @@ fn measure_with_file(
     records: &[Vec<u8>],
     options: &RecordWriterOptions,
     repeat: u32,
+    read_parallelism: usize,
     path: &Path,
 ) -> Result<Measurement> {
     let mut best: Option<Measurement> = None;
@@ -239,15 +248,27 @@ fn measure_with_file(
         let write_cpu = cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b));
         let cpu1 = cpu_time();
         let t1 = Instant::now();
-        let mut reader = RecordReader::new(File::open(path)?);
-        let mut count = 0usize;
-        while let Some(record) = reader.read_record()? {
-            count += record.len();
-        }
+        read_all(RecordReader::new(File::open(path)?))?;
         let read_real = t1.elapsed();
         let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
-        std::hint::black_box(count);
-        let m = Measurement { compressed: size as usize, write_real, write_cpu, read_real, read_cpu };
+        let (mut par_read_real, mut par_read_cpu) = (None, None);
+        if read_parallelism > 0 {
+            let cpu2 = cpu_time();
+            let t2 = Instant::now();
+            let options = RecordReaderOptions::new().set_parallelism(read_parallelism);
+            read_all(RecordReader::with_options(File::open(path)?, options))?;
+            par_read_real = Some(t2.elapsed());
+            par_read_cpu = cpu_time().zip(cpu2).map(|(a, b)| a.saturating_sub(b));
+        }
+        let m = Measurement {
+            compressed: size as usize,
+            write_real,
+            write_cpu,
+            read_real,
+            read_cpu,
+            par_read_real,
+            par_read_cpu,
+        };
         best = Some(match best {
             Some(b) => Measurement {
                 compressed: m.compressed,
@@ -255,11 +276,22 @@ fn measure_with_file(
                 write_cpu: b.write_cpu.min(m.write_cpu),
                 read_real: b.read_real.min(m.read_real),
                 read_cpu: b.read_cpu.min(m.read_cpu),
+                par_read_real: b.par_read_real.min(m.par_read_real),
+                par_read_cpu: b.par_read_cpu.min(m.par_read_cpu),
             },
             None => m,
         });
     }
     best.ok_or_else(|| anyhow::anyhow!("no measurement"))
+}
+
+/// Reads every record, touching each one's length.
+fn read_all(mut reader: RecordReader<File>) -> Result<usize> {
+    let mut bytes = 0usize;
+    while let Some(record) = reader.read_record()? {
+        bytes += record.len();
+    }
+    Ok(std::hint::black_box(bytes))
 }
 
 pub(crate) fn bench(args: BenchArgs) -> Result<()> {
@@ -325,24 +357,25 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         args.repeat
     );
     println!(
-        "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10}",
-        "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu"
+        "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10} {:>14}",
+        "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu", "par read MB/s"
     );
     for (config, options) in &configs {
         let path = args.dir.join(format!("riegeli_bench_{}.riegeli", std::process::id()));
-        let m = measure(&records, options, args.repeat, &path)?;
+        let m = measure(&records, options, args.repeat, args.read_parallelism, &path)?;
         let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
         let cpu = |c: Option<Duration>, r: Duration| {
             c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))
         };
         println!(
-            "{:<36} {:>9.2} {:>10.0} {:>10} {:>10.0} {:>10}",
+            "{:<36} {:>9.2} {:>10.0} {:>10} {:>10.0} {:>10} {:>14}",
             config,
             100.0 * m.compressed as f64 / payload.max(1) as f64,
             mbps(m.write_real),
             cpu(m.write_cpu, m.write_real),
             mbps(m.read_real),
             cpu(m.read_cpu, m.read_real),
+            m.par_read_real.map_or("-".to_owned(), |d| format!("{:.0}", mbps(d))),
         );
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
         json.push(serde_json::json!({
@@ -354,6 +387,9 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
             "write_cpu_s": secs(m.write_cpu),
             "read_real_s": m.read_real.as_secs_f64(),
             "read_cpu_s": secs(m.read_cpu),
+            "par_read_real_s": secs(m.par_read_real),
+            "par_read_cpu_s": secs(m.par_read_cpu),
+            "read_parallelism": args.read_parallelism,
         }));
     }
     if let Some(path) = &args.json {
