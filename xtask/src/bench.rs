@@ -74,6 +74,12 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let root = crate::project_root();
     let work = root.join("target").join("bench-records");
     sh.create_dir(&work)?;
+    // The files each implementation writes and reads back: on tmpfs when there is
+    // one, so that filesystem writeback does not decide the uncompressed rows.
+    let shm = std::path::Path::new("/dev/shm");
+    let files =
+        if shm.is_dir() { shm.join(format!("riegeli-bench-records-{}", std::process::id())) } else { work.clone() };
+    sh.create_dir(&files)?;
     crate::ci::step("building riegeli-cli and bench-peers (release)");
     cmd!(sh, "cargo build --release --locked -p riegeli-cli").run()?;
     cmd!(sh, "cargo build --release --locked --manifest-path bench-peers/Cargo.toml --bin riegeli_rs_table").run()?;
@@ -97,12 +103,15 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         } else {
             source = vec!["--input-delimited".to_owned(), records.display().to_string()];
         }
-        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {work} --read-parallelism 2").run()?;
+        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {files} --read-parallelism 2").run()?;
         let cxx = work.join("cxx.json");
-        cmd!(sh, "{python} {script} {records} {repeat} {cxx} {work} {config}").run()?;
+        cmd!(sh, "{python} {script} {records} {repeat} {cxx} {files} {config}").run()?;
         let rr = work.join("riegeli_rs.json");
-        cmd!(sh, "{peer} {records} {repeat} {rr} {work} {config}").run()?;
+        cmd!(sh, "{peer} {records} {repeat} {rr} {files} {config}").run()?;
         rows.push((config.clone(), first(&ours)?, first(&cxx)?, first(&rr).ok()));
+    }
+    if files != work {
+        sh.remove_path(&files)?;
     }
     let table = render(&rows, &repeat);
     println!("{table}");
@@ -144,8 +153,8 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     let _ = writeln!(
         out,
         "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat}; \
-         ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file in \
-         target/bench-records and reads it back (page cache, as records_benchmark's /tmp files).\n\
+         ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file \
+         (on /dev/shm when it exists) and reads it back, as records_benchmark does with its /tmp files.\n\
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
          Python writer is single-threaded, so `parallelism` has no effect there); C++ read_all uses its \
          thread pool, read() is one record at a time with max_parallelism:0; ours 2 threads is \

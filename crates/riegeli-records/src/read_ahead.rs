@@ -163,11 +163,12 @@ fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReader
 }
 
 /// Whether a chunk's decoding goes to a worker: simple and transposed chunks
-/// (the chunk at 0 is checked as the file signature, never decoded), except
-/// uncompressed simple chunks, whose decoding only splits the data (records
-/// are slices of it): handing them over would cost more than it saves.
-fn worth_a_worker(chunk: &RawChunk) -> bool {
-    if chunk.begin == 0 {
+/// of at least `min_size` decoded bytes (the chunk at 0 is checked
+/// as the file signature, never decoded), except uncompressed simple chunks,
+/// whose decoding only splits the data (records are slices of it): handing
+/// them over would cost more than it saves.
+fn worth_a_worker(chunk: &RawChunk, min_size: u64) -> bool {
+    if chunk.begin == 0 || chunk.header.decoded_data_size() < min_size {
         return false;
     }
     match ChunkType::from_byte(chunk.header.chunk_type()) {
@@ -287,7 +288,11 @@ impl ReadAhead {
         {
             match read_chunk(source, options) {
                 Ok(Some(chunk)) => {
-                    let ticket = if worth_a_worker(&chunk) { self.dispatch(&chunk, options) } else { Ok(None) };
+                    let ticket = if worth_a_worker(&chunk, options.parallel_min_chunk_size) {
+                        self.dispatch(&chunk, options)
+                    } else {
+                        Ok(None)
+                    };
                     match ticket {
                         Ok(ticket) => {
                             self.ticketed += usize::from(ticket.is_some());
@@ -443,7 +448,7 @@ mod tests {
     #[test]
     fn dropping_joins_the_workers() {
         let file = file();
-        let options = RecordReaderOptions::default();
+        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(3, FieldProjection::all());
         let mut tickets = Vec::new();
@@ -464,7 +469,7 @@ mod tests {
     #[test]
     fn decoding_window_is_bounded() {
         let file = file();
-        let options = RecordReaderOptions::default();
+        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(2, FieldProjection::all());
         let mut fetched = 0;
@@ -481,9 +486,26 @@ mod tests {
     }
 
     #[test]
+    fn chunks_under_the_size_limit_stay_on_the_calling_thread() {
+        // 4 KiB zstd chunks: under the default 64 KiB limit, over a 1 KiB one.
+        let file = file_with("zstd:1,chunk_size:4k");
+        for (min, dispatched) in [(RecordReaderOptions::default().parallel_min_chunk_size, false), (1 << 10, true)] {
+            let options = RecordReaderOptions::default().set_parallel_min_chunk_size(min);
+            let mut source = Source::new(&file[..], 0);
+            let mut ahead = ReadAhead::new(2, FieldProjection::all());
+            let mut tickets = 0;
+            while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
+                tickets += usize::from(fetched.ticket.is_some());
+            }
+            assert_eq!(tickets > 0, dispatched, "limit {min}: {tickets} chunks handed over");
+            assert_eq!(ahead.pool.is_some(), dispatched, "limit {min}");
+        }
+    }
+
+    #[test]
     fn uncompressed_simple_chunks_are_not_read_ahead() {
         let file = file_with("uncompressed,chunk_size:4k");
-        let options = RecordReaderOptions::default();
+        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(2, FieldProjection::all());
         let mut with_records = 0;
@@ -503,7 +525,7 @@ mod tests {
     #[test]
     fn a_panicking_decoder_is_reported_and_the_worker_goes_on() {
         let file = file();
-        let options = RecordReaderOptions::default();
+        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(1, FieldProjection::all());
         let chunk = loop {

@@ -28,7 +28,8 @@ enum Event {
 type Regions = Arc<Mutex<Vec<(u64, u64, String)>>>;
 
 fn options(parallelism: usize) -> RecordReaderOptions {
-    RecordReaderOptions::new().set_parallelism(parallelism)
+    // Every data chunk to the workers: the test files' chunks are small.
+    RecordReaderOptions::new().set_parallelism(parallelism).set_parallel_min_chunk_size(0)
 }
 
 /// Reads everything, recovering from errors with `recover()` (or with the
@@ -83,8 +84,12 @@ fn assert_same_as_serial(file: &[u8], base: &RecordReaderOptions, what: &str) ->
     for callback in [false, true] {
         let serial = trace(file, base.clone(), callback);
         for n in 1..=3 {
-            let parallel = trace(file, base.clone().set_parallelism(n), callback);
-            assert_eq!(parallel, serial, "{what}: parallelism {n}, recovery callback {callback}");
+            // Small chunks to the workers too (0), and the default limit.
+            for min in [0, RecordReaderOptions::default().parallel_min_chunk_size] {
+                let options = base.clone().set_parallelism(n).set_parallel_min_chunk_size(min);
+                let parallel = trace(file, options, callback);
+                assert_eq!(parallel, serial, "{what}: parallelism {n}, min chunk {min}, recovery callback {callback}");
+            }
         }
     }
     trace(file, base.clone(), true).0
