@@ -214,20 +214,8 @@ pub(crate) struct Measurement {
 
 /// Writes `records` to `path` and reads them back, `repeat` times; keeps the
 /// fastest of each. Like records_benchmark, it goes through a real file (the
-/// writer and reader do their own buffering), which is then removed.
+/// writer and reader do their own buffering); the caller removes it.
 pub(crate) fn measure(
-    records: &[Vec<u8>],
-    options: &RecordWriterOptions,
-    repeat: u32,
-    read_parallelism: usize,
-    path: &Path,
-) -> Result<Measurement> {
-    let result = measure_with_file(records, options, repeat, read_parallelism, path);
-    let _ = std::fs::remove_file(path);
-    result
-}
-
-fn measure_with_file(
     records: &[Vec<u8>],
     options: &RecordWriterOptions,
     repeat: u32,
@@ -362,7 +350,9 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
     );
     for (config, options) in &configs {
         let path = args.dir.join(format!("riegeli_bench_{}.riegeli", std::process::id()));
-        let m = measure(&records, options, args.repeat, args.read_parallelism, &path)?;
+        let m = measure(&records, options, args.repeat, args.read_parallelism, &path);
+        let _ = std::fs::remove_file(&path);
+        let m = m?;
         let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
         let cpu = |c: Option<Duration>, r: Duration| {
             c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))
