@@ -305,12 +305,23 @@ impl<'a> ChunkView<'a> {
 
     /// Checks the data hash stored in the chunk header.
     pub fn verify_data_hash(&self) -> Result<(), FramingError> {
-        let computed = self.compute_data_hash();
-        if computed != self.header.data_hash() && !HASH_CHECKS_DISABLED {
-            return Err(FramingError::hash_mismatch(self.begin, "chunk data", self.header.data_hash(), computed));
-        }
-        Ok(())
+        check_data_hash(&self.header, self.begin, self.compute_data_hash())
     }
+}
+
+/// Checks the data hash in `header` of the chunk at `chunk_begin` against its
+/// gathered `data` (block headers removed): the check of
+/// [`ChunkView::verify_data_hash`], for data already copied out of the file
+/// (e.g. hashed on another thread than the one that read it).
+pub fn verify_data_hash(header: &ChunkHeader, chunk_begin: u64, data: &[u8]) -> Result<(), FramingError> {
+    check_data_hash(header, chunk_begin, riegeli_hash::hash(data))
+}
+
+fn check_data_hash(header: &ChunkHeader, chunk_begin: u64, computed: u64) -> Result<(), FramingError> {
+    if computed != header.data_hash() && !HASH_CHECKS_DISABLED {
+        return Err(FramingError::hash_mismatch(chunk_begin, "chunk data", header.data_hash(), computed));
+    }
+    Ok(())
 }
 
 /// The pieces of a chunk's data between block headers; see [`ChunkView::data_pieces`].

@@ -50,7 +50,10 @@ mod position;
 
 pub use crate::{
     block_header::BlockHeader,
-    chunk::{ChunkView, DataPieces, FramedChunk, InlineBytes, Piece, frame_chunk, parse_chunk, parse_chunk_header},
+    chunk::{
+        ChunkView, DataPieces, FramedChunk, InlineBytes, Piece, frame_chunk, parse_chunk, parse_chunk_header,
+        verify_data_hash,
+    },
     chunk_header::{ChunkHeader, MAX_NUM_RECORDS},
     error::{FramingError, FramingErrorKind},
     locate::{BlockLocation, find_block_header},

@@ -21,6 +21,9 @@ pub(crate) struct RawChunk {
     pub(crate) data: Bytes,
     /// Block headers inside the chunk whose hash failed (ignored, as the spec says).
     pub(crate) damaged_block_headers: Vec<u64>,
+    /// Whether the data hash was checked when the chunk was read (false when
+    /// read with `verify_hashes` off, e.g. to check it on a decoding thread).
+    pub(crate) hash_verified: bool,
 }
 
 /// Where reading can resume after damage.
@@ -152,7 +155,7 @@ pub(crate) fn read_chunk<R: Read>(
         source.consume(len);
         Bytes::from(data)
     };
-    Ok(Some(RawChunk { begin, end, header, data, damaged_block_headers }))
+    Ok(Some(RawChunk { begin, end, header, data, damaged_block_headers, hash_verified: options.verify_hashes }))
 }
 
 /// Moves the source past a damaged region. Returns where reading resumes, or

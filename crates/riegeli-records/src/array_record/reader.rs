@@ -499,7 +499,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let (k, j) = self.locate(index)?;
         if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
             self.cached = None;
-            let chunk = Self::read_raw_in(&mut self.source, &self.options, &self.chunks, k)?;
+            let chunk = Self::read_raw_in(&mut self.source, &self.options.records, &self.chunks, k)?;
             let records = decode_checked(&mut self.decoder, &chunk, &self.options.records)?;
             self.cached = Some((k, records));
         }
@@ -661,14 +661,17 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 if pool.workers() > 0 {
                     let task_bytes =
                         (estimate / (threads as u64 * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
+                    // The calling thread only reads: data hashes are checked
+                    // where the chunks are decoded (`decode_checked`).
+                    let read_options = RecordReaderOptions { verify_hashes: false, ..options.records.clone() };
                     let mut batch = Batch::new(pool, decoder, projection, &options.records, sink);
-                    return batch.run(|k| Self::read_raw_in(source, options, chunks, k), ks, task_bytes);
+                    return batch.run(|k| Self::read_raw_in(source, &read_options, chunks, k), ks, task_bytes);
                 }
             }
             _ => {}
         }
         for (i, &k) in ks.iter().enumerate() {
-            let chunk = Self::read_raw_in(source, options, chunks, k)?;
+            let chunk = Self::read_raw_in(source, &options.records, chunks, k)?;
             sink(i, decode_checked(decoder, &chunk, &options.records)?);
         }
         Ok(())
@@ -677,12 +680,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Reads chunk `k` and checks it against its index entry.
     fn read_raw_in(
         source: &mut Source<R>,
-        options: &ArrayRecordReaderOptions,
+        options: &RecordReaderOptions,
         chunks: &[ChunkEntry],
         k: usize,
     ) -> Result<RawChunk> {
         let entry = *chunks.get(k).ok_or_else(|| Error::invalid(0, "chunk not in the index"))?;
-        let chunk = chunk_at(source, entry.offset, &options.records)?;
+        let chunk = chunk_at(source, entry.offset, options)?;
         check_against_index(&chunk, &entry)?;
         Ok(chunk)
     }
@@ -866,12 +869,17 @@ impl<'a> Batch<'a> {
     }
 }
 
-/// Decodes a chunk that [`check_against_index`] accepted.
+/// Decodes a chunk that [`check_against_index`] accepted, checking its data
+/// hash first if `options` ask for it and reading did not (parallel reads
+/// hash on the decoding threads).
 pub(super) fn decode_checked(
     decoder: &mut ChunkDecoder,
     chunk: &RawChunk,
     options: &RecordReaderOptions,
 ) -> Result<DecodedRecords> {
+    if options.verify_hashes && !chunk.hash_verified {
+        riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
+    }
     let records = decode(decoder, chunk, options)?;
     if records.len() as u64 != chunk.header.num_records() {
         return Err(Error::invalid(chunk.begin, "chunk decoded to a different number of records"));
