@@ -14,7 +14,7 @@ use crate::common::{read_all, sample_records};
 use crate::golden::{files, record_set, testdata};
 
 /// Deterministic shuffled indices with repeats.
-fn scrambled(n: u64, count: usize, seed: u64) -> Vec<u64> {
+pub(crate) fn scrambled(n: u64, count: usize, seed: u64) -> Vec<u64> {
     let mut state = seed | 1;
     (0..count)
         .map(|_| {
@@ -90,6 +90,28 @@ fn golden_files_every_access_path() {
         let ours = ours.set_max_parallelism(Some(1)).to_string();
         assert_eq!(stored, ours, "{path}");
     }
+}
+
+#[test]
+fn find_trailer_recognises_the_golden_files() {
+    use riegeli_records::array_record::{ArrayRecordTrailer, find_trailer};
+    for file in files("array_record") {
+        let path = file["path"].as_str().unwrap();
+        let bytes = std::fs::read(testdata().join(path)).unwrap();
+        let want = ArrayRecordTrailer {
+            footer_offset: file["footer_offset"].as_u64().unwrap(),
+            postscript_pos: file["size"].as_u64().unwrap() - 65536,
+        };
+        assert_eq!(find_trailer(Cursor::new(&bytes)).unwrap(), Some(want), "{path}");
+    }
+    for kind in ["valid", "corrupt"] {
+        for file in files(kind) {
+            let path = file["path"].as_str().unwrap();
+            let bytes = std::fs::read(testdata().join(path)).unwrap();
+            assert_eq!(find_trailer(Cursor::new(&bytes)).unwrap(), None, "{path}");
+        }
+    }
+    assert_eq!(find_trailer(Cursor::new(&[0u8; 100][..])).unwrap(), None, "shorter than 64 KiB");
 }
 
 #[test]

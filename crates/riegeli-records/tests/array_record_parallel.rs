@@ -7,6 +7,7 @@ use std::io::Cursor;
 
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind};
 
+use crate::array_record::scrambled;
 use crate::common::sample_records;
 
 /// Files of about 740 KiB of records in chunks of several kinds.
@@ -28,19 +29,6 @@ fn write(records: &[Vec<u8>], options: &str) -> Vec<u8> {
 fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
     let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
     ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
-}
-
-/// Deterministic indices below `n`, unsorted, with repeats.
-fn scrambled(n: u64, count: usize, seed: u64) -> Vec<u64> {
-    let mut state = seed | 1;
-    (0..count)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        })
-        .collect()
 }
 
 /// The data chunks of a file: (begin, end, data size).

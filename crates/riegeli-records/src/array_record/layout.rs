@@ -66,8 +66,9 @@ pub(crate) struct FooterEntry {
     pub(crate) num_records: Option<u64>,
 }
 
-/// The postscript's footer offset, if `record` is a valid postscript.
-pub(crate) fn parse_postscript(record: &[u8]) -> Option<u64> {
+/// The footer offset of a serialized `RiegeliPostscript` record, if it is one
+/// (field 1 first, as C++ writes it, and the ArrayRecord magic).
+pub fn parse_postscript(record: &[u8]) -> Option<u64> {
     // Two varint fields: at most 22 bytes, field 1 first as C++ writes it.
     if record.len() > 22 || record.first() != Some(&0x08) {
         return None;
@@ -132,6 +133,7 @@ mod tests {
         assert_eq!(encode_postscript(163), b"\x08\xa3\x01\x10\xde\xc0\xeb\xfe\x84\xce\xc3\xc9\x71");
         assert_eq!(parse_postscript(b"\x08\xa3\x01\x10\xde\xc0\xeb\xfe\x84\xce\xc3\xc9\x71"), Some(163));
         assert_eq!(parse_postscript(b"\x08\xa3\x01\x10\xde\xc0\xeb\xfe\x84\xce\xc3\xc9\x72"), None);
+        assert_eq!(parse_postscript(b"\x08\xa3\x01"), None, "no magic");
         // §3: an empty file's metadata, zero values written.
         let metadata = FooterMetadata {
             array_record_metadata: Some(ArrayRecordMetadata {

@@ -15,10 +15,11 @@ mod reader;
 mod writer;
 
 pub use self::index::{IndexReport, index_riegeli_file};
+pub use self::layout::parse_postscript;
 pub(crate) use self::layout::{looks_like_footer, looks_like_postscript};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_SATURATION_DELAY_MS, DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::reader::{ArrayRecordReader, IndexSource};
+pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_trailer};
 pub use self::writer::ArrayRecordWriter;

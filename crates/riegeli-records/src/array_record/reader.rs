@@ -9,7 +9,9 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use super::layout::{FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata};
+use super::layout::{
+    FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata, parse_postscript,
+};
 use super::options::ArrayRecordReaderOptions;
 use super::pool::{DecodePool, Done, Task};
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
@@ -29,6 +31,43 @@ pub enum IndexSource {
     /// missing or damaged, so the file was read as plain Riegeli/records
     /// (see [`ArrayRecordReader::fallback_reason`]).
     Scanned,
+}
+
+/// Where an ArrayRecord file's trailer is, as its postscript says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayRecordTrailer {
+    /// Where the footer chunk begins (from the postscript).
+    pub footer_offset: u64,
+    /// Where the postscript chunk begins (`size - 65536`).
+    pub postscript_pos: u64,
+}
+
+/// Recognises an ArrayRecord file cheaply: reads only the chunk at
+/// `size - 65536` and returns the trailer its postscript names, or `None` for
+/// a file without one (a plain Riegeli/records file, or one whose postscript
+/// chunk is unreadable). Data hashes are not checked: this recognises, it
+/// does not validate ([`ArrayRecordReader`] does, and falls back to a scan).
+/// Only a chunk that fits in the last 64 KiB is read.
+pub fn find_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrailer>> {
+    let size = src.seek(std::io::SeekFrom::End(0))?;
+    let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else { return Ok(None) };
+    let options =
+        RecordReaderOptions { verify_hashes: false, max_chunk_data_size: POSTSCRIPT_SPAN, ..Default::default() };
+    src.seek(std::io::SeekFrom::Start(postscript_pos))?;
+    let mut source = Source::new(src, postscript_pos);
+    let chunk = match chunk_at(&mut source, postscript_pos, &options) {
+        Ok(chunk) => chunk,
+        Err(e) if e.is_corruption() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if chunk.header.chunk_type() != ChunkType::Simple.to_byte() {
+        return Ok(None);
+    }
+    let Ok(records) = decode(&mut ChunkDecoder::new(FieldProjection::all()), &chunk, &options) else { return Ok(None) };
+    let footer_offset = records.iter().next().and_then(|record| parse_postscript(&record));
+    Ok(footer_offset
+        .filter(|&offset| offset < postscript_pos)
+        .map(|footer_offset| ArrayRecordTrailer { footer_offset, postscript_pos }))
 }
 
 /// One data chunk of the index.
