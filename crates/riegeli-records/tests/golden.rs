@@ -32,6 +32,12 @@ pub(crate) fn record_set(name: &str) -> Vec<Vec<u8>> {
     records
 }
 
+/// The records a damaged manifest file keeps: its `expected_records` of its record set.
+pub(crate) fn expected_records(file: &serde_json::Value) -> Vec<Vec<u8>> {
+    let set = record_set(file["records"].as_str().unwrap());
+    file["expected_records"].as_array().unwrap().iter().map(|i| set[i.as_u64().unwrap() as usize].clone()).collect()
+}
+
 pub(crate) fn files(kind: &str) -> Vec<serde_json::Value> {
     manifest()["files"].as_array().unwrap().iter().filter(|f| f["kind"] == kind).cloned().collect()
 }
@@ -106,13 +112,7 @@ fn corrupt_files_recover_exactly_what_the_format_promises() {
     for file in corrupt {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
-        let set = record_set(file["records"].as_str().unwrap());
-        let expected: Vec<Vec<u8>> = file["expected_records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| set[i.as_u64().unwrap() as usize].clone())
-            .collect();
+        let expected = expected_records(&file);
         let mut reader = RecordReader::new(Cursor::new(bytes.clone()));
         reader.set_recovery(|_| true);
         assert_eq!(read_all(&mut reader), expected, "{path}");

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use riegeli_records::{FieldProjection, RecordPosition, RecordReader, RecordReaderOptions, RecordWriterOptions};
 
 use crate::common::{OneByteReader, layout, sample_records, write_file};
-use crate::golden::{files, record_set, testdata};
+use crate::golden::{expected_records, files, record_set, testdata};
 
 /// What a reader did, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,13 +117,7 @@ fn corrupt_files_fail_and_recover_as_serially() {
     for file in corrupt {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
-        let set = record_set(file["records"].as_str().unwrap());
-        let expected: Vec<Vec<u8>> = file["expected_records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| set[i.as_u64().unwrap() as usize].clone())
-            .collect();
+        let expected = expected_records(&file);
         let events = assert_same_as_serial(&bytes, &RecordReaderOptions::default(), path);
         assert_eq!(records_of(&events), expected, "{path}");
     }
