@@ -306,6 +306,61 @@ pub(crate) fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsE
     Ok(scaled as u64)
 }
 
+/// The compression items of an option string, gathered item by item (the
+/// C++ writer's grammar and ArrayRecord's share them): at most one of
+/// `uncompressed`/`brotli`/`zstd`/`snappy`, and a `window_log` checked
+/// against it once all items are read.
+#[derive(Debug, Default)]
+pub(crate) struct CompressionItems<'t> {
+    chosen: Option<(&'t str, CompressionType, i32)>,
+    window_log: Option<(&'t str, Option<u32>)>,
+}
+
+impl<'t> CompressionItems<'t> {
+    /// The compression `token` names; an error if an earlier item named one.
+    pub(crate) fn choose(
+        &mut self,
+        token: &'t str,
+        kind: CompressionType,
+        level: i32,
+    ) -> Result<(), ParseOptionsError> {
+        if let Some((previous, _, _)) = self.chosen {
+            let message = format!("conflicts with the earlier compression option {previous:?}");
+            return Err(ParseOptionsError::new(token, message));
+        }
+        self.chosen = Some((token, kind, level));
+        Ok(())
+    }
+
+    /// A `window_log` item (`None`: `auto`).
+    pub(crate) fn set_window_log(&mut self, token: &'t str, log: Option<u32>) {
+        self.window_log = Some((token, log));
+    }
+
+    /// The compression chosen (`default` if none was) and its window log, if
+    /// one was given and the compression takes it.
+    pub(crate) fn finish(
+        self,
+        default: (CompressionType, i32),
+    ) -> Result<(CompressionType, i32, Option<u32>), ParseOptionsError> {
+        let (kind, level) = self.chosen.map_or(default, |(_, kind, level)| (kind, level));
+        let window_log = match (kind, self.window_log) {
+            (_, None) => None,
+            (CompressionType::None, Some((token, _))) => {
+                return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
+            }
+            (CompressionType::Snappy, Some((token, _))) => {
+                return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
+            }
+            (CompressionType::Brotli, Some((token, Some(log)))) if log > 30 => {
+                return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
+            }
+            (_, Some((_, log))) => log,
+        };
+        Ok((kind, level, window_log))
+    }
+}
+
 /// Parses `true`/`false` (empty means `true`).
 fn parse_bool(token: &str, value: Option<&str>) -> Result<bool, ParseOptionsError> {
     match value {
@@ -320,8 +375,7 @@ impl FromStr for RecordWriterOptions {
 
     fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
         let mut options = Self::default();
-        let mut compression_token: Option<&str> = None;
-        let mut window_log: Option<(&str, Option<u32>)> = None;
+        let mut compression = CompressionItems::default();
         for token in text.split(',') {
             if token.is_empty() {
                 continue;
@@ -331,18 +385,7 @@ impl FromStr for RecordWriterOptions {
                 None => (token, None),
             };
             let need_value = || ParseOptionsError::new(token, "a value is required");
-            let mut set_compression = |kind, level| {
-                if let Some(previous) = compression_token {
-                    return Err(ParseOptionsError::new(
-                        token,
-                        format!("conflicts with the earlier compression option {previous:?}"),
-                    ));
-                }
-                compression_token = Some(token);
-                options.compression_type = kind;
-                options.compression_level = level;
-                Ok(())
-            };
+            let mut set_compression = |kind, level| compression.choose(token, kind, level);
             match name {
                 "default" if value.is_none() => {}
                 "transpose" => options.transpose = parse_bool(token, value)?,
@@ -362,7 +405,7 @@ impl FromStr for RecordWriterOptions {
                 "window_log" => {
                     let value = value.ok_or_else(need_value)?;
                     let log = if value == "auto" { None } else { Some(parse_int(token, value, 10, 31)? as u32) };
-                    window_log = Some((token, log));
+                    compression.set_window_log(token, log);
                 }
                 "brotli_encoder" => {
                     options.brotli_encoder = match value.ok_or_else(need_value)? {
@@ -409,20 +452,8 @@ impl FromStr for RecordWriterOptions {
                 _ => return Err(ParseOptionsError::new(token, "unknown option")),
             }
         }
-        if let Some((token, log)) = window_log {
-            match options.compression_type {
-                CompressionType::None => {
-                    return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
-                }
-                CompressionType::Snappy => {
-                    return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
-                }
-                CompressionType::Brotli if log.is_some_and(|l| l > 30) => {
-                    return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
-                }
-                _ => options.window_log = log,
-            }
-        }
+        let default = (options.compression_type, options.compression_level);
+        (options.compression_type, options.compression_level, options.window_log) = compression.finish(default)?;
         Ok(options)
     }
 }

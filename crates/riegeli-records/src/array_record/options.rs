@@ -6,7 +6,7 @@ use std::str::FromStr;
 use riegeli_codec::{CompressionType, CompressorOptions};
 
 use crate::metadata::RecordsMetadata;
-use crate::options::{ParseOptionsError, RecordReaderOptions, parse_bytes, parse_int};
+use crate::options::{CompressionItems, ParseOptionsError, RecordReaderOptions, parse_bytes, parse_int};
 
 /// Default records per chunk (C++ `kDefaultGroupSize`).
 pub const DEFAULT_GROUP_SIZE: u64 = 1;
@@ -279,8 +279,7 @@ impl FromStr for ArrayRecordWriterOptions {
 
     fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
         let mut options = Self::default();
-        let mut compression: Option<(&str, CompressionType, i32)> = None;
-        let mut window_log: Option<(&str, Option<u32>)> = None;
+        let mut compression = CompressionItems::default();
         let mut default_token = false;
         let mut others = 0usize;
         for token in text.split(',') {
@@ -305,16 +304,7 @@ impl FromStr for ArrayRecordWriterOptions {
                 return Err(ParseOptionsError::new(token, "no option may follow default"));
             }
             others += 1;
-            let mut set_compression = |kind, level| {
-                if let Some((previous, _, _)) = compression {
-                    return Err(ParseOptionsError::new(
-                        token,
-                        format!("conflicts with the earlier compression option {previous:?}"),
-                    ));
-                }
-                compression = Some((token, kind, level));
-                Ok(())
-            };
+            let mut set_compression = |kind, level| compression.choose(token, kind, level);
             match name {
                 "group_size" => options.group_size = parse_number(token, value, 1, i64::from(i32::MAX))? as u64,
                 "max_parallelism" => {
@@ -364,28 +354,19 @@ impl FromStr for ArrayRecordWriterOptions {
                         Some("auto") => None,
                         _ => Some(parse_number(token, value, 10, 31)? as u32),
                     };
-                    window_log = Some((token, log));
+                    compression.set_window_log(token, log);
                 }
                 _ => return Err(ParseOptionsError::new(token, "unknown option")),
             }
         }
-        let (kind, level) = compression
-            .map_or((CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL), |(_, kind, level)| (kind, level));
+        let (kind, level, window_log) =
+            compression.finish((CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL))?;
         options.compression_type = kind;
         options.compression_level = level;
-        options.window_log = match (kind, window_log) {
-            (CompressionType::None, Some((token, _))) => {
-                return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
-            }
-            (CompressionType::Snappy, Some((token, _))) => {
-                return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
-            }
-            (CompressionType::Brotli, Some((token, Some(log)))) if log > 30 => {
-                return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
-            }
-            (CompressionType::Zstd, log) => Some(log.and_then(|(_, l)| l).unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
-            (CompressionType::Brotli, log) => log.and_then(|(_, l)| l),
-            _ => None,
+        // ArrayRecord's zstd window is 20 unless given (not zstd's own default).
+        options.window_log = match kind {
+            CompressionType::Zstd => Some(window_log.unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
+            _ => window_log,
         };
         Ok(options)
     }
