@@ -275,8 +275,7 @@ impl<'a> ChunkView<'a> {
 
     /// The chunk data in pieces, split where block headers interrupt it.
     pub fn data_pieces(&self) -> DataPieces<'a> {
-        let data_begin = add_with_overhead(self.begin, CHUNK_HEADER_SIZE).unwrap_or(self.end);
-        DataPieces { chunk_begin: self.begin, physical: self.physical, pos: data_begin, left: self.header.data_size() }
+        DataPieces::new(self.physical, self.begin, &self.header)
     }
 
     /// The chunk data as one slice, if no block header interrupts it.
@@ -333,6 +332,21 @@ pub struct DataPieces<'a> {
     left: u64,
 }
 
+impl<'a> DataPieces<'a> {
+    /// The data pieces of the chunk at `chunk_begin` with this `header`, whose
+    /// physical bytes (from `chunk_begin` on) are `physical`: for bytes that
+    /// [`parse_chunk`] accepted earlier, e.g. to gather the data on another
+    /// thread than the one that parsed it. If `physical` is too short, the
+    /// pieces end where it does.
+    pub fn new(physical: &'a [u8], chunk_begin: u64, header: &ChunkHeader) -> Self {
+        match add_with_overhead(chunk_begin, CHUNK_HEADER_SIZE) {
+            Ok(pos) => DataPieces { chunk_begin, physical, pos, left: header.data_size() },
+            // No data fits past u64::MAX.
+            Err(_) => DataPieces { chunk_begin, physical, pos: chunk_begin, left: 0 },
+        }
+    }
+}
+
 impl<'a> Iterator for DataPieces<'a> {
     type Item = &'a [u8];
 
@@ -341,13 +355,14 @@ impl<'a> Iterator for DataPieces<'a> {
             return None;
         }
         if is_block_boundary(self.pos) {
-            self.pos += BLOCK_HEADER_SIZE;
+            self.pos = self.pos.saturating_add(BLOCK_HEADER_SIZE);
         }
         let take = remaining_in_block(self.pos).min(self.left);
-        let from = to_usize(self.pos - self.chunk_begin);
-        // ChunkView guarantees the physical bytes cover the whole chunk.
+        let from = to_usize(self.pos.saturating_sub(self.chunk_begin));
+        // ChunkView guarantees the physical bytes cover the whole chunk;
+        // `DataPieces::new`'s callers may not, and then the pieces end here.
         let piece = self.physical.get(from..from.saturating_add(to_usize(take)))?;
-        self.pos += take;
+        self.pos = self.pos.saturating_add(take);
         self.left -= take;
         Some(piece)
     }
@@ -398,6 +413,26 @@ mod tests {
         assert_eq!(view.header(), &header);
         assert_eq!(view.chunk_end(), 64);
         assert_eq!(view.contiguous_data(), Some(&b""[..]));
+    }
+
+    #[test]
+    fn data_pieces_of_checked_bytes_match_the_view_and_stop_at_short_input() {
+        let data: Vec<u8> = (0..150_000u32).map(|i| (i % 253) as u8).collect();
+        let header = ChunkHeader::for_data(b'r', &data, 1, 2).unwrap();
+        let begin = 65_000;
+        let mut out = Vec::new();
+        frame_chunk(begin, &header, &data, &mut out).unwrap();
+        let view = parse_chunk(&out, begin).unwrap();
+        let pieces: Vec<&[u8]> = DataPieces::new(&out, begin, &header).collect();
+        assert_eq!(pieces, view.data_pieces().collect::<Vec<_>>());
+        assert_eq!(pieces.concat(), data);
+        let lens = |pieces: &[&[u8]]| pieces.iter().map(|p| p.len()).collect::<Vec<_>>();
+        // `out` starts at `begin`: cut inside the third piece (which starts at 131,096).
+        let cut = (135_000 - begin) as usize;
+        let short: Vec<&[u8]> = DataPieces::new(&out[..cut], begin, &header).collect();
+        assert_eq!(lens(&short), lens(&pieces[..2]), "{:?}", lens(&pieces));
+        // A chunk whose data would lie past u64::MAX has no pieces.
+        assert_eq!(DataPieces::new(&out, u64::MAX - 10, &header).count(), 0);
     }
 
     #[test]

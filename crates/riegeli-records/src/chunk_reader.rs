@@ -4,13 +4,14 @@ use std::io::Read;
 
 use bytes::Bytes;
 use riegeli_framing::{
-    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, FramingError, FramingErrorKind,
-    add_with_overhead, is_possible_chunk_boundary, next_block_boundary, parse_chunk, parse_chunk_header,
+    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, DataPieces, FramingError,
+    FramingErrorKind, add_with_overhead, is_possible_chunk_boundary, next_block_boundary, parse_chunk,
+    parse_chunk_header,
 };
 
 use crate::error::{Error, ErrorKind};
 use crate::options::RecordReaderOptions;
-use crate::source::Source;
+use crate::source::{Buffers, Source};
 
 /// A chunk read from the file, data hash verified.
 #[derive(Debug, Clone)]
@@ -24,6 +25,40 @@ pub(crate) struct RawChunk {
     /// Whether the data hash was checked when the chunk was read (false when
     /// read with `verify_hashes` off, e.g. to check it on a decoding thread).
     pub(crate) hash_verified: bool,
+}
+
+/// A chunk read from the file whose data, if block headers interrupt it, is
+/// not gathered yet: [`gather`](Self::gather) copies it out, on whichever
+/// thread is going to decode it.
+#[derive(Debug)]
+pub(crate) struct LazyChunk {
+    /// The chunk, but for its data while `framed` holds it.
+    chunk: RawChunk,
+    /// The chunk's physical bytes (block headers included), when its data has
+    /// to be gathered from them.
+    framed: Option<(Bytes, Buffers)>,
+}
+
+impl LazyChunk {
+    pub(crate) fn begin(&self) -> u64 {
+        self.chunk.begin
+    }
+    pub(crate) fn end(&self) -> u64 {
+        self.chunk.end
+    }
+    pub(crate) fn header(&self) -> &ChunkHeader {
+        &self.chunk.header
+    }
+
+    /// The chunk with its data in one piece.
+    pub(crate) fn gather(self) -> RawChunk {
+        let Self { mut chunk, framed } = self;
+        if let Some((physical, buffers)) = framed {
+            let len = usize::try_from(chunk.header.data_size()).unwrap_or(usize::MAX);
+            chunk.data = buffers.gather(DataPieces::new(&physical, chunk.begin, &chunk.header), len);
+        }
+        chunk
+    }
 }
 
 /// Where reading can resume after damage.
@@ -87,6 +122,15 @@ pub(crate) fn read_chunk<R: Read>(
     source: &mut Source<R>,
     options: &RecordReaderOptions,
 ) -> Result<Option<RawChunk>, ReadError> {
+    Ok(read_lazy_chunk(source, options)?.map(LazyChunk::gather))
+}
+
+/// [`read_chunk`], leaving the data of a chunk that block headers interrupt
+/// to be gathered later.
+pub(crate) fn read_lazy_chunk<R: Read>(
+    source: &mut Source<R>,
+    options: &RecordReaderOptions,
+) -> Result<Option<LazyChunk>, ReadError> {
     let begin = source.pos();
     let header_span = add_with_overhead(begin, CHUNK_HEADER_SIZE).map_or(usize::MAX, |end| (end - begin) as usize);
     let have = source.fill(header_span)?;
@@ -146,16 +190,14 @@ pub(crate) fn read_chunk<R: Read>(
     let contiguous = view.contiguous_data().is_some();
     let data_offset = view.data_offset();
     let data_size = header.data_size() as usize;
-    let data = if contiguous {
-        let physical = source.take(len);
-        physical.slice(data_offset..data_offset + data_size)
+    let physical = source.take(len);
+    let (data, framed) = if contiguous {
+        (physical.slice(data_offset..data_offset + data_size), None)
     } else {
-        let mut data = Vec::with_capacity(data_size);
-        view.copy_data_into(&mut data);
-        source.consume(len);
-        Bytes::from(data)
+        (Bytes::new(), Some((physical, source.buffers())))
     };
-    Ok(Some(RawChunk { begin, end, header, data, damaged_block_headers, hash_verified: options.verify_hashes }))
+    let chunk = RawChunk { begin, end, header, data, damaged_block_headers, hash_verified: options.verify_hashes };
+    Ok(Some(LazyChunk { chunk, framed }))
 }
 
 /// Moves the source past a damaged region. Returns where reading resumes, or

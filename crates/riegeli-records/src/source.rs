@@ -1,28 +1,130 @@
 //! `Source`: a buffered view of the file's physical bytes, by file position.
+//!
+//! Whole chunks leave the source as [`Bytes`] slices of its buffer, so records
+//! can be zero-copy slices of what was read. While any of them is alive its
+//! buffer cannot be refilled, so the source reads on into another buffer. The
+//! buffers come from a small [`BufferPool`] that each buffer returns to when
+//! its last slice is dropped, on whatever thread that happens: a reader whose
+//! chunks are decoded on other threads (parallel reads, read-ahead) then
+//! cycles through a few buffers instead of allocating a fresh one per chunk,
+//! which with large chunks means fresh pages from the kernel, faulted in and
+//! zeroed each time.
 
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 
 /// Smallest read from the underlying reader: one block.
 const MIN_READ: usize = 64 << 10;
 
+/// The pool keeps at most this many idle buffers...
+const MAX_POOLED_BUFFERS: usize = 16;
+/// ...holding at most this many bytes in all.
+const MAX_POOLED_BYTES: usize = 64 << 20;
+
+/// Buffers are allocated in multiples of this (and at least this large).
+const BUFFER_GRANULE: usize = 64 << 10;
+
+/// Idle buffers of one source. Every byte of a pooled buffer is initialized
+/// (`len() == capacity()`), so reusing one needs no zeroing.
+#[derive(Debug, Default)]
+struct BufferPool {
+    idle: Mutex<Vec<Vec<u8>>>,
+}
+
+impl BufferPool {
+    /// An initialized buffer of at least `len` bytes: an idle one if one is
+    /// large enough, else a new one with some room to spare, so that chunks
+    /// of about the same size fit the buffers of their predecessors.
+    fn get(&self, len: usize) -> Vec<u8> {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = idle.iter().position(|b| b.len() >= len) {
+            return idle.swap_remove(i);
+        }
+        drop(idle);
+        let spare = len.saturating_add(len / 8).max(BUFFER_GRANULE);
+        let rounded = spare.div_ceil(BUFFER_GRANULE).saturating_mul(BUFFER_GRANULE);
+        // `len` itself is always allocatable if the rounded size is not.
+        let mut buffer = Vec::new();
+        if buffer.try_reserve_exact(rounded).is_err() {
+            buffer.reserve_exact(len);
+        }
+        buffer.resize(buffer.capacity(), 0);
+        buffer
+    }
+
+    fn put(&self, buffer: Vec<u8>) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let held: usize = idle.iter().map(Vec::len).sum();
+        if idle.len() < MAX_POOLED_BUFFERS && held.saturating_add(buffer.len()) <= MAX_POOLED_BYTES {
+            idle.push(buffer);
+        }
+    }
+}
+
+/// A buffer that goes back to its pool (if the pool still exists) when the
+/// last [`Bytes`] slice of it is dropped.
+struct Pooled {
+    buffer: Vec<u8>,
+    pool: Weak<BufferPool>,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade() {
+            pool.put(std::mem::take(&mut self.buffer));
+        }
+    }
+}
+
 /// Buffers the bytes `[pos, pos + buf.len())` of the underlying reader.
 ///
-/// Reads at least 64 KiB at a time; retries `Interrupted`. Whole chunks are
-/// handed out as `Bytes` split off the buffer, so records can be zero-copy
-/// slices of what was read.
+/// Reads at least 64 KiB at a time; retries `Interrupted`.
 #[derive(Debug)]
 pub(crate) struct Source<R> {
     inner: R,
-    buf: BytesMut,
+    /// The buffered bytes: a slice of a pooled buffer.
+    buf: Bytes,
     pos: u64,
     eof: bool,
+    pool: Arc<BufferPool>,
+}
+
+/// A handle on a source's buffer pool, for copies of what it read (chunk
+/// data gathered from between block headers) that may be made on other threads.
+#[derive(Debug, Clone)]
+pub(crate) struct Buffers(Arc<BufferPool>);
+
+impl Buffers {
+    /// The concatenation of `pieces` (`len` bytes in all), in a pooled buffer.
+    pub(crate) fn gather<'a>(&self, pieces: impl IntoIterator<Item = &'a [u8]>, len: usize) -> Bytes {
+        let mut buffer = self.0.get(len);
+        let mut at = 0;
+        for piece in pieces {
+            let n = piece.len().min(len - at);
+            let (Some(out), Some(piece)) = (buffer.get_mut(at..at + n), piece.get(..n)) else { break };
+            out.copy_from_slice(piece);
+            at += n;
+        }
+        Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.0) }).slice(..at)
+    }
 }
 
 impl<R> Source<R> {
     pub(crate) fn new(inner: R, pos: u64) -> Self {
-        Self { inner, buf: BytesMut::new(), pos, eof: false }
+        Self { inner, buf: Bytes::new(), pos, eof: false, pool: Arc::default() }
+    }
+
+    /// The source's buffer pool.
+    pub(crate) fn buffers(&self) -> Buffers {
+        Buffers(Arc::clone(&self.pool))
     }
 
     /// File position of the first buffered byte.
@@ -39,30 +141,39 @@ impl<R: Read> Source<R> {
 
     /// Buffers at least `len` bytes, unless the input ends first. Returns the
     /// number of bytes buffered.
+    ///
+    /// The buffered bytes move to a buffer with room for `len` (at least
+    /// 64 KiB more than are buffered), which the reader then fills. If reading
+    /// fails, the bytes read before the error stay buffered.
     pub(crate) fn fill(&mut self, len: usize) -> io::Result<usize> {
-        while self.buf.len() < len && !self.eof {
-            let want = (len - self.buf.len()).max(MIN_READ);
-            let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            let result = loop {
-                match self.inner.read(&mut self.buf[old..]) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other,
-                }
-            };
-            match result {
+        let old = self.buf.len();
+        if old >= len || self.eof {
+            return Ok(old);
+        }
+        let want = len.max(old.saturating_add(MIN_READ));
+        let mut buffer = self.pool.get(want);
+        buffer[..old].copy_from_slice(&self.buf);
+        let mut filled = old;
+        let mut result = Ok(());
+        while filled < len {
+            let Some(space) = buffer.get_mut(filled..want) else { break };
+            match self.inner.read(space) {
                 Ok(0) => {
-                    self.buf.truncate(old);
                     self.eof = true;
+                    break;
                 }
-                Ok(n) => self.buf.truncate(old + n),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.buf.truncate(old);
-                    return Err(e);
+                    result = Err(e);
+                    break;
                 }
             }
         }
-        Ok(self.buf.len())
+        let buffer = Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.pool) });
+        // Dropping the old slice may return its buffer to the pool.
+        self.buf = buffer.slice(..filled);
+        result.map(|()| filled)
     }
 
     /// Drops the first `n` buffered bytes.
@@ -76,7 +187,7 @@ impl<R: Read> Source<R> {
     pub(crate) fn take(&mut self, n: usize) -> Bytes {
         let n = n.min(self.buf.len());
         self.pos += n as u64;
-        self.buf.split_to(n).freeze()
+        self.buf.split_to(n)
     }
 
     /// Moves forward to `target` by reading and discarding. Returns `false` if
@@ -112,7 +223,7 @@ impl<R: Read + Seek> Source<R> {
             return Ok(());
         }
         self.inner.seek(SeekFrom::Start(pos))?;
-        self.buf.clear();
+        self.buf = Bytes::new();
         self.pos = pos;
         self.eof = false;
         Ok(())
@@ -124,5 +235,130 @@ impl<R: Read + Seek> Source<R> {
         let end = self.inner.seek(SeekFrom::End(0))?;
         self.inner.seek(SeekFrom::Start(here))?;
         Ok(end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Yields its bytes `step` at a time, with an `Interrupted` before each read.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn fill_take_and_consume_track_the_file_position() {
+        let file = data(300_000);
+        let mut source = Source::new(Trickle { data: &file, step: 7_777, interrupt: false }, 0);
+        // A fill buffers at least what was asked for, as far as one read goes.
+        assert_eq!(source.fill(10).unwrap(), 7_777);
+        let first = source.take(4);
+        assert_eq!(&first[..], &file[..4]);
+        source.consume(6);
+        assert_eq!(source.pos(), 10);
+        let have = source.fill(200_000).unwrap();
+        assert!((200_000..200_000 + 7_777).contains(&have), "{have}");
+        assert_eq!(source.buffered(), &file[10..10 + have]);
+        let chunk = source.take(150_000);
+        assert_eq!(&chunk[..], &file[10..150_010]);
+        // The rest of the file, past the end: only what there is.
+        assert_eq!(source.fill(1 << 20).unwrap(), 300_000 - 150_010);
+        assert_eq!(source.buffered(), &file[150_010..]);
+        assert!(source.skip_to(299_999).unwrap());
+        assert!(!source.skip_to(300_001).unwrap());
+        assert_eq!(source.pos(), 300_000);
+        // Slices handed out earlier are unchanged by later reads.
+        assert_eq!(&first[..], &file[..4]);
+        assert_eq!(&chunk[..], &file[10..150_010]);
+    }
+
+    #[test]
+    fn bytes_read_before_an_error_stay_buffered() {
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("disk on fire"));
+                }
+                let n = out.len().min(self.0.len()).min(100);
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let file = data(1_000);
+        let mut source = Source::new(Failing(&file), 0);
+        assert_eq!(source.fill(1_500).unwrap_err().to_string(), "disk on fire");
+        assert_eq!(source.buffered(), &file[..]);
+        assert_eq!(source.fill(500).unwrap(), 1_000);
+    }
+
+    #[test]
+    fn buffers_come_back_to_the_pool_when_their_last_slice_drops() {
+        let file = data(4 << 20);
+        let mut source = Source::new(&file[..], 0);
+        let mut seen = Vec::new();
+        for i in 0..8 {
+            assert!(source.fill(1 << 19).unwrap() >= 1 << 19);
+            let chunk = source.take(1 << 19);
+            assert_eq!(&chunk[..], &file[i << 19..(i + 1) << 19]);
+            seen.push(chunk.as_ptr() as usize - (chunk.as_ptr() as usize % BUFFER_GRANULE));
+            // Dropped on another thread, as a decoding worker would.
+            std::thread::spawn(move || drop(chunk)).join().unwrap();
+        }
+        // Two buffers alternate: each fill copies the leftover out of the one
+        // the previous chunk was cut from, which is back in the pool by then.
+        let idle = source.pool.idle.lock().unwrap().len();
+        assert!(idle <= 2, "{idle} idle buffers");
+        let distinct: std::collections::BTreeSet<_> = seen.iter().collect();
+        assert!(distinct.len() <= 3, "{} distinct buffers for 8 chunks", distinct.len());
+    }
+
+    #[test]
+    fn gathered_pieces_are_concatenated_and_their_buffer_recycled() {
+        let source = Source::new(&b""[..], 0);
+        let buffers = source.buffers();
+        let gathered = buffers.gather([&b"abc"[..], b"", b"defg"], 7);
+        assert_eq!(&gathered[..], b"abcdefg");
+        // Bytes beyond `len` are left out.
+        assert_eq!(&buffers.gather(std::iter::repeat_n(&b"abc"[..], 100_000), 10)[..], b"abcabcabca");
+        drop(gathered);
+        assert_eq!(source.pool.idle.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_pool_is_bounded() {
+        let pool = BufferPool::default();
+        for _ in 0..2 * MAX_POOLED_BUFFERS {
+            pool.put(vec![0; 1 << 10]);
+        }
+        assert_eq!(pool.idle.lock().unwrap().len(), MAX_POOLED_BUFFERS);
+        let pool = BufferPool::default();
+        for _ in 0..4 {
+            pool.put(vec![0; MAX_POOLED_BYTES / 3]);
+        }
+        assert_eq!(pool.idle.lock().unwrap().len(), 3);
+        assert!(pool.get(MAX_POOLED_BYTES / 3).len() >= MAX_POOLED_BYTES / 3);
+        assert_eq!(pool.idle.lock().unwrap().len(), 2);
     }
 }

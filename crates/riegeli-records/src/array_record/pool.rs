@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
-use crate::chunk_reader::RawChunk;
+use crate::chunk_reader::LazyChunk;
 use crate::error::{Error, Result};
 use crate::options::RecordReaderOptions;
 use crate::reader::ChunkDecoder;
@@ -25,8 +25,9 @@ use crate::reader::ChunkDecoder;
 pub(crate) struct Task {
     /// The task's number in its batch (tasks are numbered in file order).
     pub(crate) seq: usize,
-    /// The chunks; a chunk's position in the batch is its task's `first` plus its index here.
-    pub(crate) chunks: Vec<RawChunk>,
+    /// The chunks, gathered where they are decoded; a chunk's position in the
+    /// batch is its task's `first` plus its index here.
+    pub(crate) chunks: Vec<LazyChunk>,
     /// Where the result goes.
     pub(crate) reply: mpsc::Sender<Done>,
 }
@@ -52,14 +53,16 @@ pub(crate) fn run(
     options: &RecordReaderOptions,
 ) -> (mpsc::Sender<Done>, Done) {
     let Task { seq, chunks, reply } = task;
-    let raw_bytes = chunks.iter().map(|c| c.end - c.begin).sum();
+    let raw_bytes = chunks.iter().map(|c| c.end() - c.begin()).sum();
     let mut results = Vec::with_capacity(chunks.len());
-    for chunk in &chunks {
-        let result = catch_unwind(AssertUnwindSafe(|| super::reader::decode_checked(decoder, chunk, options)))
-            .unwrap_or_else(|_| {
-                *decoder = ChunkDecoder::new(projection.clone());
-                Err(Error::invalid(chunk.begin, "a decoding thread panicked"))
-            });
+    for chunk in chunks {
+        let begin = chunk.begin();
+        let result =
+            catch_unwind(AssertUnwindSafe(|| super::reader::decode_checked(decoder, &chunk.gather(), options)))
+                .unwrap_or_else(|_| {
+                    *decoder = ChunkDecoder::new(projection.clone());
+                    Err(Error::invalid(begin, "a decoding thread panicked"))
+                });
         let failed = result.is_err();
         results.push(result);
         if failed {

@@ -14,7 +14,7 @@ use super::layout::{
 };
 use super::options::ArrayRecordReaderOptions;
 use super::pool::{DecodePool, Done, Task};
-use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
+use crate::chunk_reader::{LazyChunk, RawChunk, ReadError, read_chunk, read_lazy_chunk, skip_damage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::RecordReaderOptions;
 use crate::reader::ChunkDecoder;
@@ -55,7 +55,7 @@ pub fn find_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrai
         RecordReaderOptions { verify_hashes: false, max_chunk_data_size: POSTSCRIPT_SPAN, ..Default::default() };
     src.seek(std::io::SeekFrom::Start(postscript_pos))?;
     let mut source = Source::new(src, postscript_pos);
-    let chunk = match chunk_at(&mut source, postscript_pos, &options) {
+    let chunk = match chunk_at(&mut source, postscript_pos, &options).map(LazyChunk::gather) {
         Ok(chunk) => chunk,
         Err(e) if e.is_corruption() => return Ok(None),
         Err(e) => return Err(e),
@@ -197,10 +197,11 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
     }
 }
 
-/// The chunk at `pos`, data hash verified (as the options say).
-fn chunk_at<R: Read + Seek>(source: &mut Source<R>, pos: u64, options: &RecordReaderOptions) -> Result<RawChunk> {
+/// The chunk at `pos`, data hash verified (as the options say), its data
+/// left to gather.
+fn chunk_at<R: Read + Seek>(source: &mut Source<R>, pos: u64, options: &RecordReaderOptions) -> Result<LazyChunk> {
     source.seek(pos)?;
-    match read_chunk(source, options) {
+    match read_lazy_chunk(source, options) {
         Ok(Some(chunk)) => Ok(chunk),
         Ok(None) => Err(ErrorKind::Truncated { pos, end: pos }.into()),
         Err(ReadError::Io(e)) => Err(e),
@@ -297,7 +298,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// The distinct footer offsets named by postscript records of the chunk at `pos`.
     fn postscript_offsets(&mut self, pos: u64, options: &RecordReaderOptions) -> Result<Vec<u64>> {
-        let chunk = chunk_at(&mut self.source, pos, options)?;
+        let chunk = chunk_at(&mut self.source, pos, options)?.gather();
         let mut decoder = ChunkDecoder::new(FieldProjection::all());
         let records = decode(&mut decoder, &chunk, options)?;
         let mut offsets = Vec::new();
@@ -320,7 +321,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             return Err(Error::invalid(end, format!("footer offset {footer_offset} is not before the postscript")));
         }
         let options = self.options.records.clone();
-        let chunk = chunk_at(&mut self.source, footer_offset, &options)?;
+        let chunk = chunk_at(&mut self.source, footer_offset, &options)?.gather();
         if chunk.end > end {
             return Err(Error::invalid(
                 footer_offset,
@@ -397,7 +398,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.source.seek(0)?;
         let first = chunk_at(&mut self.source, 0, &options)
             .map_err(|e| Error::invalid(0, format!("not an ArrayRecord or Riegeli/records file: {e}")))?;
-        if first.header.chunk_type() != ChunkType::FileSignature.to_byte() {
+        if first.header().chunk_type() != ChunkType::FileSignature.to_byte() {
             return Err(Error::invalid(0, "not an ArrayRecord or Riegeli/records file: no file signature"));
         }
         let mut data_chunks: Vec<RawChunk> = Vec::new();
@@ -538,7 +539,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let (k, j) = self.locate(index)?;
         if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
             self.cached = None;
-            let chunk = Self::read_raw_in(&mut self.source, &self.options.records, &self.chunks, k)?;
+            let chunk = Self::read_raw_in(&mut self.source, &self.options.records, &self.chunks, k)?.gather();
             let records = decode_checked(&mut self.decoder, &chunk, &self.options.records)?;
             self.cached = Some((k, records));
         }
@@ -710,7 +711,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             _ => {}
         }
         for (i, &k) in ks.iter().enumerate() {
-            let chunk = Self::read_raw_in(source, &options.records, chunks, k)?;
+            let chunk = Self::read_raw_in(source, &options.records, chunks, k)?.gather();
             sink(i, decode_checked(decoder, &chunk, &options.records)?);
         }
         Ok(())
@@ -722,7 +723,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         options: &RecordReaderOptions,
         chunks: &[ChunkEntry],
         k: usize,
-    ) -> Result<RawChunk> {
+    ) -> Result<LazyChunk> {
         let entry = *chunks.get(k).ok_or_else(|| Error::invalid(0, "chunk not in the index"))?;
         let chunk = chunk_at(source, entry.offset, options)?;
         check_against_index(&chunk, &entry)?;
@@ -731,15 +732,15 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 }
 
 /// Checks a chunk's header and extent against its index entry.
-fn check_against_index(chunk: &RawChunk, entry: &ChunkEntry) -> Result<()> {
-    let header = &chunk.header;
+fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
+    let header = chunk.header();
     let mismatch = |what: &str, header: u64, index: u64| {
         Error::invalid(entry.offset, format!("chunk header {what} {header} differs from the index's {index}"))
     };
-    if chunk.end > entry.limit {
+    if chunk.end() > entry.limit {
         return Err(Error::invalid(
             entry.offset,
-            format!("chunk ends at {}, past the next indexed chunk or the footer at {}", chunk.end, entry.limit),
+            format!("chunk ends at {}, past the next indexed chunk or the footer at {}", chunk.end(), entry.limit),
         ));
     }
     if header.num_records() != entry.num_records {
@@ -798,7 +799,7 @@ impl<'a> Batch<'a> {
     }
 
     /// Reads chunks `ks` with `read`, in tasks of about `task_bytes` decoded bytes.
-    fn run(&mut self, read: impl FnMut(usize) -> Result<RawChunk>, ks: &[usize], task_bytes: u64) -> Result<()> {
+    fn run(&mut self, read: impl FnMut(usize) -> Result<LazyChunk>, ks: &[usize], task_bytes: u64) -> Result<()> {
         let result = self.run_inner(read, ks, task_bytes);
         if result.is_err() {
             // Nobody wants the rest of this batch.
@@ -809,7 +810,7 @@ impl<'a> Batch<'a> {
 
     fn run_inner(
         &mut self,
-        mut read: impl FnMut(usize) -> Result<RawChunk>,
+        mut read: impl FnMut(usize) -> Result<LazyChunk>,
         ks: &[usize],
         task_bytes: u64,
     ) -> Result<()> {
@@ -829,7 +830,7 @@ impl<'a> Batch<'a> {
             if current.is_empty() {
                 current_first = i;
             }
-            current_bytes = current_bytes.saturating_add(chunk.header.decoded_data_size());
+            current_bytes = current_bytes.saturating_add(chunk.header().decoded_data_size());
             current.push(chunk);
             if current_bytes >= task_bytes {
                 self.submit(current_first, std::mem::take(&mut current));
@@ -845,9 +846,9 @@ impl<'a> Batch<'a> {
         self.finish()
     }
 
-    fn submit(&mut self, first: usize, chunks: Vec<RawChunk>) {
-        let Some(begin) = chunks.first().map(|c| c.begin) else { return };
-        self.in_flight += chunks.iter().map(|c| c.end - c.begin).sum::<u64>();
+    fn submit(&mut self, first: usize, chunks: Vec<LazyChunk>) {
+        let Some(begin) = chunks.first().map(LazyChunk::begin) else { return };
+        self.in_flight += chunks.iter().map(|c| c.end() - c.begin()).sum::<u64>();
         let seq = self.firsts.len();
         self.firsts.push((first, begin));
         self.pool.submit(Task { seq, chunks, reply: self.reply.clone() });
