@@ -103,7 +103,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         } else {
             source = vec!["--input-delimited".to_owned(), records.display().to_string()];
         }
-        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {files} --read-parallelism 2").run()?;
+        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {files} --read-parallelism 1").run()?;
         let cxx = work.join("cxx.json");
         cmd!(sh, "{python} {script} {records} {repeat} {cxx} {files} {config}").run()?;
         let rr = work.join("riegeli_rs.json");
@@ -158,7 +158,7 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
          Python writer is single-threaded, so `parallelism` has no effect there); C++ read_all uses its \
          thread pool, read() is one record at a time with max_parallelism:0; ours 2 threads is \
-         RecordReader with `RecordReaderOptions::set_parallelism(2)`. rr = the `riegeli` 0.2.1 crate \
+         RecordReader with `RecordReaderOptions::set_parallelism(1)` (one decoding thread besides the caller, which decodes too rather than wait). rr = the `riegeli` 0.2.1 crate \
          (serial: no parallelism option).\n",
         payload / 1e6
     );

@@ -557,6 +557,9 @@ impl RecordReaderOptions {
     /// decoded or waiting) and `parallelism + 1` raw chunks, plus a few small
     /// chunks without records read on the way. Uncompressed simple chunks,
     /// whose decoding is only splitting, are decoded by the caller.
+    /// When the caller needs a chunk that is still being decoded, it decodes
+    /// a queued one itself rather than wait, so `parallelism` threads keep
+    /// `parallelism + 1` cores busy: on 2 cores, 1 is the setting to use.
     /// Records, positions, errors and recovery are the same as with 0.
     /// Worth it for compressed files on a machine with a core to spare; the
     /// threads start at the first read and are joined when the reader is

@@ -1,7 +1,9 @@
 //! Read-ahead for [`RecordReader`](crate::RecordReader) with `parallelism > 0`:
 //! raw chunks are read (framing, header and data hash checks) on the calling
 //! thread, and data chunks are decoded on persistent background threads while
-//! the caller consumes records. Results are handed back strictly in file order.
+//! the caller consumes records. A caller that would wait for a chunk decodes
+//! one itself: the chunk it wants if no worker has taken it yet, else the last
+//! one queued. Results are handed back strictly in file order.
 //!
 //! The queue holds the results of consecutive `read_chunk` calls, exactly as a
 //! serial reader would have made them: reading ahead stops at the first result
@@ -13,7 +15,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use riegeli_codec::{ChunkType, CodecError, CompressionType, DecodedRecords, FieldProjection};
@@ -69,81 +71,52 @@ type Job = (u64, RawChunk, Arc<FieldProjection>, Option<Spare>);
 /// A decoded chunk: ticket and outcome.
 type Done = (u64, Outcome);
 
-/// The background decoder threads.
-struct Pool {
-    jobs: Option<Sender<Job>>,
-    results: Receiver<Done>,
-    threads: Vec<JoinHandle<()>>,
-    /// Jobs sent whose result has not been received.
-    in_flight: usize,
-    /// Each worker holds a clone while it runs (for tests of thread shutdown).
-    #[cfg(test)]
-    alive: Arc<()>,
+/// Jobs not yet taken by a worker; the caller takes them back too, rather
+/// than wait for a worker to get to them.
+struct Jobs {
+    queue: VecDeque<Job>,
+    /// Set when the pool is dropped: the workers end.
+    closed: bool,
 }
 
-impl Pool {
-    fn new(threads: usize, options: &RecordReaderOptions) -> std::io::Result<Self> {
-        let (jobs, job_rx) = channel::<Job>();
-        let (done_tx, results) = channel::<Done>();
-        let job_rx = Arc::new(Mutex::new(job_rx));
-        #[cfg(test)]
-        let alive = Arc::new(());
-        let mut pool = Self {
-            jobs: Some(jobs),
-            results,
-            threads: Vec::with_capacity(threads),
-            in_flight: 0,
-            #[cfg(test)]
-            alive: Arc::clone(&alive),
-        };
-        for i in 0..threads {
-            let job_rx = Arc::clone(&job_rx);
-            let done_tx = done_tx.clone();
-            let options = options.clone();
-            #[cfg(test)]
-            let alive = Arc::clone(&alive);
-            let thread = std::thread::Builder::new().name(format!("riegeli-decode-{i}")).spawn(move || {
-                #[cfg(test)]
-                let _alive = alive;
-                work(&job_rx, &done_tx, &options);
-            })?;
-            // On error, `pool` is dropped: the threads started so far are joined.
-            pool.threads.push(thread);
-        }
-        Ok(pool)
+struct Shared {
+    jobs: Mutex<Jobs>,
+    /// Signalled when a job is queued or the pool closes.
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Jobs> {
+        // Nothing panics while holding the lock; if it did, the queue is still whole.
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-impl Drop for Pool {
-    fn drop(&mut self) {
-        // Closing the job channel ends each worker after its current job.
-        self.jobs = None;
-        for thread in self.threads.drain(..) {
-            // A worker cannot panic outside `catch_unwind`; if it did, its
-            // panic has been reported and there is nothing more to do.
-            let _ = thread.join();
-        }
-    }
+/// A decoder and the projection it is set to.
+struct Decoding {
+    decoder: ChunkDecoder,
+    projection: Arc<FieldProjection>,
 }
 
-/// A worker: decodes jobs until the job channel closes.
-fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReaderOptions) {
-    let mut projection = Arc::new(FieldProjection::all());
-    let mut decoder = ChunkDecoder::new(FieldProjection::all());
-    loop {
-        let job = match jobs.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok((ticket, chunk, wanted, spare)) = job else { return };
+impl Decoding {
+    fn new() -> Self {
+        let projection = Arc::new(FieldProjection::all());
+        Self { decoder: ChunkDecoder::new((*projection).clone()), projection }
+    }
+
+    /// Decodes a job. A panic in the decoder (a bug, never expected) is
+    /// reported as such, and the decoder replaced.
+    fn run(&mut self, job: Job, options: &RecordReaderOptions) -> Done {
+        let (ticket, chunk, wanted, spare) = job;
         if let Some(spare) = spare {
-            decoder.recycle_as(spare.records, spare.transposed);
+            self.decoder.recycle_as(spare.records, spare.transposed);
         }
-        if !Arc::ptr_eq(&projection, &wanted) {
-            decoder.set_projection((*wanted).clone());
-            projection = wanted;
+        if !Arc::ptr_eq(&self.projection, &wanted) {
+            self.decoder.set_projection((*wanted).clone());
+            self.projection = wanted;
         }
         let transposed = chunk.header.chunk_type() == ChunkType::Transposed.to_byte();
+        let decoder = &mut self.decoder;
         let decode = || {
             #[cfg(test)]
             assert_ne!(chunk.header.decoded_data_size(), tests::PANIC_ON_DECODED_SIZE, "a decoder bug");
@@ -152,11 +125,126 @@ fn work(jobs: &Mutex<Receiver<Job>>, done: &Sender<Done>, options: &RecordReader
         let outcome = match catch_unwind(AssertUnwindSafe(decode)) {
             Ok(result) => Outcome::Decoded { result, transposed },
             Err(_) => {
-                decoder = ChunkDecoder::new((*projection).clone());
+                self.decoder = ChunkDecoder::new((*self.projection).clone());
                 Outcome::Panicked
             }
         };
-        if done.send((ticket, outcome)).is_err() {
+        (ticket, outcome)
+    }
+}
+
+/// The background decoder threads.
+struct Pool {
+    shared: Arc<Shared>,
+    results: Receiver<Done>,
+    threads: Vec<JoinHandle<()>>,
+    /// Jobs queued or being decoded by a worker, whose result has not been received.
+    in_flight: usize,
+    /// The decoder of the jobs the caller takes back from the queue.
+    caller: Decoding,
+    options: RecordReaderOptions,
+    /// Each worker holds a clone while it runs (for tests of thread shutdown).
+    #[cfg(test)]
+    alive: Arc<()>,
+}
+
+impl Pool {
+    fn new(threads: usize, options: &RecordReaderOptions) -> std::io::Result<Self> {
+        let shared =
+            Arc::new(Shared { jobs: Mutex::new(Jobs { queue: VecDeque::new(), closed: false }), wake: Condvar::new() });
+        let (done_tx, results) = channel::<Done>();
+        #[cfg(test)]
+        let alive = Arc::new(());
+        let mut pool = Self {
+            shared: Arc::clone(&shared),
+            results,
+            threads: Vec::with_capacity(threads),
+            in_flight: 0,
+            caller: Decoding::new(),
+            options: options.clone(),
+            #[cfg(test)]
+            alive: Arc::clone(&alive),
+        };
+        for i in 0..threads {
+            let shared = Arc::clone(&shared);
+            let done_tx = done_tx.clone();
+            let options = options.clone();
+            #[cfg(test)]
+            let alive = Arc::clone(&alive);
+            let thread = std::thread::Builder::new().name(format!("riegeli-decode-{i}")).spawn(move || {
+                #[cfg(test)]
+                let _alive = alive;
+                work(&shared, &done_tx, &options);
+            })?;
+            // On error, `pool` is dropped: the threads started so far are joined.
+            pool.threads.push(thread);
+        }
+        Ok(pool)
+    }
+
+    /// Queues a job for the workers.
+    fn submit(&mut self, job: Job) {
+        self.shared.lock().queue.push_back(job);
+        self.shared.wake.notify_one();
+        self.in_flight += 1;
+    }
+
+    /// Takes back the queued job with `ticket`, or else (with `any`) the last
+    /// queued one, and decodes it on the calling thread.
+    fn decode_queued(&mut self, ticket: u64, any: bool) -> Option<Done> {
+        let job = {
+            let mut jobs = self.shared.lock();
+            match jobs.queue.iter().position(|job| job.0 == ticket) {
+                Some(i) => jobs.queue.remove(i),
+                None if any => jobs.queue.pop_back(),
+                None => None,
+            }
+        }?;
+        self.in_flight -= 1;
+        Some(self.caller.run(job, &self.options))
+    }
+
+    /// Drops the queued jobs (their results are not wanted).
+    fn clear_queue(&mut self) {
+        let dropped = std::mem::take(&mut self.shared.lock().queue);
+        self.in_flight -= dropped.len();
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Workers end after their current job once the queue is closed.
+        {
+            let mut jobs = self.shared.lock();
+            jobs.closed = true;
+            jobs.queue.clear();
+        }
+        self.shared.wake.notify_all();
+        for thread in self.threads.drain(..) {
+            // A worker cannot panic outside `catch_unwind`; if it did, its
+            // panic has been reported and there is nothing more to do.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A worker: decodes queued jobs until the pool closes.
+fn work(shared: &Shared, done: &Sender<Done>, options: &RecordReaderOptions) {
+    let mut decoding = Decoding::new();
+    loop {
+        let job = {
+            let mut jobs = shared.lock();
+            loop {
+                if jobs.closed {
+                    return;
+                }
+                if let Some(job) = jobs.queue.pop_front() {
+                    break job;
+                }
+                jobs = shared.wake.wait(jobs).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        if done.send(decoding.run(job, options)).is_err() {
             return;
         }
     }
@@ -321,11 +409,7 @@ impl ReadAhead {
         }
         let Some(pool) = &mut self.pool else { return Ok(None) };
         let ticket = self.next_ticket;
-        let job = (ticket, chunk.clone(), Arc::clone(&self.projection), self.spare.pop());
-        if pool.jobs.as_ref().is_none_or(|jobs| jobs.send(job).is_err()) {
-            return Ok(None);
-        }
-        pool.in_flight += 1;
+        pool.submit((ticket, chunk.clone(), Arc::clone(&self.projection), self.spare.pop()));
         self.next_ticket += 1;
         Ok(Some(ticket))
     }
@@ -347,6 +431,12 @@ impl ReadAhead {
             let Some(pool) = &mut self.pool else { return Outcome::Stopped };
             if pool.in_flight == 0 {
                 return Outcome::Stopped;
+            }
+            // Rather than wait, decode here: the chunk wanted if no worker has
+            // it yet, else a later one, while a worker decodes the one wanted.
+            if let Some((done, outcome)) = pool.decode_queued(ticket, true) {
+                self.ready.insert(done, outcome);
+                continue;
             }
             match pool.results.recv() {
                 Ok((done, outcome)) => {
@@ -384,6 +474,9 @@ impl ReadAhead {
         let ready = std::mem::take(&mut self.ready);
         for outcome in ready.into_values() {
             self.recycle_outcome(outcome);
+        }
+        if let Some(pool) = &mut self.pool {
+            pool.clear_queue();
         }
         while let Some(pool) = &mut self.pool {
             if pool.in_flight == 0 {

@@ -1,8 +1,11 @@
-//! `RecordReader` reading a whole file, serially and with parallel chunk
-//! decoding (`RecordReaderOptions::set_parallelism`), per option set.
+//! Per option set: `RecordWriter` writing the records serially (into
+//! `io::sink`, so only the writer is timed), and `RecordReader` reading the
+//! file back, serially and with parallel chunk decoding
+//! (`RecordReaderOptions::set_parallelism`).
 //!
-//! File: about 50 MB (`RIEGELI_BENCH_MB` to change) of ~1 KiB English-like
-//! text records (seeded), read from memory. Throughput is in record bytes.
+//! Records: about 50 MB (`RIEGELI_BENCH_MB` to change) of ~1 KiB English-like
+//! text (seeded); files are read from memory. Throughput is in record bytes.
+//! `cargo bench -p riegeli-records --bench records -- write/` runs the writes only.
 #![allow(missing_docs, reason = "criterion's macros generate undocumented public functions")]
 
 use std::io::Cursor;
@@ -13,6 +16,9 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
 const OPTION_SETS: &[&str] = &["zstd:3", "snappy", "brotli:6", "uncompressed", "transpose,zstd:3"];
+/// Writes: the codecs' own speed bounds the compressed ones, so the writer's
+/// overhead shows in the uncompressed ones.
+const WRITE_OPTION_SETS: &[&str] = &["uncompressed", "transpose,uncompressed", "zstd:3", "snappy", "transpose,snappy"];
 
 /// Records of 900 to 1150 bytes of words drawn from a small vocabulary.
 fn records(total: usize) -> Vec<Vec<u8>> {
@@ -48,6 +54,14 @@ fn write(records: &[Vec<u8>], options: &str) -> Vec<u8> {
     writer.close().unwrap()
 }
 
+fn write_serially(records: &[Vec<u8>], options: &RecordWriterOptions) {
+    let mut writer = RecordWriter::new(std::io::sink(), options.clone()).unwrap();
+    for record in records {
+        writer.write_record(record).unwrap();
+    }
+    writer.close().unwrap();
+}
+
 fn read_all(file: &[u8], parallelism: usize) -> usize {
     let options = RecordReaderOptions::new().set_parallelism(parallelism);
     let mut reader = RecordReader::with_options(Cursor::new(file), options);
@@ -62,7 +76,18 @@ fn bench(c: &mut Criterion) {
     let megabytes: usize = std::env::var("RIEGELI_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
     let records = records(megabytes * 1_000_000);
     let total: usize = records.iter().map(Vec::len).sum();
-    let mut group = c.benchmark_group("read_parallel");
+    let mut group = c.benchmark_group("write");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Bytes(total as u64));
+    for options in WRITE_OPTION_SETS {
+        let parsed: RecordWriterOptions = options.parse().unwrap();
+        group.bench_function(*options, |b| b.iter(|| write_serially(&records, &parsed)));
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("read");
     group.sample_size(10);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
