@@ -30,6 +30,9 @@ const WHAT: &str = "simple chunk";
 /// within the decompressed sizes.
 const WHAT_SIZES: &str = "simple chunk decompressed sizes";
 
+/// The most room [`SimpleChunkEncoder::encode_reusing`] keeps before the records.
+const MAX_GAP: usize = 1 << 20;
+
 /// Builds the data of simple chunks from records.
 ///
 /// Records are buffered until [`encode`](Self::encode), which writes the chunk
@@ -65,8 +68,13 @@ pub struct SimpleChunkEncoder {
     compressor: Compressor,
     /// One varint per record.
     sizes: Vec<u8>,
-    /// The records back to back.
+    /// `gap` bytes, then the records back to back.
     values: Vec<u8>,
+    /// Without compression: room kept before the records for the chunk
+    /// data's prefix (compression byte, sizes), so that
+    /// [`encode_reusing`](Self::encode_reusing) can hand the records over
+    /// without copying them. Learnt from the chunks encoded so far.
+    gap: usize,
     num_records: u64,
     /// The compressed sizes, before their length is known.
     scratch: Vec<u8>,
@@ -83,6 +91,7 @@ impl SimpleChunkEncoder {
             compressor: Compressor::new(options),
             sizes: Vec::new(),
             values: Vec::new(),
+            gap: 0,
             num_records: 0,
             scratch: Vec::new(),
         }
@@ -90,9 +99,17 @@ impl SimpleChunkEncoder {
 
     /// Adds a record to the chunk.
     pub fn add_record(&mut self, record: &[u8]) {
+        if self.values.len() < self.gap {
+            self.values.resize(self.gap, 0);
+        }
         varint::encode_u64(record.len() as u64, &mut self.sizes);
         self.values.extend_from_slice(record);
         self.num_records += 1;
+    }
+
+    /// The records added so far, back to back.
+    fn records(&self) -> &[u8] {
+        self.values.get(self.gap..).unwrap_or_default()
     }
 
     /// The number of records added since the last [`encode`](Self::encode):
@@ -104,7 +121,7 @@ impl SimpleChunkEncoder {
     /// The sum of the sizes of the records added since the last
     /// [`encode`](Self::encode): the chunk header's `decoded_data_size`.
     pub fn decoded_data_size(&self) -> u64 {
-        self.values.len() as u64
+        self.records().len() as u64
     }
 
     /// Whether no record was added since the last [`encode`](Self::encode).
@@ -137,20 +154,60 @@ impl SimpleChunkEncoder {
         result
     }
 
+    /// [`encode`](Self::encode) into a buffer the encoder may swap with its
+    /// own: afterwards the chunk data is `buffer[offset..]`, for the returned
+    /// `offset`; the buffer's previous contents are discarded.
+    ///
+    /// Without compression, the records are then not copied again: the data
+    /// is the encoder's own buffer, in which room was kept for the prefix
+    /// before the records (learnt from earlier chunks; when the prefix does
+    /// not fit, the data is copied as by `encode`), and `buffer`'s old
+    /// allocation holds the next chunk's records. The bytes are those of
+    /// `encode`.
+    pub fn encode_reusing(&mut self, buffer: &mut Vec<u8>) -> Result<usize, CodecError> {
+        let mut prefix = [0u8; varint::MAX_VARINT64_LEN];
+        let prefix_len = varint::encode_u64_to_array(self.sizes.len() as u64, &mut prefix);
+        let head = 1 + prefix_len + self.sizes.len();
+        let uncompressed = self.compression_type == CompressionType::None;
+        let offset = if uncompressed && self.num_records > 0 && head <= self.gap {
+            let offset = self.gap - head;
+            if let Some(out) = self.values.get_mut(offset..self.gap) {
+                let (compression, rest) = out.split_at_mut(1);
+                let (len, sizes) = rest.split_at_mut(prefix_len);
+                compression.fill(CompressionType::None.to_byte());
+                len.copy_from_slice(prefix.get(..prefix_len).unwrap_or_default());
+                sizes.copy_from_slice(&self.sizes);
+            }
+            std::mem::swap(buffer, &mut self.values);
+            self.clear();
+            offset
+        } else {
+            buffer.clear();
+            self.encode(buffer)?;
+            0
+        };
+        if uncompressed {
+            // Room for this chunk's prefix and a quarter more, within reason.
+            self.gap = self.gap.max(head.saturating_add(head / 4)).min(MAX_GAP);
+        }
+        Ok(offset)
+    }
+
     fn encode_impl(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         out.push(self.compression_type.to_byte());
+        let records = self.values.get(self.gap..).unwrap_or_default();
         if self.compression_type == CompressionType::None {
-            out.reserve(varint::MAX_VARINT64_LEN + self.sizes.len() + self.values.len());
+            out.reserve(varint::MAX_VARINT64_LEN + self.sizes.len() + records.len());
             varint::encode_u64(self.sizes.len() as u64, out);
             out.extend_from_slice(&self.sizes);
-            out.extend_from_slice(&self.values);
+            out.extend_from_slice(records);
             return Ok(());
         }
         self.scratch.clear();
         self.compressor.compress(&self.sizes, &mut self.scratch)?;
         varint::encode_u64(self.scratch.len() as u64, out);
         out.extend_from_slice(&self.scratch);
-        self.compressor.compress(&self.values, out)
+        self.compressor.compress(records, out)
     }
 }
 

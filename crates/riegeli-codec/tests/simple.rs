@@ -77,6 +77,26 @@ fn uncompressed_records_are_slices_of_the_input() {
 }
 
 #[test]
+fn uncompressed_chunks_after_the_first_hand_their_records_over_without_copying() {
+    let mut encoder = SimpleChunkEncoder::new(CompressorOptions::uncompressed());
+    let mut buffer = Vec::new();
+    let mut record_addresses = Vec::new();
+    for chunk in 0..4 {
+        encoder.add_record(b"hello");
+        encoder.add_record(b"");
+        let offset = encoder.encode_reusing(&mut buffer).unwrap();
+        assert_eq!(&buffer[offset..], &HELLO_EMPTY, "chunk {chunk}");
+        record_addresses.push((offset, buffer[offset..].as_ptr() as usize));
+    }
+    // The first chunk is copied (no room was kept yet); the others are the
+    // encoder's buffers, handed over with room before the prefix.
+    assert_eq!(record_addresses[0].0, 0);
+    assert!(record_addresses[1..].iter().all(|&(offset, _)| offset > 0), "{record_addresses:?}");
+    // Two buffers alternate between the encoder and the caller.
+    assert_eq!(record_addresses[1].1, record_addresses[3].1);
+}
+
+#[test]
 fn empty_chunk() {
     for options in options_of_every_codec() {
         let (data, n, size) = encode(options, &[]);
@@ -315,6 +335,35 @@ proptest! {
         prop_assert_eq!(n, records.len() as u64);
         let decoded = decode(&data, n, size).unwrap();
         prop_assert_eq!(collect(&decoded), records);
+    }
+
+    /// `encode_reusing` over a run of chunks gives `encode`'s bytes, whether
+    /// the prefix fits the room kept (later chunks) or not (the first, and
+    /// chunks with many more records than before).
+    #[test]
+    fn prop_encode_reusing_matches_encode(chunks in prop::collection::vec(
+                                              prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..60), 1..6),
+                                          which in 0usize..4) {
+        let options = options_of_every_codec();
+        let options = options[which % options.len()];
+        let mut reusing = SimpleChunkEncoder::new(options);
+        let mut buffer = b"stale bytes of an earlier chunk".to_vec();
+        let mut zero_copy = 0;
+        for records in &chunks {
+            let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+            let (expected, n, size) = encode(options, &refs);
+            for record in &refs {
+                reusing.add_record(record);
+            }
+            prop_assert_eq!((reusing.num_records(), reusing.decoded_data_size()), (n, size));
+            let offset = reusing.encode_reusing(&mut buffer).unwrap();
+            zero_copy += usize::from(offset > 0);
+            prop_assert_eq!(&buffer[offset..], &expected[..]);
+            prop_assert!(reusing.is_empty());
+        }
+        if options.compression_type != CompressionType::None {
+            prop_assert_eq!(zero_copy, 0);
+        }
     }
 
     #[test]

@@ -18,7 +18,8 @@ use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWri
 const OPTION_SETS: &[&str] = &["zstd:3", "snappy", "brotli:6", "uncompressed", "transpose,zstd:3"];
 /// Writes: the codecs' own speed bounds the compressed ones, so the writer's
 /// overhead shows in the uncompressed ones.
-const WRITE_OPTION_SETS: &[&str] = &["uncompressed", "transpose,uncompressed", "zstd:3", "snappy", "transpose,snappy"];
+const WRITE_OPTION_SETS: &[&str] =
+    &["uncompressed", "uncompressed,chunk_size:1M", "transpose,uncompressed", "zstd:3", "snappy", "transpose,snappy"];
 
 /// Records of 900 to 1150 bytes of words drawn from a small vocabulary.
 fn records(total: usize) -> Vec<Vec<u8>> {

@@ -83,31 +83,39 @@ impl ChunkEncoder {
     }
 
     /// Encodes the chunk (resetting the encoder) into a header and data,
-    /// filling `data` (a recycled buffer: its contents are discarded).
+    /// filling `data` (a recycled buffer: its contents are discarded, and an
+    /// uncompressed simple chunk may swap it for the encoder's own).
     fn encode(&mut self, mut data: Vec<u8>) -> std::result::Result<EncodedChunk, CodecError> {
-        data.clear();
-        let (chunk_type, num_records, decoded) = match self {
+        let (chunk_type, num_records, decoded, offset) = match self {
             Self::Simple(e) => {
                 let counts = (e.num_records(), e.decoded_data_size());
-                e.encode(&mut data)?;
-                (ChunkType::Simple, counts.0, counts.1)
+                let offset = e.encode_reusing(&mut data)?;
+                (ChunkType::Simple, counts.0, counts.1, offset)
             }
             Self::Transposed(e) => {
                 let counts = (e.num_records(), e.decoded_data_size());
+                data.clear();
                 e.encode(&mut data)?;
-                (ChunkType::Transposed, counts.0, counts.1)
+                (ChunkType::Transposed, counts.0, counts.1, 0)
             }
         };
-        Ok(EncodedChunk { chunk_type: chunk_type.to_byte(), num_records, decoded_data_size: decoded, data })
+        Ok(EncodedChunk { chunk_type: chunk_type.to_byte(), num_records, decoded_data_size: decoded, data, offset })
     }
 }
 
-/// Chunk data ready to frame.
+/// Chunk data ready to frame: `data[offset..]`.
 struct EncodedChunk {
     chunk_type: u8,
     num_records: u64,
     decoded_data_size: u64,
     data: Vec<u8>,
+    offset: usize,
+}
+
+impl EncodedChunk {
+    fn data(&self) -> &[u8] {
+        self.data.get(self.offset..).unwrap_or_default()
+    }
 }
 
 /// A chunk to encode in the background: sequence number, full encoder, and a
@@ -459,7 +467,7 @@ impl<W: Write> RecordWriter<W> {
         }
         self.next_to_write = seq + 1;
         let begin = self.pos;
-        self.write_chunk_now(chunk.chunk_type, &chunk.data, chunk.num_records, chunk.decoded_data_size)?;
+        self.write_chunk_now(chunk.chunk_type, chunk.data(), chunk.num_records, chunk.decoded_data_size)?;
         // Keep the buffer for a later chunk: as many as can be in flight at once.
         if self.spare_data.len() <= self.options.parallelism() {
             self.spare_data.push(chunk.data);
