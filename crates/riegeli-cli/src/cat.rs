@@ -85,6 +85,17 @@ pub(crate) struct CatArgs {
     /// are printed as records.
     #[arg(long, conflicts_with = "records")]
     plain: bool,
+    /// Chunks decoded ahead on this many background threads while records are
+    /// printed (0: decode on the printing thread). Default: 1 when the machine
+    /// has more than one core.
+    #[arg(long, short = 'j', value_name = "N")]
+    threads: Option<usize>,
+}
+
+impl CatArgs {
+    fn decoding_threads(&self) -> usize {
+        self.threads.unwrap_or_else(|| usize::from(std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)))
+    }
 }
 
 /// Arguments of `riegeli count`.
@@ -382,7 +393,8 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, show_progress);
         let stdin = input.is_stdin();
-        let options = RecordReaderOptions { read_array_record_trailer: args.plain, ..RecordReaderOptions::default() };
+        let options = RecordReaderOptions { read_array_record_trailer: args.plain, ..RecordReaderOptions::default() }
+            .set_parallelism(args.decoding_threads());
         let mut reader = RecordReader::with_options(input, options);
         if let Some(trailer) = trailer {
             // Tells on stderr when the footer cannot be used; the records are read in order anyway.

@@ -55,9 +55,13 @@ fn every_command_on_the_valid_files() {
         assert!(out.status.success(), "{path}: {}", text(&out.stderr));
         assert!(split_delimited(&out.stdout) == expected, "{path}: cat differs from the record set");
 
-        // The same from standard input.
+        // The same from standard input, and with no or more decoding threads.
         let out = riegeli(&["cat", "--format", "delimited", "-"], &std::fs::read(path).unwrap());
         assert!(split_delimited(&out.stdout) == expected, "{path}: cat - differs");
+        for threads in ["0", "3"] {
+            let out = riegeli(&["cat", "-j", threads, "--format", "delimited", path], b"");
+            assert!(split_delimited(&out.stdout) == expected, "{path}: cat -j {threads} differs");
+        }
 
         let out = riegeli(&["count", path], b"");
         assert_eq!(text(&out.stdout).trim(), file["num_records"].to_string(), "{path}");
@@ -149,6 +153,9 @@ fn every_command_on_the_corrupt_files() {
         for line in stderr.lines() {
             assert!(line.starts_with("riegeli: ") && line.contains("skipped"), "{path}: {line}");
         }
+
+        let out = riegeli(&["cat", "-j", "3", "--format", "delimited", "--skip-corrupted", path], b"");
+        assert!(split_delimited(&out.stdout) == expected, "{path}: cat -j 3 --skip-corrupted differs");
 
         let out = riegeli(&["cat", "--format", "delimited", path], b"");
         if loses {
