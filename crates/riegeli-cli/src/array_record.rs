@@ -71,7 +71,8 @@ pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecord
 /// [`open`] without the notice (for `verify`, which reports problems on stdout).
 pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<File>, Summary)> {
     let name = io::name(path);
-    let reader = ArrayRecordReader::new(io::open_file(path)?).with_context(|| name.clone())?;
+    let reader =
+        ArrayRecordReader::from_file(io::open_file(path)?, Default::default()).with_context(|| name.clone())?;
     let footer_offset = trailer.map(|t| t.footer_offset);
     let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
     let summary = Summary {

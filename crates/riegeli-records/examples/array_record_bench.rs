@@ -18,7 +18,6 @@
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
 use std::fs::File;
-use std::io::BufReader;
 use std::time::Instant;
 
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter};
@@ -71,9 +70,9 @@ fn main() -> Result<(), BoxError> {
     }
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let open = |parallelism: usize| -> Result<ArrayRecordReader<BufReader<File>>, BoxError> {
+    let open = |parallelism: usize| -> Result<ArrayRecordReader<File>, BoxError> {
         let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
-        Ok(ArrayRecordReader::with_options(BufReader::new(File::open(&path)?), options)?)
+        Ok(ArrayRecordReader::open(&path, options)?)
     };
     let mut serial = open(1)?;
     let mut parallel = open(cores)?;

@@ -1,9 +1,14 @@
 //! ArrayRecord parallel reads: they return what the serial reads return, for
 //! records, ranges, index lists and errors, on files large enough (over
-//! 128 KiB decoded) that the reader decodes them on its worker threads.
+//! 128 KiB decoded) that the reader decodes them on its worker threads; both
+//! through one `Read + Seek` (the calling thread reads the chunks) and on a
+//! `File` (the decoding threads read them by positional reads).
 #![cfg(all(feature = "brotli", feature = "zstd", feature = "snappy"))]
 
+use std::fs::File;
 use std::io::Cursor;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind};
 
@@ -31,6 +36,49 @@ fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
     ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
 }
 
+/// A parallel reader of `file` written to a temporary file, opened with
+/// `ArrayRecordReader::open` (positional reads on the decoding threads).
+struct OnDisk {
+    path: PathBuf,
+    reader: ArrayRecordReader<File>,
+}
+
+impl OnDisk {
+    fn new(file: &[u8], parallelism: usize) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("riegeli-parallel-{}-{n}.array_record", std::process::id()));
+        std::fs::write(&path, file).unwrap();
+        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        let reader = ArrayRecordReader::open(&path, options).unwrap();
+        Self { path, reader }
+    }
+}
+
+impl Drop for OnDisk {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Runs `$body` with `$parallel` a parallel reader of `$file` with `$threads`
+/// threads, first from memory, then on a file; `$kind` says which.
+macro_rules! with_parallel_readers {
+    ($file:expr, $threads:expr, |$parallel:ident, $kind:ident| $body:block) => {{
+        {
+            let mut $parallel = open(&$file, $threads);
+            let $kind = "from memory";
+            $body
+        }
+        {
+            let mut on_disk = OnDisk::new(&$file, $threads);
+            let $parallel = &mut on_disk.reader;
+            let $kind = "on a file";
+            $body
+        }
+    }};
+}
+
 /// The data chunks of a file: (begin, end, data size).
 fn data_chunks(file: &[u8]) -> Vec<(u64, u64, u64)> {
     let mut reader = ChunkReader::new(Cursor::new(file), Default::default());
@@ -54,26 +102,27 @@ fn parallel_reads_equal_serial_reads() {
         let n = serial.num_records();
         assert_eq!(n, 600);
         for threads in [2, 3, 5] {
-            let mut parallel = open(&file, threads);
-            let what = format!("{config}, {threads} threads");
-            assert_eq!(parallel.read_all_parallel().unwrap(), records, "{what}: read_all_parallel");
-            assert_eq!(serial.read_all().unwrap(), records, "{what}: read_all");
-            for (start, end) in [(0, n), (1, n - 1), (n / 3, 2 * n / 3), (n - 1, n), (5, 5), (0, 1)] {
-                let want = serial.read_range(start..end).unwrap();
-                assert_eq!(want, &records[start as usize..end as usize], "{what}: read_range {start}..{end}");
-                assert_eq!(parallel.read_range_parallel(start..end).unwrap(), want, "{what}: {start}..{end}");
-            }
-            for (count, seed) in [(1, 3), (17, 5), (600, 7), (5000, 11)] {
-                let indices = scrambled(n, count, seed);
+            with_parallel_readers!(file, threads, |parallel, kind| {
+                let what = format!("{config}, {threads} threads, {kind}");
+                assert_eq!(parallel.read_all_parallel().unwrap(), records, "{what}: read_all_parallel");
+                assert_eq!(serial.read_all().unwrap(), records, "{what}: read_all");
+                for (start, end) in [(0, n), (1, n - 1), (n / 3, 2 * n / 3), (n - 1, n), (5, 5), (0, 1)] {
+                    let want = serial.read_range(start..end).unwrap();
+                    assert_eq!(want, &records[start as usize..end as usize], "{what}: read_range {start}..{end}");
+                    assert_eq!(parallel.read_range_parallel(start..end).unwrap(), want, "{what}: {start}..{end}");
+                }
+                for (count, seed) in [(1, 3), (17, 5), (600, 7), (5000, 11)] {
+                    let indices = scrambled(n, count, seed);
+                    let want: Vec<&[u8]> = indices.iter().map(|&i| &records[i as usize][..]).collect();
+                    assert_eq!(serial.read_indices(&indices).unwrap(), want, "{what}: read_indices {count}");
+                    assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: read_parallel {count}");
+                }
+                // Every index twice, descending.
+                let indices: Vec<u64> = (0..n).rev().flat_map(|i| [i, i]).collect();
                 let want: Vec<&[u8]> = indices.iter().map(|&i| &records[i as usize][..]).collect();
-                assert_eq!(serial.read_indices(&indices).unwrap(), want, "{what}: read_indices {count}");
-                assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: read_parallel {count}");
-            }
-            // Every index twice, descending.
-            let indices: Vec<u64> = (0..n).rev().flat_map(|i| [i, i]).collect();
-            let want: Vec<&[u8]> = indices.iter().map(|&i| &records[i as usize][..]).collect();
-            assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: descending");
-            assert!(parallel.read_parallel(&[]).unwrap().is_empty());
+                assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: descending");
+                assert!(parallel.read_parallel(&[]).unwrap().is_empty());
+            });
         }
     }
 }
@@ -122,21 +171,23 @@ fn damaged_chunk_mid_batch_fails_as_serial_and_the_pool_survives() {
         assert!((begin..=pos).contains(&position), "{what}: error at {position}");
         let good: Vec<u64> = (0..600).filter(|i| !damaged.contains(i)).collect();
         for threads in [2, 4] {
-            let mut parallel = open(&file, threads);
-            for _ in 0..3 {
-                // The same error, again and again: no hang, no stale results.
-                let error = parallel.read_all_parallel().unwrap_err();
-                assert_eq!(error.to_string(), serial_error.to_string(), "{what}");
-                assert_eq!(error.position(), Some(position), "{what}");
-                let indices: Vec<u64> = scrambled(600, 2000, 5).into_iter().chain([damaged[0]]).collect();
-                let error = parallel.read_parallel(&indices).unwrap_err();
-                assert_eq!(error.to_string(), serial_error.to_string(), "{what}: read_parallel");
-                // What avoids the damaged chunk still reads.
-                let want: Vec<&[u8]> = good.iter().map(|&i| &records[i as usize][..]).collect();
-                assert_eq!(parallel.read_parallel(&good).unwrap(), want, "{what}: good indices");
-                let before = damaged[0];
-                assert_eq!(parallel.read_range_parallel(0..before).unwrap(), &records[..before as usize], "{what}");
-            }
+            with_parallel_readers!(file, threads, |parallel, kind| {
+                let what = format!("{what}, {kind}");
+                for _ in 0..3 {
+                    // The same error, again and again: no hang, no stale results.
+                    let error = parallel.read_all_parallel().unwrap_err();
+                    assert_eq!(error.to_string(), serial_error.to_string(), "{what}");
+                    assert_eq!(error.position(), Some(position), "{what}");
+                    let indices: Vec<u64> = scrambled(600, 2000, 5).into_iter().chain([damaged[0]]).collect();
+                    let error = parallel.read_parallel(&indices).unwrap_err();
+                    assert_eq!(error.to_string(), serial_error.to_string(), "{what}: read_parallel");
+                    // What avoids the damaged chunk still reads.
+                    let want: Vec<&[u8]> = good.iter().map(|&i| &records[i as usize][..]).collect();
+                    assert_eq!(parallel.read_parallel(&good).unwrap(), want, "{what}: good indices");
+                    let before = damaged[0];
+                    assert_eq!(parallel.read_range_parallel(0..before).unwrap(), &records[..before as usize], "{what}");
+                }
+            });
         }
     }
 }

@@ -11,6 +11,7 @@ mod index;
 mod layout;
 mod options;
 mod pool;
+mod positional;
 mod reader;
 mod writer;
 

@@ -2,8 +2,10 @@
 //!
 //! The pool is owned by the reader, created on the first parallel batch that
 //! is worth it, and joined when the reader is dropped. The reader's thread
-//! reads raw chunks (the file is one `R`, so reading is serial), groups them
-//! into [`Task`]s of consecutive chunks and queues them; workers (and the
+//! reads raw chunks (the file is one `R`, so reading is serial) or, for a
+//! reader opened on a `File`, leaves them to be read by positional reads where
+//! they are decoded; it groups them into [`Task`]s of consecutive chunks and
+//! queues them; workers (and the
 //! reader's thread, when it has nothing else to do) decode them with decoders
 //! they keep from batch to batch, and send each [`Done`] back on the batch's
 //! own channel, so that a task still running when a batch fails cannot reach
@@ -16,18 +18,54 @@ use std::thread::JoinHandle;
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
+use super::positional::{AtCursor, SharedFile};
+use super::reader::{ChunkEntry, read_entry};
 use crate::chunk_reader::LazyChunk;
 use crate::error::{Error, Result};
 use crate::options::RecordReaderOptions;
 use crate::reader::ChunkDecoder;
+use crate::source::Source;
+
+/// A chunk of a task: read by the calling thread, or to be read (by
+/// positional reads of the shared file) where it is decoded.
+pub(crate) enum TaskChunk {
+    Read(LazyChunk),
+    At(ChunkEntry),
+}
+
+impl TaskChunk {
+    /// The chunk's raw size (for a chunk not read yet, the room the index gives it).
+    pub(crate) fn raw_bytes(&self) -> u64 {
+        match self {
+            Self::Read(chunk) => chunk.end() - chunk.begin(),
+            Self::At(entry) => entry.limit.saturating_sub(entry.offset),
+        }
+    }
+
+    pub(crate) fn begin(&self) -> u64 {
+        match self {
+            Self::Read(chunk) => chunk.begin(),
+            Self::At(entry) => entry.offset,
+        }
+    }
+}
+
+/// A decoding thread's reading state: its cursor over the shared file, if
+/// the batch's chunks are read where they are decoded.
+pub(crate) type Reading = Option<Source<AtCursor>>;
+
+/// A cursor of its own over `file`, for one decoding thread.
+pub(crate) fn reading(file: Option<&SharedFile>) -> Reading {
+    file.map(|file| Source::new(AtCursor::new(std::sync::Arc::clone(file)), 0))
+}
 
 /// Consecutive chunks of a batch, decoded together by one thread.
 pub(crate) struct Task {
     /// The task's number in its batch (tasks are numbered in file order).
     pub(crate) seq: usize,
-    /// The chunks, gathered where they are decoded; a chunk's position in the
-    /// batch is its task's `first` plus its index here.
-    pub(crate) chunks: Vec<LazyChunk>,
+    /// The chunks, gathered (or read) where they are decoded; a chunk's
+    /// position in the batch is its task's `first` plus its index here.
+    pub(crate) chunks: Vec<TaskChunk>,
     /// Where the result goes.
     pub(crate) reply: mpsc::Sender<Done>,
 }
@@ -49,20 +87,29 @@ pub(crate) struct Done {
 pub(crate) fn run(
     task: Task,
     decoder: &mut ChunkDecoder,
+    reading: &mut Reading,
     projection: &FieldProjection,
     options: &RecordReaderOptions,
 ) -> (mpsc::Sender<Done>, Done) {
     let Task { seq, chunks, reply } = task;
-    let raw_bytes = chunks.iter().map(|c| c.end() - c.begin()).sum();
+    let raw_bytes = chunks.iter().map(TaskChunk::raw_bytes).sum();
     let mut results = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         let begin = chunk.begin();
-        let result =
-            catch_unwind(AssertUnwindSafe(|| super::reader::decode_checked(decoder, &chunk.gather(), options)))
-                .unwrap_or_else(|_| {
-                    *decoder = ChunkDecoder::new(projection.clone());
-                    Err(Error::invalid(begin, "a decoding thread panicked"))
-                });
+        let decode = || {
+            let chunk = match chunk {
+                TaskChunk::Read(chunk) => chunk,
+                TaskChunk::At(entry) => match reading.as_mut() {
+                    Some(source) => read_entry(source, options, &entry)?,
+                    None => return Err(Error::invalid(begin, "a decoding thread has no file to read")),
+                },
+            };
+            super::reader::decode_checked(decoder, &chunk.gather(), options)
+        };
+        let result = catch_unwind(AssertUnwindSafe(decode)).unwrap_or_else(|_| {
+            *decoder = ChunkDecoder::new(projection.clone());
+            Err(Error::invalid(begin, "a decoding thread panicked"))
+        });
         let failed = result.is_err();
         results.push(result);
         if failed {
@@ -104,11 +151,17 @@ impl std::fmt::Debug for DecodePool {
 }
 
 impl DecodePool {
-    /// Starts up to `workers` threads decoding with `projection` and `options`.
+    /// Starts up to `workers` threads decoding with `projection` and
+    /// `options`, and reading the chunks given as [`TaskChunk::At`] from `file`.
     ///
     /// Threads that cannot be spawned are left out: the caller decodes what no
     /// worker takes, so a pool of no threads still finishes every batch.
-    pub(crate) fn new(workers: usize, projection: &FieldProjection, options: &RecordReaderOptions) -> Self {
+    pub(crate) fn new(
+        workers: usize,
+        projection: &FieldProjection,
+        options: &RecordReaderOptions,
+        file: Option<&SharedFile>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue { tasks: VecDeque::new(), shutdown: false }),
             ready: Condvar::new(),
@@ -118,9 +171,10 @@ impl DecodePool {
                 let shared = Arc::clone(&shared);
                 let projection = projection.clone();
                 let options = options.clone();
+                let reading = reading(file);
                 std::thread::Builder::new()
                     .name(format!("array-record-decode-{i}"))
-                    .spawn(move || work(&shared, &projection, &options))
+                    .spawn(move || work(&shared, reading, &projection, &options))
                     .ok()
             })
             .collect();
@@ -178,7 +232,7 @@ impl Drop for DecodePool {
 }
 
 /// A worker's loop: decode queued tasks until the pool shuts down.
-fn work(shared: &Shared, projection: &FieldProjection, options: &RecordReaderOptions) {
+fn work(shared: &Shared, mut reading: Reading, projection: &FieldProjection, options: &RecordReaderOptions) {
     let mut decoder = ChunkDecoder::new(projection.clone());
     loop {
         let task = {
@@ -193,7 +247,7 @@ fn work(shared: &Shared, projection: &FieldProjection, options: &RecordReaderOpt
                 queue = shared.ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
             }
         };
-        let (reply, done) = run(task, &mut decoder, projection, options);
+        let (reply, done) = run(task, &mut decoder, &mut reading, projection, options);
         // The batch may have ended (failed) meanwhile: then nobody listens.
         let _ = reply.send(done);
     }

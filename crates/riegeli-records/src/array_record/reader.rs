@@ -1,8 +1,10 @@
 //! `ArrayRecordReader`: random access to the records of an ArrayRecord file.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{Read, Seek};
 use std::ops::Range;
+use std::path::Path;
 use std::sync::mpsc;
 
 use bytes::Bytes;
@@ -13,7 +15,8 @@ use super::layout::{
     FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata, parse_postscript,
 };
 use super::options::ArrayRecordReaderOptions;
-use super::pool::{DecodePool, Done, Task};
+use super::pool::{DecodePool, Done, Reading, Task, TaskChunk};
+use super::positional::SharedFile;
 use crate::chunk_reader::{LazyChunk, RawChunk, ReadError, read_chunk, read_lazy_chunk, skip_damage};
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::RecordReaderOptions;
@@ -72,11 +75,11 @@ pub fn find_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrai
 
 /// One data chunk of the index.
 #[derive(Debug, Clone, Copy)]
-struct ChunkEntry {
+pub(super) struct ChunkEntry {
     /// Where the chunk begins.
-    offset: u64,
+    pub(super) offset: u64,
     /// Where its byte range ends (the next chunk's offset, or the footer's).
-    limit: u64,
+    pub(super) limit: u64,
     num_records: u64,
     /// From the footer (checked against the chunk header) or the header itself.
     decoded_data_size: u64,
@@ -182,9 +185,20 @@ pub struct ArrayRecordReader<R> {
     decoder: ChunkDecoder,
     /// The chunk [`read`](Self::read) decoded last.
     cached: Option<(usize, DecodedRecords)>,
-    /// Worker threads of the parallel reads, started by the first one that
-    /// is worth it and joined on drop.
+    parallel: Parallel,
+}
+
+/// The state of the parallel reads.
+#[derive(Default)]
+struct Parallel {
+    /// Worker threads, started by the first parallel read that is worth it
+    /// and joined on drop.
     pool: Option<DecodePool>,
+    /// For a reader opened on a `File` (where the platform allows): the file,
+    /// which the decoding threads read their chunks from themselves.
+    file: Option<SharedFile>,
+    /// The calling thread's cursor over `file`, for the tasks it decodes.
+    reading: Reading,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -252,7 +266,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             projection: FieldProjection::all(),
             decoder: ChunkDecoder::new(FieldProjection::all()),
             cached: None,
-            pool: None,
+            parallel: Parallel::default(),
         };
         match reader.read_index(size) {
             Ok(index) => {
@@ -472,7 +486,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.projection = projection;
         self.cached = None;
         // The workers decode with the old projection: start new ones when needed.
-        self.pool = None;
+        self.parallel.pool = None;
     }
 
     /// The number of records.
@@ -539,7 +553,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let (k, j) = self.locate(index)?;
         if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
             self.cached = None;
-            let chunk = Self::read_raw_in(&mut self.source, &self.options.records, &self.chunks, k)?.gather();
+            let chunk = read_chunk_in(&mut self.source, &self.options.records, &self.chunks, k)?.gather();
             let records = decode_checked(&mut self.decoder, &chunk, &self.options.records)?;
             self.cached = Some((k, records));
         }
@@ -605,7 +619,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             chunks,
             &ks,
-            parallel.then_some(&mut self.pool),
+            parallel.then_some(&mut self.parallel),
             &mut sink,
         )?;
         Ok(out)
@@ -669,7 +683,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             &self.chunks,
             &ks,
-            parallel.then_some(&mut self.pool),
+            parallel.then_some(&mut self.parallel),
             &mut sink,
         )?;
         Ok(out)
@@ -690,45 +704,96 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         projection: &FieldProjection,
         chunks: &[ChunkEntry],
         ks: &[usize],
-        pool: Option<&mut Option<DecodePool>>,
+        parallel: Option<&mut Parallel>,
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let threads = options.effective_parallelism();
         let estimate = estimated_decoded_size(chunks, ks);
-        match pool {
-            Some(pool) if threads > 1 && ks.len() > 1 && estimate >= MIN_PARALLEL_BYTES => {
-                let pool = pool.get_or_insert_with(|| DecodePool::new(threads - 1, projection, &options.records));
+        match parallel {
+            Some(parallel) if threads > 1 && ks.len() > 1 && estimate >= MIN_PARALLEL_BYTES => {
+                let Parallel { pool, file, reading } = parallel;
+                let pool = pool
+                    .get_or_insert_with(|| DecodePool::new(threads - 1, projection, &options.records, file.as_ref()));
                 if pool.workers() > 0 {
                     let task_bytes =
                         (estimate / (threads as u64 * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
+                    if reading.is_none() {
+                        *reading = super::pool::reading(file.as_ref());
+                    }
+                    let positional = reading.is_some();
+                    let mut batch = Batch::new(pool, decoder, reading, projection, &options.records, sink);
+                    if positional {
+                        // The chunks are read where they are decoded.
+                        return batch.run(
+                            |k| chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed),
+                            chunks,
+                            ks,
+                            task_bytes,
+                        );
+                    }
                     // The calling thread only reads: data hashes are checked
                     // where the chunks are decoded (`decode_checked`).
                     let read_options = RecordReaderOptions { verify_hashes: false, ..options.records.clone() };
-                    let mut batch = Batch::new(pool, decoder, projection, &options.records, sink);
-                    return batch.run(|k| Self::read_raw_in(source, &read_options, chunks, k), ks, task_bytes);
+                    return batch.run(
+                        |k| read_chunk_in(source, &read_options, chunks, k).map(TaskChunk::Read),
+                        chunks,
+                        ks,
+                        task_bytes,
+                    );
                 }
             }
             _ => {}
         }
         for (i, &k) in ks.iter().enumerate() {
-            let chunk = Self::read_raw_in(source, &options.records, chunks, k)?.gather();
+            let chunk = read_chunk_in(source, &options.records, chunks, k)?.gather();
             sink(i, decode_checked(decoder, &chunk, &options.records)?);
         }
         Ok(())
     }
+}
 
-    /// Reads chunk `k` and checks it against its index entry.
-    fn read_raw_in(
-        source: &mut Source<R>,
-        options: &RecordReaderOptions,
-        chunks: &[ChunkEntry],
-        k: usize,
-    ) -> Result<LazyChunk> {
-        let entry = *chunks.get(k).ok_or_else(|| Error::invalid(0, "chunk not in the index"))?;
-        let chunk = chunk_at(source, entry.offset, options)?;
-        check_against_index(&chunk, &entry)?;
-        Ok(chunk)
+impl ArrayRecordReader<File> {
+    /// Opens the ArrayRecord file at `path` (see
+    /// [`from_file`](Self::from_file)).
+    pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
+        Self::from_file(File::open(path)?, options)
     }
+
+    /// Opens an ArrayRecord file: [`with_options`](Self::with_options), and
+    /// then the parallel reads' decoding threads read their chunks themselves,
+    /// by positional reads of a duplicate of the file handle (on Unix; on
+    /// other platforms the calling thread reads every chunk, as for any `R`).
+    pub fn from_file(file: File, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let shared = super::positional::share(&file);
+        let mut reader = Self::with_options(file, options)?;
+        reader.parallel.file = shared;
+        Ok(reader)
+    }
+}
+
+fn not_indexed() -> Error {
+    Error::invalid(0, "chunk not in the index")
+}
+
+/// Reads chunk `k` of the index and checks it against its entry.
+fn read_chunk_in<S: Read + Seek>(
+    source: &mut Source<S>,
+    options: &RecordReaderOptions,
+    chunks: &[ChunkEntry],
+    k: usize,
+) -> Result<LazyChunk> {
+    read_entry(source, options, chunks.get(k).ok_or_else(not_indexed)?)
+}
+
+/// Reads the chunk of an index entry and checks it against the entry.
+pub(super) fn read_entry<S: Read + Seek>(
+    source: &mut Source<S>,
+    options: &RecordReaderOptions,
+    entry: &ChunkEntry,
+) -> Result<LazyChunk> {
+    let chunk = chunk_at(source, entry.offset, options)?;
+    check_against_index(&chunk, entry)?;
+    Ok(chunk)
 }
 
 /// Checks a chunk's header and extent against its index entry.
@@ -756,8 +821,9 @@ fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
 /// back decoded, in any order; `sink` gets them in file order.
 struct Batch<'a> {
     pool: &'a DecodePool,
-    /// The calling thread's decoder, for the tasks it decodes itself.
+    /// The calling thread's decoder and reading state, for the tasks it decodes itself.
     decoder: &'a mut ChunkDecoder,
+    reading: &'a mut Reading,
     projection: &'a FieldProjection,
     options: &'a RecordReaderOptions,
     sink: &'a mut dyn FnMut(usize, DecodedRecords),
@@ -778,6 +844,7 @@ impl<'a> Batch<'a> {
     fn new(
         pool: &'a DecodePool,
         decoder: &'a mut ChunkDecoder,
+        reading: &'a mut Reading,
         projection: &'a FieldProjection,
         options: &'a RecordReaderOptions,
         sink: &'a mut dyn FnMut(usize, DecodedRecords),
@@ -786,6 +853,7 @@ impl<'a> Batch<'a> {
         Self {
             pool,
             decoder,
+            reading,
             projection,
             options,
             sink,
@@ -798,9 +866,16 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// Reads chunks `ks` with `read`, in tasks of about `task_bytes` decoded bytes.
-    fn run(&mut self, read: impl FnMut(usize) -> Result<LazyChunk>, ks: &[usize], task_bytes: u64) -> Result<()> {
-        let result = self.run_inner(read, ks, task_bytes);
+    /// Decodes chunks `ks` of the index `chunks`, which `read` reads (or
+    /// leaves to be read), in tasks of about `task_bytes` decoded bytes.
+    fn run(
+        &mut self,
+        read: impl FnMut(usize) -> Result<TaskChunk>,
+        chunks: &[ChunkEntry],
+        ks: &[usize],
+        task_bytes: u64,
+    ) -> Result<()> {
+        let result = self.run_inner(read, chunks, ks, task_bytes);
         if result.is_err() {
             // Nobody wants the rest of this batch.
             self.pool.clear();
@@ -810,7 +885,8 @@ impl<'a> Batch<'a> {
 
     fn run_inner(
         &mut self,
-        mut read: impl FnMut(usize) -> Result<LazyChunk>,
+        mut read: impl FnMut(usize) -> Result<TaskChunk>,
+        chunks: &[ChunkEntry],
         ks: &[usize],
         task_bytes: u64,
     ) -> Result<()> {
@@ -830,7 +906,7 @@ impl<'a> Batch<'a> {
             if current.is_empty() {
                 current_first = i;
             }
-            current_bytes = current_bytes.saturating_add(chunk.header().decoded_data_size());
+            current_bytes = current_bytes.saturating_add(estimated_decoded_size(chunks, &[k]));
             current.push(chunk);
             if current_bytes >= task_bytes {
                 self.submit(current_first, std::mem::take(&mut current));
@@ -846,9 +922,9 @@ impl<'a> Batch<'a> {
         self.finish()
     }
 
-    fn submit(&mut self, first: usize, chunks: Vec<LazyChunk>) {
-        let Some(begin) = chunks.first().map(LazyChunk::begin) else { return };
-        self.in_flight += chunks.iter().map(|c| c.end() - c.begin()).sum::<u64>();
+    fn submit(&mut self, first: usize, chunks: Vec<TaskChunk>) {
+        let Some(begin) = chunks.first().map(TaskChunk::begin) else { return };
+        self.in_flight += chunks.iter().map(TaskChunk::raw_bytes).sum::<u64>();
         let seq = self.firsts.len();
         self.firsts.push((first, begin));
         self.pool.submit(Task { seq, chunks, reply: self.reply.clone() });
@@ -857,7 +933,7 @@ impl<'a> Batch<'a> {
     /// Decodes a queued task on this thread, or waits for a worker's result.
     fn step(&mut self) -> Result<()> {
         if let Some(task) = self.pool.take() {
-            let (_, done) = super::pool::run(task, self.decoder, self.projection, self.options);
+            let (_, done) = super::pool::run(task, self.decoder, self.reading, self.projection, self.options);
             return self.accept(done);
         }
         // Workers never unwind (`pool::run` catches panics), so each task
@@ -961,17 +1037,17 @@ mod tests {
         // 100 records: 100 KB decoded, under MIN_PARALLEL_BYTES.
         assert_eq!(reader.read_range_parallel(0..100).unwrap().len(), 100);
         assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
-        assert!(reader.pool.is_none());
+        assert!(reader.parallel.pool.is_none());
         assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
-        assert_eq!(reader.pool.as_ref().map(DecodePool::workers), Some(2));
+        assert_eq!(reader.parallel.pool.as_ref().map(DecodePool::workers), Some(2));
         // Serial reads never start it.
         let mut serial = open(&file, 3);
         assert_eq!(serial.read_all().unwrap().len(), 1000);
-        assert!(serial.pool.is_none());
+        assert!(serial.parallel.pool.is_none());
         // Nor do parallel reads with one thread.
         let mut single = open(&file, 1);
         assert_eq!(single.read_all_parallel().unwrap().len(), 1000);
-        assert!(single.pool.is_none());
+        assert!(single.parallel.pool.is_none());
     }
 
     #[test]
@@ -979,7 +1055,7 @@ mod tests {
         let file = file(500);
         let mut reader = open(&file, 4);
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let pool = reader.pool.as_ref().unwrap();
+        let pool = reader.parallel.pool.as_ref().unwrap();
         assert_eq!(pool.workers(), 3);
         // Every worker holds the pool's shared state until its thread ends.
         let liveness = pool.liveness();
@@ -989,7 +1065,7 @@ mod tests {
         // A new projection replaces the pool, joining the old workers.
         let mut reader = open(&file, 2);
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let liveness = reader.pool.as_ref().unwrap().liveness();
+        let liveness = reader.parallel.pool.as_ref().unwrap().liveness();
         reader.set_field_projection(FieldProjection::all());
         assert!(liveness.upgrade().is_none());
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
