@@ -11,7 +11,8 @@
 use std::io::Cursor;
 use std::time::Duration;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
@@ -73,26 +74,28 @@ fn read_all(file: &[u8], parallelism: usize) -> usize {
     bytes
 }
 
-fn bench(c: &mut Criterion) {
-    let megabytes: usize = std::env::var("RIEGELI_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
-    let records = records(megabytes * 1_000_000);
-    let total: usize = records.iter().map(Vec::len).sum();
-    let mut group = c.benchmark_group("write");
+/// A group of few, short samples (each reads or writes the whole set), counting `total` record bytes.
+fn short_group<'a>(c: &'a mut Criterion, name: &str, total: usize) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
     group.throughput(Throughput::Bytes(total as u64));
+    group
+}
+
+fn bench(c: &mut Criterion) {
+    let megabytes: usize = std::env::var("RIEGELI_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let records = records(megabytes * 1_000_000);
+    let total: usize = records.iter().map(Vec::len).sum();
+    let mut group = short_group(c, "write", total);
     for options in WRITE_OPTION_SETS {
         let parsed: RecordWriterOptions = options.parse().unwrap();
         group.bench_function(*options, |b| b.iter(|| write_serially(&records, &parsed)));
     }
     group.finish();
 
-    let mut group = c.benchmark_group("read");
-    group.sample_size(10);
-    group.warm_up_time(Duration::from_secs(1));
-    group.measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Bytes(total as u64));
+    let mut group = short_group(c, "read", total);
     for options in OPTION_SETS {
         let file = write(&records, options);
         for parallelism in [0, 1, 2] {

@@ -44,6 +44,7 @@ mod read_ahead;
 mod reader;
 mod skipped_region;
 mod source;
+mod work_queue;
 mod writer;
 
 pub use crate::{

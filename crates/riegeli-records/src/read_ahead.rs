@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use riegeli_codec::{ChunkType, CodecError, CompressionType, DecodedRecords, FieldProjection};
@@ -24,6 +24,7 @@ use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
 use crate::options::RecordReaderOptions;
 use crate::reader::ChunkDecoder;
 use crate::source::Source;
+use crate::work_queue::WorkQueue;
 
 /// A chunk as the reader gets it: read and hash-checked, and, if its decoding
 /// was handed to a background thread, the ticket of that decoding.
@@ -71,27 +72,6 @@ type Job = (u64, RawChunk, Arc<FieldProjection>, Option<Spare>);
 /// A decoded chunk: ticket and outcome.
 type Done = (u64, Outcome);
 
-/// Jobs not yet taken by a worker; the caller takes them back too, rather
-/// than wait for a worker to get to them.
-struct Jobs {
-    queue: VecDeque<Job>,
-    /// Set when the pool is dropped: the workers end.
-    closed: bool,
-}
-
-struct Shared {
-    jobs: Mutex<Jobs>,
-    /// Signalled when a job is queued or the pool closes.
-    wake: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Jobs> {
-        // Nothing panics while holding the lock; if it did, the queue is still whole.
-        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// A decoder and the projection it is set to.
 struct Decoding {
     decoder: ChunkDecoder,
@@ -135,7 +115,9 @@ impl Decoding {
 
 /// The background decoder threads.
 struct Pool {
-    shared: Arc<Shared>,
+    /// Jobs not yet taken by a worker; the caller takes them back too, rather
+    /// than wait for a worker to get to them.
+    queue: Arc<WorkQueue<Job>>,
     results: Receiver<Done>,
     threads: Vec<JoinHandle<()>>,
     /// Jobs queued or being decoded by a worker, whose result has not been received.
@@ -150,13 +132,12 @@ struct Pool {
 
 impl Pool {
     fn new(threads: usize, options: &RecordReaderOptions) -> std::io::Result<Self> {
-        let shared =
-            Arc::new(Shared { jobs: Mutex::new(Jobs { queue: VecDeque::new(), closed: false }), wake: Condvar::new() });
+        let queue = Arc::new(WorkQueue::new());
         let (done_tx, results) = channel::<Done>();
         #[cfg(test)]
         let alive = Arc::new(());
         let mut pool = Self {
-            shared: Arc::clone(&shared),
+            queue: Arc::clone(&queue),
             results,
             threads: Vec::with_capacity(threads),
             in_flight: 0,
@@ -166,7 +147,7 @@ impl Pool {
             alive: Arc::clone(&alive),
         };
         for i in 0..threads {
-            let shared = Arc::clone(&shared);
+            let queue = Arc::clone(&queue);
             let done_tx = done_tx.clone();
             let options = options.clone();
             #[cfg(test)]
@@ -174,7 +155,7 @@ impl Pool {
             let thread = std::thread::Builder::new().name(format!("riegeli-decode-{i}")).spawn(move || {
                 #[cfg(test)]
                 let _alive = alive;
-                work(&shared, &done_tx, &options);
+                work(&queue, &done_tx, &options);
             })?;
             // On error, `pool` is dropped: the threads started so far are joined.
             pool.threads.push(thread);
@@ -184,42 +165,28 @@ impl Pool {
 
     /// Queues a job for the workers.
     fn submit(&mut self, job: Job) {
-        self.shared.lock().queue.push_back(job);
-        self.shared.wake.notify_one();
+        self.queue.push(job);
         self.in_flight += 1;
     }
 
     /// Takes back the queued job with `ticket`, or else (with `any`) the last
     /// queued one, and decodes it on the calling thread.
     fn decode_queued(&mut self, ticket: u64, any: bool) -> Option<Done> {
-        let job = {
-            let mut jobs = self.shared.lock();
-            match jobs.queue.iter().position(|job| job.0 == ticket) {
-                Some(i) => jobs.queue.remove(i),
-                None if any => jobs.queue.pop_back(),
-                None => None,
-            }
-        }?;
+        let job = self.queue.take(|job| job.0 == ticket).or_else(|| if any { self.queue.pop_back() } else { None })?;
         self.in_flight -= 1;
         Some(self.caller.run(job, &self.options))
     }
 
     /// Drops the queued jobs (their results are not wanted).
     fn clear_queue(&mut self) {
-        let dropped = std::mem::take(&mut self.shared.lock().queue);
-        self.in_flight -= dropped.len();
+        self.in_flight -= self.queue.clear().len();
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
         // Workers end after their current job once the queue is closed.
-        {
-            let mut jobs = self.shared.lock();
-            jobs.closed = true;
-            jobs.queue.clear();
-        }
-        self.shared.wake.notify_all();
+        self.queue.close();
         for thread in self.threads.drain(..) {
             // A worker cannot panic outside `catch_unwind`; if it did, its
             // panic has been reported and there is nothing more to do.
@@ -229,21 +196,9 @@ impl Drop for Pool {
 }
 
 /// A worker: decodes queued jobs until the pool closes.
-fn work(shared: &Shared, done: &Sender<Done>, options: &RecordReaderOptions) {
+fn work(queue: &WorkQueue<Job>, done: &Sender<Done>, options: &RecordReaderOptions) {
     let mut decoding = Decoding::new();
-    loop {
-        let job = {
-            let mut jobs = shared.lock();
-            loop {
-                if jobs.closed {
-                    return;
-                }
-                if let Some(job) = jobs.queue.pop_front() {
-                    break job;
-                }
-                jobs = shared.wake.wait(jobs).unwrap_or_else(PoisonError::into_inner);
-            }
-        };
+    while let Some(job) = queue.wait_pop() {
         if done.send(decoding.run(job, options)).is_err() {
             return;
         }

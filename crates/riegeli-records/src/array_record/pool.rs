@@ -11,9 +11,8 @@
 //! own channel, so that a task still running when a batch fails cannot reach
 //! the next batch.
 
-use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
@@ -25,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::options::RecordReaderOptions;
 use crate::reader::ChunkDecoder;
 use crate::source::Source;
+use crate::work_queue::WorkQueue;
 
 /// A chunk of a task: read by the calling thread, or to be read (by
 /// positional reads of the shared file) where it is decoded.
@@ -119,28 +119,9 @@ pub(crate) fn run(
     (reply, Done { seq, raw_bytes, results })
 }
 
-/// The queue the workers take tasks from.
-struct Queue {
-    tasks: VecDeque<Task>,
-    shutdown: bool,
-}
-
-struct Shared {
-    queue: Mutex<Queue>,
-    /// Signalled when a task is queued or the pool shuts down.
-    ready: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        // Nothing panics while holding the lock; a poisoned queue is still consistent.
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Worker threads decoding [`Task`]s; joined on drop.
 pub(crate) struct DecodePool {
-    shared: Arc<Shared>,
+    queue: Arc<WorkQueue<Task>>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -162,23 +143,20 @@ impl DecodePool {
         options: &RecordReaderOptions,
         file: Option<&SharedFile>,
     ) -> Self {
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue { tasks: VecDeque::new(), shutdown: false }),
-            ready: Condvar::new(),
-        });
+        let queue = Arc::new(WorkQueue::new());
         let workers = (0..workers)
             .map_while(|i| {
-                let shared = Arc::clone(&shared);
+                let queue = Arc::clone(&queue);
                 let projection = projection.clone();
                 let options = options.clone();
                 let reading = reading(file);
                 std::thread::Builder::new()
                     .name(format!("array-record-decode-{i}"))
-                    .spawn(move || work(&shared, reading, &projection, &options))
+                    .spawn(move || work(&queue, reading, &projection, &options))
                     .ok()
             })
             .collect();
-        Self { shared, workers }
+        Self { queue, workers }
     }
 
     /// The number of worker threads.
@@ -188,42 +166,35 @@ impl DecodePool {
 
     /// Queues a task for the workers.
     pub(crate) fn submit(&self, task: Task) {
-        self.shared.lock().tasks.push_back(task);
-        self.shared.ready.notify_one();
+        self.queue.push(task);
     }
 
     /// Takes the oldest queued task, for the caller to decode itself.
     pub(crate) fn take(&self) -> Option<Task> {
-        self.shared.lock().tasks.pop_front()
+        self.queue.pop_front()
     }
 
     /// The number of queued tasks.
     pub(crate) fn queued(&self) -> usize {
-        self.shared.lock().tasks.len()
+        self.queue.len()
     }
 
     /// Drops every queued task (after a batch failed).
     pub(crate) fn clear(&self) {
         // Dropped outside the lock: a task's buffers may be large.
-        let dropped = std::mem::take(&mut self.shared.lock().tasks);
-        drop(dropped);
+        drop(self.queue.clear());
     }
 
     /// A handle that outlives the pool only while a worker thread is running.
     #[cfg(all(test, feature = "zstd"))]
     pub(crate) fn liveness(&self) -> std::sync::Weak<impl Sized + use<>> {
-        Arc::downgrade(&self.shared)
+        Arc::downgrade(&self.queue)
     }
 }
 
 impl Drop for DecodePool {
     fn drop(&mut self) {
-        {
-            let mut queue = self.shared.lock();
-            queue.shutdown = true;
-            queue.tasks.clear();
-        }
-        self.shared.ready.notify_all();
+        self.queue.close();
         for worker in self.workers.drain(..) {
             // A worker that panicked has nothing left to clean up.
             let _ = worker.join();
@@ -232,21 +203,9 @@ impl Drop for DecodePool {
 }
 
 /// A worker's loop: decode queued tasks until the pool shuts down.
-fn work(shared: &Shared, mut reading: Reading, projection: &FieldProjection, options: &RecordReaderOptions) {
+fn work(queue: &WorkQueue<Task>, mut reading: Reading, projection: &FieldProjection, options: &RecordReaderOptions) {
     let mut decoder = ChunkDecoder::new(projection.clone());
-    loop {
-        let task = {
-            let mut queue = shared.lock();
-            loop {
-                if queue.shutdown {
-                    return;
-                }
-                if let Some(task) = queue.tasks.pop_front() {
-                    break task;
-                }
-                queue = shared.ready.wait(queue).unwrap_or_else(PoisonError::into_inner);
-            }
-        };
+    while let Some(task) = queue.wait_pop() {
         let (reply, done) = run(task, &mut decoder, &mut reading, projection, options);
         // The batch may have ended (failed) meanwhile: then nobody listens.
         let _ = reply.send(done);
