@@ -1,6 +1,7 @@
 //! The check behind the `array_record_open` fuzz target: open an ArrayRecord
 //! file made of the fuzz input, read it whole and by index, serially and in
-//! parallel, and assert that nothing panics and both ways agree.
+//! parallel (from memory, and from a file whose chunks the decoding threads
+//! read themselves), and assert that nothing panics and every way agrees.
 //!
 //! The same function replays `fuzz/regressions/array_record_open/` in
 //! `crates/riegeli-records/tests/fuzz_regressions.rs` (which includes this
@@ -8,7 +9,8 @@
 //! Under `cfg(fuzzing)` hash checks are off, so mutated bytes reach the
 //! footer, postscript and chunk parsers.
 
-use std::io::Cursor;
+use std::fs::File;
+use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
 
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, RecordReaderOptions};
@@ -99,19 +101,47 @@ fn check_file(file: &[u8], picks: &[u8]) {
     assert_eq!(n, parallel.num_records());
     assert_eq!(serial.num_chunks(), parallel.num_chunks());
 
+    // Indices from the input, some past the end.
+    let indices: Vec<u64> =
+        picks.chunks(2).map(|p| u64::from(p.iter().fold(0u16, |acc, &b| acc << 8 | u16::from(b))) % (n + 2)).collect();
+    agree(&mut serial, &mut parallel, &indices);
+    if let Some(mut on_disk) = on_disk(file) {
+        assert_eq!(on_disk.num_records(), n);
+        agree(&mut serial, &mut on_disk, &indices);
+    }
+    for &index in &indices {
+        if let Err(e) = serial.read(index) {
+            let message = e.to_string();
+            assert!(!message.is_empty() && !message.ends_with('.'), "{message:?}");
+        }
+    }
+}
+
+/// `file` written to this process's scratch file and opened there with two
+/// threads (positional reads on the decoding threads); `None` if the scratch
+/// file cannot be written.
+fn on_disk(file: &[u8]) -> Option<ArrayRecordReader<File>> {
+    let path = std::env::temp_dir().join(format!("riegeli-fuzz-{}.array_record", std::process::id()));
+    std::fs::write(&path, file).ok()?;
+    Some(ArrayRecordReader::open(&path, options(2)).expect("opened from memory already"))
+}
+
+/// Every read of `parallel` (whole, by index list, by range) agrees with `serial`.
+fn agree<R: Read + Seek>(
+    serial: &mut ArrayRecordReader<Cursor<&[u8]>>,
+    parallel: &mut ArrayRecordReader<R>,
+    indices: &[u64],
+) {
+    let n = serial.num_records();
     let all = serial.read_all().map_err(|e| e.to_string());
     assert_eq!(all, parallel.read_all_parallel().map_err(|e| e.to_string()), "read_all");
     if let Ok(all) = &all {
         assert_eq!(all.len() as u64, n);
     }
-
-    // Indices from the input, some past the end.
-    let indices: Vec<u64> =
-        picks.chunks(2).map(|p| u64::from(p.iter().fold(0u16, |acc, &b| acc << 8 | u16::from(b))) % (n + 2)).collect();
-    let batch = serial.read_indices(&indices).map_err(|e| e.to_string());
-    assert_eq!(batch, parallel.read_parallel(&indices).map_err(|e| e.to_string()), "read_parallel");
+    let batch = serial.read_indices(indices).map_err(|e| e.to_string());
+    assert_eq!(batch, parallel.read_parallel(indices).map_err(|e| e.to_string()), "read_parallel");
     if let Ok(batch) = &batch {
-        for (record, &index) in batch.iter().zip(&indices) {
+        for (record, &index) in batch.iter().zip(indices) {
             assert_eq!(serial.read(index).ok().as_ref(), Some(record), "read({index})");
         }
     }
@@ -119,11 +149,5 @@ fn check_file(file: &[u8], picks: &[u8]) {
         let range = a.min(b)..a.max(b);
         let serial_range = serial.read_range(range.clone()).map_err(|e| e.to_string());
         assert_eq!(serial_range, parallel.read_range_parallel(range).map_err(|e| e.to_string()), "read_range");
-    }
-    for &index in &indices {
-        if let Err(e) = serial.read(index) {
-            let message = e.to_string();
-            assert!(!message.is_empty() && !message.ends_with('.'), "{message:?}");
-        }
     }
 }

@@ -123,8 +123,10 @@ impl ChunkDecoder {
 /// positions, [`seek_back`](Self::seek_back) and [`search`](Self::search).
 ///
 /// Records are returned as [`Bytes`] slices of the decoded chunk, without
-/// copying. Memory use is bounded by about one chunk plus a 64 KiB read-ahead:
-/// the reader may read up to 64 KiB past the chunk it needs.
+/// copying. Memory use is bounded by about one chunk plus a 64 KiB read-ahead
+/// (the reader may read up to 64 KiB past the chunk it needs), and the raw
+/// buffers the reader keeps for reuse once records no longer hold them: as
+/// many as were in use at once, at most 8 and 32 MiB.
 ///
 /// With [`RecordReaderOptions::set_parallelism`]`(n)` (n > 0), chunks are
 /// decoded ahead on `n` background threads while the caller consumes records:

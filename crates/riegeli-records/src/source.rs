@@ -19,9 +19,9 @@ use bytes::{Buf, Bytes};
 const MIN_READ: usize = 64 << 10;
 
 /// The pool keeps at most this many idle buffers...
-const MAX_POOLED_BUFFERS: usize = 16;
+const MAX_POOLED_BUFFERS: usize = 8;
 /// ...holding at most this many bytes in all.
-const MAX_POOLED_BYTES: usize = 64 << 20;
+const MAX_POOLED_BYTES: usize = 32 << 20;
 
 /// Buffers are allocated in multiples of this (and at least this large).
 const BUFFER_GRANULE: usize = 64 << 10;
