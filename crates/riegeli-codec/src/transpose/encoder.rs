@@ -64,14 +64,35 @@ struct EncodedTag {
 }
 
 /// The data of one field path, prepended: stored reversed, bytes and all,
-/// and turned around once when the chunk is written.
+/// and turned around once when the chunk is written. The buffer of non-proto
+/// records instead holds them forward, one after the other, with their ends
+/// in `record_ends`: they are copied out last record first, each as it is,
+/// which is the same content without two passes reversing every byte.
 #[derive(Debug)]
 struct Buffer {
     reversed: Vec<u8>,
+    /// For the non-proto records' buffer: where each record ends in `reversed`
+    /// (which then holds them forward).
+    record_ends: Vec<usize>,
     node: u32,
     kind: usize,
     /// Buffer number in the chunk, once assigned.
     index: u32,
+}
+
+impl Buffer {
+    /// Appends the buffer's content, in chunk order, to `out`.
+    fn write_to(&self, out: &mut Vec<u8>) {
+        if self.record_ends.is_empty() {
+            out.extend_from_slice(&self.reversed);
+            return;
+        }
+        let mut end = self.reversed.len();
+        for &start in self.record_ends.iter().rev().skip(1).chain([&0]) {
+            out.extend_from_slice(self.reversed.get(start..end).unwrap_or_default());
+            end = start;
+        }
+    }
 }
 
 /// An open submessage while walking a record.
@@ -217,7 +238,11 @@ impl TransposedChunkEncoder {
             let node = self.node(NON_PROTO, 0);
             let pos = self.tag_pos(node, 0);
             self.encoded.push(pos);
-            prepend(self.buffer(node, NON_PROTO_DATA), record);
+            let index = self.buffer_index(node, NON_PROTO_DATA);
+            if let Some(buffer) = self.buffers.get_mut(index as usize) {
+                buffer.reversed.extend_from_slice(record);
+                buffer.record_ends.push(buffer.reversed.len());
+            }
             let mut len = [0u8; varint::MAX_VARINT64_LEN];
             let n = varint::encode_u64_to_array(size, &mut len);
             prepend(&mut self.nonproto_lengths, len.get(..n).unwrap_or_default());
@@ -254,21 +279,27 @@ impl TransposedChunkEncoder {
     /// The (reversed) buffer of `node`, created with type `kind` if new.
     #[inline]
     fn buffer(&mut self, node: u32, kind: usize) -> &mut Vec<u8> {
+        let index = self.buffer_index(node, kind);
+        match self.buffers.get_mut(index as usize) {
+            Some(buffer) => &mut buffer.reversed,
+            None => &mut self.scratch,
+        }
+    }
+
+    /// The index in `buffers` of the buffer of `node`, added if new.
+    fn buffer_index(&mut self, node: u32, kind: usize) -> u32 {
         let next = to_u32(self.buffers.len());
         let index = match self.nodes.get_mut(node as usize) {
             Some(n) if n.buffer != INVALID => n.buffer,
             Some(n) => {
                 n.buffer = next;
                 let reversed = self.pool.pop().unwrap_or_default();
-                self.buffers.push(Buffer { reversed, node, kind, index: INVALID });
+                self.buffers.push(Buffer { reversed, record_ends: Vec::new(), node, kind, index: INVALID });
                 next
             }
             None => INVALID,
         };
-        match self.buffers.get_mut(index as usize) {
-            Some(buffer) => &mut buffer.reversed,
-            None => &mut self.scratch,
-        }
+        index
     }
 
     /// Walks a record that passed [`proto::is_proto_message`] (§12.2).
@@ -400,7 +431,9 @@ impl TransposedChunkEncoder {
     fn write_buffers(&mut self) -> Result<(), CodecError> {
         let mut by_type: [Vec<u32>; NUM_BUFFER_TYPES] = Default::default();
         for (i, buffer) in self.buffers.iter_mut().enumerate() {
-            buffer.reversed.reverse();
+            if buffer.record_ends.is_empty() {
+                buffer.reversed.reverse();
+            }
             if let Some(list) = by_type.get_mut(buffer.kind) {
                 list.push(to_u32(i));
             }
@@ -453,7 +486,7 @@ impl TransposedChunkEncoder {
                 }
                 let len = buffer.reversed.len() as u64;
                 current = current.saturating_sub(len);
-                self.bucket.extend_from_slice(&buffer.reversed);
+                buffer.write_to(&mut self.bucket);
                 buffer_sizes.push(len);
                 buffer.index = next_index;
                 next_index += 1;
