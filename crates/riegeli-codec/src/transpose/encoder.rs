@@ -289,7 +289,7 @@ impl TransposedChunkEncoder {
     /// The index in `buffers` of the buffer of `node`, added if new.
     fn buffer_index(&mut self, node: u32, kind: usize) -> u32 {
         let next = to_u32(self.buffers.len());
-        let index = match self.nodes.get_mut(node as usize) {
+        match self.nodes.get_mut(node as usize) {
             Some(n) if n.buffer != INVALID => n.buffer,
             Some(n) => {
                 n.buffer = next;
@@ -298,8 +298,7 @@ impl TransposedChunkEncoder {
                 next
             }
             None => INVALID,
-        };
-        index
+        }
     }
 
     /// Walks a record that passed [`proto::is_proto_message`] (§12.2).
