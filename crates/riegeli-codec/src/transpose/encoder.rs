@@ -63,36 +63,67 @@ struct EncodedTag {
     subtype: u8,
 }
 
-/// The data of one field path, prepended: stored reversed, bytes and all,
-/// and turned around once when the chunk is written. The buffer of non-proto
-/// records instead holds them forward, one after the other, with their ends
-/// in `record_ends`: they are copied out last record first, each as it is,
-/// which is the same content without two passes reversing every byte.
+/// Bytes written back to front, as C++'s backward writer does: the content
+/// is `buf[start..]`, each [`prepend`](Self::prepend) goes before what is
+/// there. The buffer grows (doubling, copying its content to the new end)
+/// only when the room in front runs out, and keeps its size from chunk to
+/// chunk, so the content is in chunk order without a pass reversing it.
+#[derive(Debug, Default)]
+struct Backward {
+    /// Initialized throughout; the content is at the end.
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Backward {
+    fn as_slice(&self) -> &[u8] {
+        self.buf.get(self.start..).unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn clear(&mut self) {
+        self.start = self.buf.len();
+    }
+
+    fn prepend(&mut self, bytes: &[u8]) {
+        if bytes.len() > self.start {
+            self.grow(bytes.len());
+        }
+        let at = self.start - bytes.len();
+        if let Some(room) = self.buf.get_mut(at..self.start) {
+            room.copy_from_slice(bytes);
+            self.start = at;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, more: usize) {
+        let len = self.len();
+        let size = self.buf.len().saturating_mul(2).max(len.saturating_add(more)).max(256);
+        let mut grown = vec![0u8; size];
+        if let Some(end) = grown.get_mut(size - len..) {
+            end.copy_from_slice(self.as_slice());
+        }
+        self.buf = grown;
+        self.start = size - len;
+    }
+}
+
+/// The data of one field path, prepended.
 #[derive(Debug)]
 struct Buffer {
-    reversed: Vec<u8>,
-    /// For the non-proto records' buffer: where each record ends in `reversed`
-    /// (which then holds them forward).
-    record_ends: Vec<usize>,
+    data: Backward,
     node: u32,
     kind: usize,
     /// Buffer number in the chunk, once assigned.
     index: u32,
-}
-
-impl Buffer {
-    /// Appends the buffer's content, in chunk order, to `out`.
-    fn write_to(&self, out: &mut Vec<u8>) {
-        if self.record_ends.is_empty() {
-            out.extend_from_slice(&self.reversed);
-            return;
-        }
-        let mut end = self.reversed.len();
-        for &start in self.record_ends.iter().rev().skip(1).chain([&0]) {
-            out.extend_from_slice(self.reversed.get(start..end).unwrap_or_default());
-            end = start;
-        }
-    }
 }
 
 /// An open submessage while walking a record.
@@ -105,16 +136,6 @@ struct Frame {
 
 fn to_u32(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(INVALID)
-}
-
-/// Prepends `bytes` to a reversed buffer.
-#[inline]
-fn prepend(reversed: &mut Vec<u8>, bytes: &[u8]) {
-    let start = reversed.len();
-    reversed.extend_from_slice(bytes);
-    if let Some(added) = reversed.get_mut(start..) {
-        added.reverse();
-    }
 }
 
 /// Encodes records as a transposed chunk (spec §12).
@@ -148,8 +169,10 @@ pub struct TransposedChunkEncoder {
     etags: Vec<EncodedTag>,
     encoded: Vec<u32>,
     buffers: Vec<Buffer>,
-    pool: Vec<Vec<u8>>,
-    nonproto_lengths: Vec<u8>,
+    pool: Vec<Backward>,
+    nonproto_lengths: Backward,
+    /// Where data goes that belongs to no buffer (never, but for a node index out of range).
+    lost: Backward,
     message_stack: Vec<Frame>,
     group_stack: Vec<u32>,
     groups_scratch: Vec<u32>,
@@ -184,7 +207,8 @@ impl TransposedChunkEncoder {
             encoded: Vec::new(),
             buffers: Vec::new(),
             pool: Vec::new(),
-            nonproto_lengths: Vec::new(),
+            nonproto_lengths: Backward::default(),
+            lost: Backward::default(),
             message_stack: Vec::new(),
             group_stack: Vec::new(),
             groups_scratch: Vec::new(),
@@ -238,14 +262,10 @@ impl TransposedChunkEncoder {
             let node = self.node(NON_PROTO, 0);
             let pos = self.tag_pos(node, 0);
             self.encoded.push(pos);
-            let index = self.buffer_index(node, NON_PROTO_DATA);
-            if let Some(buffer) = self.buffers.get_mut(index as usize) {
-                buffer.reversed.extend_from_slice(record);
-                buffer.record_ends.push(buffer.reversed.len());
-            }
+            self.buffer(node, NON_PROTO_DATA).prepend(record);
             let mut len = [0u8; varint::MAX_VARINT64_LEN];
             let n = varint::encode_u64_to_array(size, &mut len);
-            prepend(&mut self.nonproto_lengths, len.get(..n).unwrap_or_default());
+            self.nonproto_lengths.prepend(len.get(..n).unwrap_or_default());
         }
         Ok(())
     }
@@ -278,11 +298,11 @@ impl TransposedChunkEncoder {
 
     /// The (reversed) buffer of `node`, created with type `kind` if new.
     #[inline]
-    fn buffer(&mut self, node: u32, kind: usize) -> &mut Vec<u8> {
+    fn buffer(&mut self, node: u32, kind: usize) -> &mut Backward {
         let index = self.buffer_index(node, kind);
         match self.buffers.get_mut(index as usize) {
-            Some(buffer) => &mut buffer.reversed,
-            None => &mut self.scratch,
+            Some(buffer) => &mut buffer.data,
+            None => &mut self.lost,
         }
     }
 
@@ -293,8 +313,8 @@ impl TransposedChunkEncoder {
             Some(n) if n.buffer != INVALID => n.buffer,
             Some(n) => {
                 n.buffer = next;
-                let reversed = self.pool.pop().unwrap_or_default();
-                self.buffers.push(Buffer { reversed, record_ends: Vec::new(), node, kind, index: INVALID });
+                let data = self.pool.pop().unwrap_or_default();
+                self.buffers.push(Buffer { data, node, kind, index: INVALID });
                 next
             }
             None => INVALID,
@@ -325,8 +345,11 @@ impl TransposedChunkEncoder {
                         } else {
                             let p = self.tag_pos(node, u8::try_from(len - 1).unwrap_or(0));
                             self.encoded.push(p);
-                            let buffer = self.buffer(node, VARINT);
-                            buffer.extend(value.iter().take(len).rev().map(|b| b & 0x7f));
+                            let mut digits = [0u8; varint::MAX_VARINT64_LEN];
+                            for (digit, &byte) in digits.iter_mut().zip(value.iter().take(len)) {
+                                *digit = byte & 0x7f;
+                            }
+                            self.buffer(node, VARINT).prepend(digits.get(..len).unwrap_or_default());
                         }
                         pos += len;
                     }
@@ -335,7 +358,7 @@ impl TransposedChunkEncoder {
                         let p = self.tag_pos(node, 0);
                         self.encoded.push(p);
                         let value = record.get(pos..pos + n).unwrap_or_default();
-                        prepend(self.buffer(node, kind), value);
+                        self.buffer(node, kind).prepend(value);
                         pos += n;
                     }
                     WT_LENGTH_DELIMITED => {
@@ -360,7 +383,7 @@ impl TransposedChunkEncoder {
                         let p = self.tag_pos(node, 0);
                         self.encoded.push(p);
                         let field = record.get(pos..end).unwrap_or_default();
-                        prepend(self.buffer(node, STRING), field);
+                        self.buffer(node, STRING).prepend(field);
                         pos = end;
                     }
                     WT_START_GROUP => {
@@ -429,10 +452,7 @@ impl TransposedChunkEncoder {
     /// Writes the buckets to `data` and their sizes to `header` (§12.3).
     fn write_buffers(&mut self) -> Result<(), CodecError> {
         let mut by_type: [Vec<u32>; NUM_BUFFER_TYPES] = Default::default();
-        for (i, buffer) in self.buffers.iter_mut().enumerate() {
-            if buffer.record_ends.is_empty() {
-                buffer.reversed.reverse();
-            }
+        for (i, buffer) in self.buffers.iter().enumerate() {
             if let Some(list) = by_type.get_mut(buffer.kind) {
                 list.push(to_u32(i));
             }
@@ -442,19 +462,18 @@ impl TransposedChunkEncoder {
         let sort_key = |buffers: &[Buffer], i: u32| {
             let b = buffers.get(i as usize);
             let node = b.and_then(|b| nodes.get(b.node as usize));
-            (b.map_or(0, |b| b.reversed.len()), node.map_or(0, |n| n.parent), node.map_or(0, |n| n.tag))
+            (b.map_or(0, |b| b.data.len()), node.map_or(0, |n| n.parent), node.map_or(0, |n| n.tag))
         };
         for list in &mut by_type {
             list.sort_by_key(|&i| sort_key(buffers, i));
         }
-        self.nonproto_lengths.reverse();
 
         let mut compressed_sizes: Vec<u64> = Vec::new();
         let mut buffer_sizes: Vec<u64> = Vec::new();
         self.bucket.clear();
         let mut next_index = 0u32;
         for list in &by_type {
-            let len_of = |i: u32| buffers.get(i as usize).map_or(0, |b| b.reversed.len() as u64);
+            let len_of = |i: u32| buffers.get(i as usize).map_or(0, |b| b.data.len() as u64);
             // Bucket sizes, from the largest buffer down.
             let mut remaining: u64 = list.iter().map(|&i| len_of(i)).sum();
             let mut sizes = Vec::new();
@@ -479,13 +498,24 @@ impl TransposedChunkEncoder {
             let mut current: u64 = 0;
             for &i in list {
                 let Some(buffer) = buffers.get_mut(i as usize) else { continue };
+                let len = buffer.data.len() as u64;
                 if current == 0 {
                     current = sizes.pop().unwrap_or(0);
                     flush_bucket(&mut self.compressor, &mut self.bucket, &mut self.data, &mut compressed_sizes)?;
+                    if current == len && len > 0 {
+                        // A bucket of this buffer alone: compressed from where it is.
+                        let before = self.data.len();
+                        self.compressor.compress(buffer.data.as_slice(), &mut self.data)?;
+                        compressed_sizes.push((self.data.len() - before) as u64);
+                        current = 0;
+                        buffer_sizes.push(len);
+                        buffer.index = next_index;
+                        next_index += 1;
+                        continue;
+                    }
                 }
-                let len = buffer.reversed.len() as u64;
                 current = current.saturating_sub(len);
-                buffer.write_to(&mut self.bucket);
+                self.bucket.extend_from_slice(buffer.data.as_slice());
                 buffer_sizes.push(len);
                 buffer.index = next_index;
                 next_index += 1;
@@ -493,7 +523,7 @@ impl TransposedChunkEncoder {
         }
         if !self.nonproto_lengths.is_empty() {
             flush_bucket(&mut self.compressor, &mut self.bucket, &mut self.data, &mut compressed_sizes)?;
-            self.bucket.extend_from_slice(&self.nonproto_lengths);
+            self.bucket.extend_from_slice(self.nonproto_lengths.as_slice());
             buffer_sizes.push(self.nonproto_lengths.len() as u64);
         }
         flush_bucket(&mut self.compressor, &mut self.bucket, &mut self.data, &mut compressed_sizes)?;
@@ -580,8 +610,8 @@ impl TransposedChunkEncoder {
         self.etags.clear();
         self.encoded.clear();
         for mut buffer in self.buffers.drain(..) {
-            buffer.reversed.clear();
-            self.pool.push(buffer.reversed);
+            buffer.data.clear();
+            self.pool.push(buffer.data);
         }
         self.nonproto_lengths.clear();
         self.states.clear();
@@ -613,4 +643,35 @@ fn flush_bucket(
     sizes.push((data.len() - before) as u64);
     bucket.clear();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Backward;
+
+    #[test]
+    fn backward_buffers_hold_what_was_prepended_in_order_across_growth_and_reuse() {
+        let mut buffer = Backward::default();
+        let mut expected: Vec<u8> = Vec::new();
+        for i in 0..2000u32 {
+            let piece: Vec<u8> = (0..i % 37).map(|j| (i + j) as u8).collect();
+            buffer.prepend(&piece);
+            expected.splice(0..0, piece);
+            assert_eq!(buffer.len(), expected.len());
+        }
+        assert_eq!(buffer.as_slice(), &expected[..]);
+        let size = buffer.buf.len();
+        buffer.clear();
+        assert!(buffer.is_empty());
+        buffer.prepend(b"world");
+        buffer.prepend(b"hello ");
+        assert_eq!(buffer.as_slice(), b"hello world");
+        // Cleared, the buffer keeps its room: no growth for a chunk like the last.
+        assert_eq!(buffer.buf.len(), size);
+        // A piece larger than the room left and than double the buffer.
+        let big = vec![7u8; 3 * size];
+        buffer.prepend(&big);
+        assert_eq!(&buffer.as_slice()[..big.len()], &big[..]);
+        assert_eq!(&buffer.as_slice()[big.len()..], b"hello world");
+    }
 }
