@@ -153,7 +153,10 @@ fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
 /// (or when [`set_field_projection`](Self::set_field_projection) changes what
 /// they decode). The calling thread reads the raw chunks, hands them out in
 /// tasks of consecutive chunks and decodes too; records come back in the
-/// order asked, and an error is the one the serial read would return.
+/// order asked, and an error is the one the serial read would return. A
+/// reader of a file opened with [`open`](Self::open) or
+/// [`from_file`](Self::from_file) leaves the reading to the decoding threads
+/// too (positional reads, on Unix): use these for files.
 ///
 /// ```
 /// use std::io::Cursor;
