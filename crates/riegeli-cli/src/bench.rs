@@ -2,6 +2,7 @@
 //! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
 //! read speed, CPU and real time, for a list of writer option sets.
 
+use riegeli_codec::varint;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -153,26 +154,26 @@ pub(crate) fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
                 let id = records.len() as u64;
                 // field 1: varint id; field 2: timestamp-like; field 3: string; field 4: nested message.
                 m.push(0x08);
-                push_varint(&mut m, id);
+                varint::encode_u64(id, &mut m);
                 m.push(0x10);
-                push_varint(&mut m, 1_700_000_000_000 + id * 1000 + next() % 1000);
+                varint::encode_u64(1_700_000_000_000 + id * 1000 + next() % 1000, &mut m);
                 let name = WORDS[(next() % WORDS.len() as u64) as usize];
                 m.push(0x1a);
-                push_varint(&mut m, name.len() as u64);
+                varint::encode_u64(name.len() as u64, &mut m);
                 m.extend_from_slice(name.as_bytes());
                 let mut inner = Vec::new();
                 for _ in 0..(next() % 8 + 4) {
                     inner.push(0x08);
-                    push_varint(&mut inner, next() % 300);
+                    varint::encode_u64(next() % 300, &mut inner);
                     inner.push(0x15);
                     inner.extend_from_slice(&((next() % 1000) as f32 / 10.0).to_le_bytes());
                     let w = WORDS[(next() % WORDS.len() as u64) as usize];
                     inner.push(0x1a);
-                    push_varint(&mut inner, w.len() as u64);
+                    varint::encode_u64(w.len() as u64, &mut inner);
                     inner.extend_from_slice(w.as_bytes());
                 }
                 m.push(0x22);
-                push_varint(&mut m, inner.len() as u64);
+                varint::encode_u64(inner.len() as u64, &mut m);
                 m.extend_from_slice(&inner);
                 m
             }
@@ -181,14 +182,6 @@ pub(crate) fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
         records.push(record);
     }
     records
-}
-
-fn push_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// CPU time of this process (user + system), from /proc on Linux.
@@ -331,7 +324,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         let mut prefix = Vec::with_capacity(10);
         for record in &records {
             prefix.clear();
-            push_varint(&mut prefix, record.len() as u64);
+            varint::encode_u64(record.len() as u64, &mut prefix);
             out.write_all(&prefix)?;
             out.write_all(record)?;
         }

@@ -1,5 +1,6 @@
 //! `riegeli cat` and `riegeli count`.
 
+use riegeli_codec::varint;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -178,15 +179,6 @@ impl Start {
     }
 }
 
-/// Appends `len` as a protobuf varint.
-fn push_varint(buf: &mut Vec<u8>, mut len: u64) {
-    while len >= 0x80 {
-        buf.push((len as u8) | 0x80);
-        len >>= 7;
-    }
-    buf.push(len as u8);
-}
-
 /// What names a record in messages and in `--format json`.
 #[derive(Clone, Copy)]
 enum Label {
@@ -247,7 +239,7 @@ impl Printer {
                 buf.push(b'\n');
             }
             Format::Delimited => {
-                push_varint(buf, record.len() as u64);
+                varint::encode_u64(record.len() as u64, buf);
                 buf.extend_from_slice(record);
             }
             Format::ProtoText | Format::ProtoJson => {
