@@ -2,7 +2,6 @@
 //! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
 //! read speed, CPU and real time, for a list of writer option sets.
 
-use riegeli_codec::varint;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use riegeli_codec::varint;
 use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
 use crate::tfrecord::TfCompression;

@@ -1,6 +1,5 @@
 //! `riegeli cat` and `riegeli count`.
 
-use riegeli_codec::varint;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -9,6 +8,7 @@ use std::io::IsTerminal;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use clap::{Args, ValueEnum};
+use riegeli_codec::varint;
 use riegeli_records::{ChunkReader, IndexSource, RecordPosition, RecordReader, RecordReaderOptions, SkippedRegion};
 use serde_json::json;
 
