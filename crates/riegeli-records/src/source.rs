@@ -17,6 +17,9 @@ use bytes::{Buf, Bytes};
 
 /// Smallest read from the underlying reader: one block.
 const MIN_READ: usize = 64 << 10;
+/// The most a fill allocates beyond twice the bytes it has: a chunk header
+/// claiming a huge chunk in a short input costs at most this much memory.
+const FILL_STEP: usize = 4 << 20;
 
 /// The pool keeps at most this many idle buffers...
 const MAX_POOLED_BUFFERS: usize = 8;
@@ -143,19 +146,32 @@ impl<R: Read> Source<R> {
     /// number of bytes buffered.
     ///
     /// The buffered bytes move to a buffer with room for `len` (at least
-    /// 64 KiB more than are buffered), which the reader then fills. If reading
-    /// fails, the bytes read before the error stay buffered.
+    /// 64 KiB more than are buffered, and at most 4 MiB or twice what is
+    /// buffered: larger lengths are filled in growing steps), which the reader
+    /// then fills. If reading fails, the bytes read before the error stay
+    /// buffered.
     pub(crate) fn fill(&mut self, len: usize) -> io::Result<usize> {
-        let old = self.buf.len();
-        if old >= len || self.eof {
-            return Ok(old);
+        while self.buf.len() < len && !self.eof {
+            let old = self.buf.len();
+            // Room for `len`, but no more than the bytes read so far justify:
+            // a length that a header merely claims allocates at most
+            // `FILL_STEP` until the data is there.
+            let want = len.min(old.saturating_mul(2).max(FILL_STEP)).max(old.saturating_add(MIN_READ));
+            self.fill_step(len.min(want), want)?;
         }
-        let want = len.max(old.saturating_add(MIN_READ));
+        Ok(self.buf.len())
+    }
+
+    /// Moves the buffered bytes to a buffer of at least `want` bytes and reads
+    /// until `target` bytes are buffered, the input ends, or reading fails
+    /// (the bytes read before the error stay buffered).
+    fn fill_step(&mut self, target: usize, want: usize) -> io::Result<()> {
+        let old = self.buf.len();
         let mut buffer = self.pool.get(want);
         buffer[..old].copy_from_slice(&self.buf);
         let mut filled = old;
         let mut result = Ok(());
-        while filled < len {
+        while filled < target {
             let Some(space) = buffer.get_mut(filled..want) else { break };
             match self.inner.read(space) {
                 Ok(0) => {
@@ -173,7 +189,7 @@ impl<R: Read> Source<R> {
         let buffer = Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.pool) });
         // Dropping the old slice may return its buffer to the pool.
         self.buf = buffer.slice(..filled);
-        result.map(|()| filled)
+        result
     }
 
     /// Drops the first `n` buffered bytes.
@@ -344,6 +360,23 @@ mod tests {
         assert_eq!(&buffers.gather(std::iter::repeat_n(&b"abc"[..], 100_000), 10)[..], b"abcabcabca");
         drop(gathered);
         assert_eq!(source.pool.idle.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_claimed_length_allocates_only_as_the_data_arrives() {
+        let file = data(10 << 20);
+        // A short input asked for 1 GiB: the buffer stays small.
+        let mut short = Source::new(&file[..1000], 0);
+        assert_eq!(short.fill(1 << 30).unwrap(), 1000);
+        short.buf = Bytes::new();
+        let idle: Vec<usize> = short.pool.idle.lock().unwrap().iter().map(Vec::len).collect();
+        // (A buffer over the pool's byte limit would not come back at all.)
+        assert!(!idle.is_empty() && idle.iter().all(|&len| len <= 16 << 20), "{idle:?}");
+        // A long one gets all it asks for, in growing steps.
+        let mut long = Source::new(&file[..], 0);
+        assert_eq!(long.fill(9 << 20).unwrap(), 9 << 20);
+        assert_eq!(long.buffered(), &file[..9 << 20]);
+        assert_eq!(long.fill(20 << 20).unwrap(), 10 << 20);
     }
 
     #[test]
