@@ -45,6 +45,7 @@ mod reader;
 mod skipped_region;
 mod source;
 mod work_queue;
+mod write_behind;
 mod writer;
 
 pub use crate::{
@@ -61,6 +62,7 @@ pub use crate::{
     position::{ParsePositionError, RecordPosition},
     reader::{RecordReader, Records},
     skipped_region::SkippedRegion,
+    write_behind::WriteBehind,
     writer::RecordWriter,
 };
 pub use riegeli_codec::{CompressionType, FieldProjection};

@@ -173,7 +173,8 @@ impl RecordWriterOptions {
     pub fn set_padding(self, padding: u64) -> Self {
         self.set_initial_padding(padding).set_final_padding(padding)
     }
-    /// Number of chunks encoded in parallel in the background (0: encode in the caller's thread).
+    /// Number of background threads encoding chunks (0: encode in the caller's thread); see
+    /// [`RecordWriter`](crate::RecordWriter).
     pub fn set_parallelism(mut self, parallelism: usize) -> Self {
         self.parallelism = parallelism;
         self

@@ -8,16 +8,20 @@ use std::thread::JoinHandle;
 
 use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
 use riegeli_framing::{
-    BLOCK_SIZE, CHUNK_HEADER_SIZE, ChunkHeader, FramedChunk, Piece, distance_without_overhead,
+    BLOCK_SIZE, CHUNK_HEADER_SIZE, ChunkHeader, FramedChunk, FramingError, Piece, distance_without_overhead,
     is_possible_chunk_boundary, remaining_in_block,
 };
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::RecordWriterOptions;
 use crate::position::RecordPosition;
+use crate::write_behind::WriteBehind;
 
 /// Bytes gathered before writing to the destination.
 const OUT_BUFFER: usize = 64 << 10;
+/// Bytes gathered before handing them to the I/O thread of
+/// [`RecordWriter::with_io_thread`].
+const BEHIND_BUFFER: usize = 1 << 20;
 /// Largest number of records a chunk header can count.
 const MAX_NUM_RECORDS: u64 = riegeli_framing::MAX_NUM_RECORDS;
 
@@ -27,6 +31,8 @@ struct EncoderConfig {
     transpose: bool,
     compressor: CompressorOptions,
     bucket_size: u64,
+    /// Transposed chunks are encoded in the background: the caller only gathers their records.
+    defer: bool,
 }
 
 /// How an ArrayRecord writer groups records into chunks, instead of the
@@ -54,14 +60,18 @@ pub(crate) struct WrittenChunk {
 enum ChunkEncoder {
     Simple(SimpleChunkEncoder),
     Transposed(Box<TransposedChunkEncoder>),
+    /// A transposed chunk's records, to be encoded on a background thread.
+    Deferred(Deferred),
 }
 
 impl ChunkEncoder {
     fn new(config: &EncoderConfig) -> Self {
-        if config.transpose {
-            Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
-        } else {
-            Self::Simple(SimpleChunkEncoder::new(config.compressor))
+        match (config.transpose, config.defer) {
+            (true, true) => Self::Deferred(Deferred { config: *config, values: Vec::new(), ends: Vec::new() }),
+            (true, false) => {
+                Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
+            }
+            (false, _) => Self::Simple(SimpleChunkEncoder::new(config.compressor)),
         }
     }
 
@@ -72,6 +82,10 @@ impl ChunkEncoder {
                 Ok(())
             }
             Self::Transposed(e) => e.add_record(record),
+            Self::Deferred(d) => {
+                d.add_record(record);
+                Ok(())
+            }
         }
     }
 
@@ -79,13 +93,50 @@ impl ChunkEncoder {
         match self {
             Self::Simple(e) => e.num_records(),
             Self::Transposed(e) => e.num_records(),
+            Self::Deferred(d) => d.ends.len() as u64,
         }
+    }
+
+    fn decoded_data_size(&self) -> u64 {
+        match self {
+            Self::Simple(e) => e.decoded_data_size(),
+            Self::Transposed(e) => e.decoded_data_size(),
+            Self::Deferred(d) => d.values.len() as u64,
+        }
+    }
+
+    /// Encodes the chunk as [`encode`](Self::encode) does; a deferred one by
+    /// feeding its records to `helper` (a transposed encoder owned by the
+    /// calling thread), which is replaced by a fresh one if encoding fails.
+    fn encode_with(&mut self, data: Vec<u8>, helper: &mut Self, config: &EncoderConfig) -> Encoded {
+        let Self::Deferred(deferred) = self else { return self.encode(data) };
+        let mut result = Ok(());
+        let mut start = 0;
+        for &end in &deferred.ends {
+            result = helper.add_record(deferred.values.get(start..end).unwrap_or_default());
+            if result.is_err() {
+                break;
+            }
+            start = end;
+        }
+        deferred.values.clear();
+        deferred.ends.clear();
+        let encoded = match result {
+            Ok(()) => helper.encode(data),
+            Err(e) => Err(e.into()),
+        };
+        if encoded.is_err() {
+            *helper = Self::new(&EncoderConfig { defer: false, ..*config });
+        }
+        encoded
     }
 
     /// Encodes the chunk (resetting the encoder) into a header and data,
     /// filling `data` (a recycled buffer: its contents are discarded, and an
-    /// uncompressed simple chunk may swap it for the encoder's own).
-    fn encode(&mut self, mut data: Vec<u8>) -> std::result::Result<EncodedChunk, CodecError> {
+    /// uncompressed simple chunk may swap it for the encoder's own). Hashing
+    /// the data for the header happens here too, so that with parallel
+    /// encoding it is the background thread's work.
+    fn encode(&mut self, mut data: Vec<u8>) -> std::result::Result<EncodedChunk, EncodeError> {
         let (chunk_type, num_records, decoded, offset) = match self {
             Self::Simple(e) => {
                 let counts = (e.num_records(), e.decoded_data_size());
@@ -98,16 +149,70 @@ impl ChunkEncoder {
                 e.encode(&mut data)?;
                 (ChunkType::Transposed, counts.0, counts.1, 0)
             }
+            Self::Deferred(deferred) => {
+                // Not reached: deferred chunks go to `encode_with` on a background thread.
+                let config = deferred.config;
+                let mut helper = Self::new(&EncoderConfig { defer: false, ..config });
+                return self.encode_with(data, &mut helper, &config);
+            }
         };
-        Ok(EncodedChunk { chunk_type: chunk_type.to_byte(), num_records, decoded_data_size: decoded, data, offset })
+        let payload = data.get(offset..).unwrap_or_default();
+        let header = ChunkHeader::for_data(chunk_type.to_byte(), payload, num_records, decoded)?;
+        Ok(EncodedChunk { header, data, offset })
     }
 }
 
-/// Chunk data ready to frame: `data[offset..]`.
+/// The records of a transposed chunk, gathered by the caller and encoded
+/// later on a background thread (as C++ `DeferredEncoder`): parsing them as
+/// protocol buffers is most of a transposed chunk's work.
+#[derive(Debug)]
+struct Deferred {
+    config: EncoderConfig,
+    values: Vec<u8>,
+    /// Where each record ends in `values`.
+    ends: Vec<usize>,
+}
+
+impl Deferred {
+    /// Adds a record. The limit on records per chunk is checked by the
+    /// transposed encoder they are fed to.
+    fn add_record(&mut self, record: &[u8]) {
+        self.values.extend_from_slice(record);
+        self.ends.push(self.values.len());
+    }
+}
+
+/// Why a chunk could not be encoded; its position is added when it is reported.
+#[derive(Debug)]
+enum EncodeError {
+    Codec(CodecError),
+    Framing(FramingError),
+}
+
+impl From<CodecError> for EncodeError {
+    fn from(e: CodecError) -> Self {
+        Self::Codec(e)
+    }
+}
+
+impl From<FramingError> for EncodeError {
+    fn from(e: FramingError) -> Self {
+        Self::Framing(e)
+    }
+}
+
+impl EncodeError {
+    fn at(self, pos: u64) -> Error {
+        match self {
+            Self::Codec(e) => Error::codec(pos, e),
+            Self::Framing(e) => e.into(),
+        }
+    }
+}
+
+/// A chunk ready to frame: its header and data `data[offset..]`.
 struct EncodedChunk {
-    chunk_type: u8,
-    num_records: u64,
-    decoded_data_size: u64,
+    header: ChunkHeader,
     data: Vec<u8>,
     offset: usize,
 }
@@ -118,25 +223,38 @@ impl EncodedChunk {
     }
 }
 
-/// A chunk to encode in the background: sequence number, full encoder, and a
-/// recycled buffer for the chunk data.
-type Job = (u64, ChunkEncoder, Vec<u8>);
-/// Its result, with the encoder returned for reuse.
-type Done = (u64, std::result::Result<EncodedChunk, CodecError>, ChunkEncoder);
+type Encoded = std::result::Result<EncodedChunk, EncodeError>;
+
+/// Chunks are handed to the background threads in batches of at least this
+/// many decoded bytes (or one chunk, if larger): a batch costs two thread
+/// hand-offs, which would cost more than encoding a 4 KiB chunk.
+const BATCH_BYTES: u64 = 1 << 20;
+
+/// A batch of consecutive chunks to encode in the background: the sequence
+/// number of the first, and each chunk's full encoder with a recycled buffer
+/// for its data.
+type Job = (u64, Vec<(ChunkEncoder, Vec<u8>)>);
+/// Its results in order, with the encoders returned for reuse.
+type Done = (u64, Vec<(Encoded, ChunkEncoder)>);
 
 /// Background encoding threads (`parallelism > 0`).
 struct Pool {
     jobs: Option<Sender<Job>>,
     results: Receiver<Done>,
     threads: Vec<JoinHandle<()>>,
-    /// Finished chunks waiting for their turn to be written.
-    ready: BTreeMap<u64, std::result::Result<EncodedChunk, CodecError>>,
+    /// Finished chunks waiting for their turn to be written, by sequence number.
+    ready: BTreeMap<u64, Encoded>,
     spare: Vec<ChunkEncoder>,
+    /// Batches being encoded.
     in_flight: usize,
+    /// Closed chunks not yet handed over, and their decoded size.
+    batch: Vec<(ChunkEncoder, Vec<u8>)>,
+    batch_first_seq: u64,
+    batch_bytes: u64,
 }
 
 impl Pool {
-    fn new(threads: usize) -> Self {
+    fn new(threads: usize, config: EncoderConfig) -> Self {
         let (jobs, job_rx) = channel::<Job>();
         let (done_tx, results) = channel::<Done>();
         let job_rx = Arc::new(Mutex::new(job_rx));
@@ -145,21 +263,49 @@ impl Pool {
                 let job_rx = Arc::clone(&job_rx);
                 let done_tx = done_tx.clone();
                 std::thread::spawn(move || {
+                    let mut helper = ChunkEncoder::new(&EncoderConfig { defer: false, ..config });
                     loop {
                         let job = match job_rx.lock() {
                             Ok(rx) => rx.recv(),
                             Err(_) => return,
                         };
-                        let Ok((seq, mut encoder, data)) = job else { return };
-                        let result = encoder.encode(data);
-                        if done_tx.send((seq, result, encoder)).is_err() {
+                        let Ok((first_seq, chunks)) = job else { return };
+                        let results = chunks
+                            .into_iter()
+                            .map(|(mut encoder, data)| (encoder.encode_with(data, &mut helper, &config), encoder))
+                            .collect();
+                        if done_tx.send((first_seq, results)).is_err() {
                             return;
                         }
                     }
                 })
             })
             .collect();
-        Self { jobs: Some(jobs), results, threads, ready: BTreeMap::new(), spare: Vec::new(), in_flight: 0 }
+        Self {
+            jobs: Some(jobs),
+            results,
+            threads,
+            ready: BTreeMap::new(),
+            spare: Vec::new(),
+            in_flight: 0,
+            batch: Vec::new(),
+            batch_first_seq: 0,
+            batch_bytes: 0,
+        }
+    }
+
+    /// Hands the open batch to the threads; false if they have stopped.
+    fn submit(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        let chunks = std::mem::take(&mut self.batch);
+        self.batch_bytes = 0;
+        let sent = self.jobs.as_ref().is_some_and(|jobs| jobs.send((self.batch_first_seq, chunks)).is_ok());
+        if sent {
+            self.in_flight += 1;
+        }
+        sent
     }
 }
 
@@ -181,12 +327,22 @@ impl Drop for Pool {
 /// but can only ignore errors.
 ///
 /// With `parallelism:N`, chunks are encoded on N background threads while
-/// records keep arriving, and written in order; at most about N chunks are in
-/// memory. Encoding errors are reported no later than [`flush`](Self::flush)
-/// or [`close`](Self::close). [`pos`](Self::pos) and
-/// [`last_pos`](Self::last_pos) then wait for earlier chunks to be written.
+/// records keep arriving, and written in order. They are handed over in
+/// batches of at least 1 MiB of records (a batch of 4 KiB chunks costs one
+/// hand-off, not hundreds); at most about N batches, or N chunks if larger,
+/// are in memory. Transposed chunks are then also parsed in the background:
+/// the caller only copies their records (as C++'s `DeferredEncoder` does).
+/// Encoding errors are reported no later than [`flush`](Self::flush) or
+/// [`close`](Self::close). [`pos`](Self::pos) and [`last_pos`](Self::last_pos)
+/// then wait for earlier chunks to be written.
+///
+/// [`with_io_thread`](Self::with_io_thread) moves the destination's writes to
+/// a thread of their own as well, so that the caller's thread neither encodes
+/// nor writes.
 pub struct RecordWriter<W: Write> {
-    dest: Option<W>,
+    dest: Option<Dest<W>>,
+    /// `out` is written when it holds this many bytes.
+    out_limit: usize,
     options: RecordWriterOptions,
     /// File position of the end of everything framed so far (written or in `out`).
     pos: u64,
@@ -210,6 +366,8 @@ pub struct RecordWriter<W: Write> {
     /// Chunk data buffers already written, kept to encode later chunks into:
     /// without them every chunk would allocate (and page-fault) a fresh buffer.
     spare_data: Vec<Vec<u8>>,
+    /// Total capacity of `spare_data`.
+    spare_bytes: usize,
     /// ArrayRecord mode: every data chunk written, in file order.
     written: Vec<WrittenChunk>,
 }
@@ -220,44 +378,79 @@ impl<W: Write> std::fmt::Debug for RecordWriter<W> {
     }
 }
 
+impl<W: Write + Send + 'static> RecordWriter<W> {
+    /// [`new`](Self::new), writing to `dest` on a thread of its own (as
+    /// C++'s writer does with `parallelism`): the calling thread only adds
+    /// records, encodes chunks (unless `parallelism` does that in the
+    /// background too) and frames them, and the destination's writes, which
+    /// for a file are the kernel's copying, happen beside it. Errors of those
+    /// writes are reported by a later call, at the latest by
+    /// [`flush`](Self::flush) or [`close`](Self::close).
+    ///
+    /// ```no_run
+    /// use riegeli_records::RecordWriter;
+    ///
+    /// let file = std::fs::File::create("records.riegeli")?;
+    /// let mut writer = RecordWriter::with_io_thread(file, "zstd,parallelism:2".parse()?)?;
+    /// writer.write_record(b"hello")?;
+    /// writer.close()?.sync_all()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_io_thread(dest: W, options: RecordWriterOptions) -> Result<Self> {
+        Self::start(Dest::Behind(WriteBehind::new(dest)), 0, options)
+    }
+
+    /// [`append`](Self::append), writing to `dest` on a thread of its own
+    /// (see [`with_io_thread`](Self::with_io_thread)).
+    pub fn append_with_io_thread(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
+        Self::start(Dest::Behind(WriteBehind::new(dest)), existing_size, options)
+    }
+}
+
 impl<W: Write> RecordWriter<W> {
     /// Starts a new file: writes the file signature and, if the options carry
     /// metadata, the metadata chunk.
     pub fn new(dest: W, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(dest, 0, options)
+        Self::start(Dest::Direct(dest), 0, options)
     }
 
     /// Appends to an existing file of `existing_size` bytes, with `dest`
     /// positioned at its end (e.g. a file opened in append mode). Writes no
     /// second signature; honours `initial_padding`. An empty file gets a signature.
     pub fn append(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(dest, existing_size, options)
+        Self::start(Dest::Direct(dest), existing_size, options)
     }
 
     /// Starts a new file whose data chunks hold `grouping.group_size` records
     /// each (the ArrayRecord layout), remembering every data chunk written.
     pub(crate) fn grouped(dest: W, options: RecordWriterOptions, grouping: Grouping) -> Result<Self> {
-        Self::start_with(dest, 0, options, Some(grouping))
+        Self::start_with(Dest::Direct(dest), 0, options, Some(grouping))
     }
 
-    fn start(dest: W, pos: u64, options: RecordWriterOptions) -> Result<Self> {
+    fn start(dest: Dest<W>, pos: u64, options: RecordWriterOptions) -> Result<Self> {
         Self::start_with(dest, pos, options, None)
     }
 
-    fn start_with(dest: W, pos: u64, options: RecordWriterOptions, grouping: Option<Grouping>) -> Result<Self> {
+    fn start_with(dest: Dest<W>, pos: u64, options: RecordWriterOptions, grouping: Option<Grouping>) -> Result<Self> {
+        let out_limit = match dest {
+            Dest::Direct(_) => OUT_BUFFER,
+            Dest::Behind(_) => BEHIND_BUFFER,
+        };
         let desired_chunk_size = options.effective_chunk_size().min(MAX_NUM_RECORDS.saturating_mul(8));
-        let pool = (options.parallelism() > 0).then(|| Pool::new(options.parallelism()));
         let config = EncoderConfig {
             transpose: options.transpose(),
             compressor: options.compressor_options(),
             bucket_size: grouping.map_or_else(|| options.bucket_size(), |g| g.bucket_size),
+            defer: options.parallelism() > 0,
         };
+        let pool = (options.parallelism() > 0).then(|| Pool::new(options.parallelism(), config));
         let mut writer = Self {
             dest: Some(dest),
+            out_limit,
             encoder: ChunkEncoder::new(&config),
             options,
             pos,
-            out: Vec::with_capacity(OUT_BUFFER),
+            out: Vec::with_capacity(out_limit),
             desired_chunk_size,
             chunk_size_so_far: 0,
             pool,
@@ -270,6 +463,7 @@ impl<W: Write> RecordWriter<W> {
             grouping,
             written: Vec::new(),
             spare_data: Vec::new(),
+            spare_bytes: 0,
         };
         if pos == 0 {
             writer.write_chunk_now(ChunkType::FileSignature.to_byte(), &[], 0, 0)?;
@@ -346,6 +540,7 @@ impl<W: Write> RecordWriter<W> {
             self.drain(0)?;
             self.pos
         } else {
+            self.submit()?;
             while self.next_to_write <= seq {
                 self.wait_one()?;
             }
@@ -362,14 +557,20 @@ impl<W: Write> RecordWriter<W> {
         self.drain(0)?;
         self.write_padding(self.options.final_padding())?;
         self.flush_out()?;
-        self.guard(|w| w.dest.as_mut().map_or(Ok(()), Write::flush).map_err(Error::from))
+        self.guard(|w| w.dest.as_mut().map_or(Ok(()), Dest::flush).map_err(Error::from))
     }
 
     /// Finishes the file (open chunk, final padding, flush) and returns the destination.
     pub fn close(mut self) -> Result<W> {
         self.flush()?;
+        self.take_dest()
+    }
+
+    /// Stops the threads and takes the destination back.
+    fn take_dest(&mut self) -> Result<W> {
         self.pool = None;
-        self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))
+        let dest = self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
+        self.guard(|_| dest.into_inner().map_err(Error::from))
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -388,7 +589,7 @@ impl<W: Write> RecordWriter<W> {
         result
     }
 
-    /// Ends the open chunk: encodes it now, or hands it to the pool.
+    /// Ends the open chunk: encodes it now, or adds it to the pool's batch.
     fn close_chunk(&mut self) -> Result<()> {
         if self.encoder.num_records() == 0 {
             return Ok(());
@@ -396,28 +597,49 @@ impl<W: Write> RecordWriter<W> {
         self.chunk_size_so_far = 0;
         let seq = self.open_seq;
         self.open_seq += 1;
+        let data = self.take_spare_data();
         if let Some(pool) = &mut self.pool {
             let fresh = pool.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.config));
             let full = std::mem::replace(&mut self.encoder, fresh);
-            let data = self.spare_data.pop().unwrap_or_default();
-            let sent = pool.jobs.as_ref().is_some_and(|jobs| jobs.send((seq, full, data)).is_ok());
-            if !sent {
-                self.failed = true;
-                return Err(Error::invalid(self.pos, "background encoder threads stopped"));
+            if pool.batch.is_empty() {
+                pool.batch_first_seq = seq;
             }
-            pool.in_flight += 1;
+            pool.batch_bytes = pool.batch_bytes.saturating_add(full.decoded_data_size());
+            pool.batch.push((full, data));
+            if pool.batch_bytes < BATCH_BYTES {
+                return Ok(());
+            }
+            self.submit()?;
             let parallelism = self.options.parallelism();
             return self.drain(parallelism);
         }
-        let data = self.spare_data.pop().unwrap_or_default();
-        let encoded = self.encoder.encode(data).map_err(|e| Error::codec(self.pos, e));
+        let encoded = self.encoder.encode(data).map_err(|e| e.at(self.pos));
         let encoded = self.guard(|_| encoded)?;
         self.write_encoded(seq, encoded)
     }
 
-    /// Waits until at most `max_in_flight` chunks are being encoded, writing
-    /// finished chunks in order.
+    /// A recycled buffer for a chunk's data.
+    fn take_spare_data(&mut self) -> Vec<u8> {
+        let data = self.spare_data.pop().unwrap_or_default();
+        self.spare_bytes -= data.capacity();
+        data
+    }
+
+    /// Hands the open batch of chunks to the background threads.
+    fn submit(&mut self) -> Result<()> {
+        if self.pool.as_mut().is_some_and(|pool| !pool.submit()) {
+            self.failed = true;
+            return Err(Error::invalid(self.pos, "background encoder threads stopped"));
+        }
+        Ok(())
+    }
+
+    /// Waits until at most `max_in_flight` batches are being encoded, writing
+    /// finished chunks in order. With 0, every closed chunk is written.
     fn drain(&mut self, max_in_flight: usize) -> Result<()> {
+        if max_in_flight == 0 {
+            self.submit()?;
+        }
         while self.pool.as_ref().is_some_and(|p| p.in_flight > max_in_flight) {
             self.wait_one()?;
         }
@@ -431,7 +653,7 @@ impl<W: Write> RecordWriter<W> {
         Ok(())
     }
 
-    /// Waits for one background chunk and writes what is ready.
+    /// Waits for one background batch and writes what is ready.
     fn wait_one(&mut self) -> Result<()> {
         let Some(pool) = &mut self.pool else { return Ok(()) };
         if pool.in_flight == 0 {
@@ -446,14 +668,16 @@ impl<W: Write> RecordWriter<W> {
         }
     }
 
-    fn accept(&mut self, (seq, result, encoder): Done) -> Result<()> {
+    fn accept(&mut self, (first_seq, results): Done) -> Result<()> {
         let Some(pool) = &mut self.pool else { return Ok(()) };
         pool.in_flight -= 1;
-        pool.spare.push(encoder);
-        pool.ready.insert(seq, result);
+        for (seq, (result, encoder)) in (first_seq..).zip(results) {
+            pool.spare.push(encoder);
+            pool.ready.insert(seq, result);
+        }
         while let Some(result) = self.pool.as_mut().and_then(|p| p.ready.remove(&self.next_to_write)) {
             let seq = self.next_to_write;
-            let encoded = result.map_err(|e| Error::codec(self.pos, e));
+            let encoded = result.map_err(|e| e.at(self.pos));
             let encoded = self.guard(|_| encoded)?;
             self.write_encoded(seq, encoded)?;
         }
@@ -467,12 +691,14 @@ impl<W: Write> RecordWriter<W> {
         }
         self.next_to_write = seq + 1;
         let begin = self.pos;
-        self.write_chunk_now(chunk.chunk_type, chunk.data(), chunk.num_records, chunk.decoded_data_size)?;
-        // Keep the buffer for a later chunk: as many as can be in flight at once.
-        if self.spare_data.len() <= self.options.parallelism() {
+        self.write_chunk_with_header(&chunk.header, chunk.data())?;
+        // Keep the buffer for a later chunk, up to about what can be in flight at once.
+        let keep = (self.options.parallelism() as u64 + 1).saturating_mul(self.desired_chunk_size.max(BATCH_BYTES));
+        if (self.spare_bytes + chunk.data.capacity()) as u64 <= keep {
+            self.spare_bytes += chunk.data.capacity();
             self.spare_data.push(chunk.data);
         }
-        self.after_data_chunk(begin, chunk.num_records, chunk.decoded_data_size)
+        self.after_data_chunk(begin, chunk.header.num_records(), chunk.header.decoded_data_size())
     }
 
     /// ArrayRecord mode: remembers a data chunk just written and pads after it if asked.
@@ -542,9 +768,8 @@ impl<W: Write> RecordWriter<W> {
     pub(crate) fn into_dest(mut self) -> Result<W> {
         self.check_usable()?;
         self.flush_out()?;
-        self.guard(|w| w.dest.as_mut().map_or(Ok(()), Write::flush).map_err(Error::from))?;
-        self.pool = None;
-        self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))
+        self.guard(|w| w.dest.as_mut().map_or(Ok(()), Dest::flush).map_err(Error::from))?;
+        self.take_dest()
     }
 
     /// Marks the writer unusable: dropping it then writes nothing more.
@@ -566,7 +791,7 @@ impl<W: Write> RecordWriter<W> {
             let end = framed.chunk_end();
             for piece in framed {
                 match piece {
-                    Piece::Data(bytes) if bytes.len() >= OUT_BUFFER => {
+                    Piece::Data(bytes) if bytes.len() >= w.out_limit => {
                         w.flush_out()?;
                         if let Some(dest) = w.dest.as_mut() {
                             dest.write_all(bytes)?;
@@ -579,7 +804,7 @@ impl<W: Write> RecordWriter<W> {
                         w.out.resize(w.out.len() + n, 0);
                     }
                 }
-                if w.out.len() >= OUT_BUFFER {
+                if w.out.len() >= w.out_limit {
                     w.flush_out()?;
                 }
             }
@@ -592,7 +817,16 @@ impl<W: Write> RecordWriter<W> {
         if let Some(dest) = self.dest.as_mut()
             && !self.out.is_empty()
         {
-            let result = dest.write_all(&self.out);
+            let result = match dest {
+                Dest::Direct(dest) => dest.write_all(&self.out),
+                Dest::Behind(behind) => {
+                    let full = std::mem::take(&mut self.out);
+                    behind.write_buffer(full).map(|mut next| {
+                        next.reserve(self.out_limit);
+                        self.out = next;
+                    })
+                }
+            };
             self.out.clear();
             if let Err(e) = result {
                 self.failed = true;
@@ -617,6 +851,37 @@ impl<W: Write> RecordWriter<W> {
             .ok_or_else(|| Error::invalid(self.pos, "padding chunk size"))?;
         let zeros = vec![0u8; length];
         self.write_chunk_now(ChunkType::Padding.to_byte(), &zeros, 0, 0)
+    }
+}
+
+/// Where a [`RecordWriter`] writes.
+enum Dest<W> {
+    /// Writes on the calling thread.
+    Direct(W),
+    /// Buffers go to a thread of their own.
+    Behind(WriteBehind<W>),
+}
+
+impl<W: Write> Dest<W> {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Direct(dest) => dest.write_all(bytes),
+            Self::Behind(behind) => behind.write_all(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Direct(dest) => dest.flush(),
+            Self::Behind(behind) => behind.flush(),
+        }
+    }
+
+    fn into_inner(self) -> std::io::Result<W> {
+        match self {
+            Self::Direct(dest) => Ok(dest),
+            Self::Behind(behind) => behind.into_inner(),
+        }
     }
 }
 

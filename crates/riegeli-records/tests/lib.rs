@@ -12,3 +12,4 @@ mod parallel;
 mod roundtrip;
 mod search;
 mod streams;
+mod writer_threads;

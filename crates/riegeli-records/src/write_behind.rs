@@ -1,0 +1,372 @@
+//! `WriteBehind`: a `Write` adapter whose writes to the destination happen
+//! on a background thread.
+
+use std::io::{self, Write};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, channel, sync_channel};
+use std::thread::JoinHandle;
+
+/// Default size of each buffer handed to the background thread.
+const DEFAULT_BUFFER: usize = 1 << 20;
+/// Buffers queued for the background thread at most (besides the one it is
+/// writing and the one being filled).
+const QUEUED: usize = 2;
+
+/// What the caller sends to the I/O thread.
+enum Message {
+    /// Bytes to write.
+    Data(Vec<u8>),
+    /// Flush the destination and answer with the first error since the last flush.
+    Flush(SyncSender<()>),
+}
+
+/// Writes to `W` on a background thread.
+///
+/// Bytes are gathered into buffers of [`capacity`](Self::with_capacity)
+/// bytes (1 MiB by default) that a thread of its own writes to the
+/// destination, so that the kernel's work of writing a file happens beside
+/// the caller's rather than after it. At most a few buffers wait at a time
+/// (memory stays bounded: a slow destination makes `write` wait).
+///
+/// A failed write is reported by a later `write`, or by
+/// [`flush`](Write::flush), which waits until every byte given so far is
+/// written and the destination flushed. After a failure nothing more is
+/// written. [`into_inner`](Self::into_inner) flushes and returns the
+/// destination; dropping a `WriteBehind` flushes too but can only ignore
+/// errors (as `std::io::BufWriter` does).
+///
+/// With a [`RecordWriter`](crate::RecordWriter) this takes the file writes
+/// off the thread that adds records:
+/// ```no_run
+/// use riegeli_records::{RecordWriter, WriteBehind};
+///
+/// let file = std::fs::File::create("records.riegeli")?;
+/// let mut writer = RecordWriter::new(WriteBehind::new(file), "zstd,parallelism:2".parse()?)?;
+/// writer.write_record(b"hello")?;
+/// let file = writer.close()?.into_inner()?;
+/// file.sync_all()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct WriteBehind<W> {
+    /// The buffer being filled.
+    buffer: Vec<u8>,
+    capacity: usize,
+    to_thread: Option<SyncSender<Message>>,
+    /// Buffers the thread has written, to fill again.
+    spare: Receiver<Vec<u8>>,
+    /// The thread's first write error, sent once.
+    errors: Receiver<io::Error>,
+    /// Set once an error was seen: nothing more is written.
+    failed: bool,
+    thread: Option<JoinHandle<W>>,
+}
+
+impl<W> std::fmt::Debug for WriteBehind<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBehind")
+            .field("buffered", &self.buffer.len())
+            .field("capacity", &self.capacity)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write + Send + 'static> WriteBehind<W> {
+    /// Writes to `dest` on a new thread, in buffers of 1 MiB.
+    pub fn new(dest: W) -> Self {
+        Self::with_capacity(DEFAULT_BUFFER, dest)
+    }
+
+    /// Writes to `dest` on a new thread, in buffers of `capacity` bytes (at least 1).
+    pub fn with_capacity(capacity: usize, dest: W) -> Self {
+        let capacity = capacity.max(1);
+        let (to_thread, messages) = sync_channel::<Message>(QUEUED);
+        let (spare_tx, spare) = channel::<Vec<u8>>();
+        let (error_tx, errors) = channel::<io::Error>();
+        let thread = std::thread::spawn(move || run(dest, &messages, &spare_tx, &error_tx));
+        Self {
+            buffer: Vec::with_capacity(capacity),
+            capacity,
+            to_thread: Some(to_thread),
+            spare,
+            errors,
+            failed: false,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl<W> WriteBehind<W> {
+    /// Hands a filled buffer to the thread without copying it, and returns
+    /// an empty one to fill next (one the thread is done with, when there is
+    /// one). Bytes given to [`write`](Write::write) before are written first.
+    pub fn write_buffer(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
+        self.check()?;
+        self.send_buffer()?;
+        let next = self.spare.try_recv().map_or_else(
+            |_| Vec::with_capacity(buffer.capacity()),
+            |mut spare| {
+                spare.clear();
+                spare
+            },
+        );
+        if !buffer.is_empty() {
+            self.send(Message::Data(buffer))?;
+        }
+        Ok(next)
+    }
+
+    /// Flushes everything and returns the destination, or the first error.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.flush()?;
+        self.stop().ok_or_else(|| io::Error::other("the write-behind thread panicked"))
+    }
+
+    /// Stops the thread and takes the destination back.
+    fn stop(&mut self) -> Option<W> {
+        self.to_thread = None;
+        self.thread.take()?.join().ok()
+    }
+
+    /// The thread's error, if it reported one (then nothing more is written).
+    fn check(&mut self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::other("an earlier write-behind write failed"));
+        }
+        match self.errors.try_recv() {
+            Ok(e) => {
+                self.failed = true;
+                Err(e)
+            }
+            Err(TryRecvError::Empty) => Ok(()),
+            Err(TryRecvError::Disconnected) => {
+                self.failed = true;
+                Err(io::Error::other("the write-behind thread stopped"))
+            }
+        }
+    }
+
+    /// Hands the buffer to the thread and takes an empty one.
+    fn send_buffer(&mut self) -> io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let next = match self.spare.try_recv() {
+            Ok(mut spare) => {
+                spare.clear();
+                spare
+            }
+            Err(_) => Vec::with_capacity(self.capacity),
+        };
+        let full = std::mem::replace(&mut self.buffer, next);
+        self.send(Message::Data(full))
+    }
+
+    fn send(&mut self, message: Message) -> io::Result<()> {
+        let sent = self.to_thread.as_ref().is_some_and(|tx| tx.send(message).is_ok());
+        if !sent {
+            self.failed = true;
+            return Err(io::Error::other("the write-behind thread stopped"));
+        }
+        Ok(())
+    }
+}
+
+/// The background thread: writes what arrives until the sender goes away.
+fn run<W: Write>(
+    mut dest: W,
+    messages: &Receiver<Message>,
+    spare: &std::sync::mpsc::Sender<Vec<u8>>,
+    errors: &std::sync::mpsc::Sender<io::Error>,
+) -> W {
+    // The first error, kept for the next flush after it is reported to `write`.
+    let mut failed = false;
+    let fail = |e: io::Error, failed: &mut bool| {
+        if !*failed {
+            *failed = true;
+            let _ = errors.send(e);
+        }
+    };
+    while let Ok(message) = messages.recv() {
+        match message {
+            Message::Data(buffer) => {
+                if !failed && let Err(e) = dest.write_all(&buffer) {
+                    fail(e, &mut failed);
+                }
+                let _ = spare.send(buffer);
+            }
+            Message::Flush(reply) => {
+                let result = if failed { Ok(()) } else { dest.flush() };
+                if let Err(e) = result {
+                    fail(e, &mut failed);
+                }
+                // The caller reads `errors` after this answer: an error is reported there.
+                let _ = reply.send(());
+            }
+        }
+    }
+    dest
+}
+
+impl<W> Write for WriteBehind<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.check()?;
+        let room = self.capacity - self.buffer.len();
+        let taken = data.len().min(room);
+        self.buffer.extend_from_slice(data.get(..taken).unwrap_or_default());
+        if self.buffer.len() >= self.capacity {
+            self.send_buffer()?;
+        }
+        Ok(taken)
+    }
+
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let n = self.write(data)?;
+            data = data.get(n..).unwrap_or_default();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.check()?;
+        self.send_buffer()?;
+        let (reply_tx, reply) = sync_channel(1);
+        self.send(Message::Flush(reply_tx))?;
+        if reply.recv().is_err() {
+            self.failed = true;
+            return Err(io::Error::other("the write-behind thread stopped"));
+        }
+        self.check()
+    }
+}
+
+impl<W> Drop for WriteBehind<W> {
+    fn drop(&mut self) {
+        if !self.failed {
+            let _ = self.flush();
+        }
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A destination shared with the test, failing after `limit` bytes.
+    #[derive(Clone)]
+    struct Shared {
+        bytes: Arc<Mutex<Vec<u8>>>,
+        limit: usize,
+        flushes: Arc<Mutex<usize>>,
+    }
+
+    impl Shared {
+        fn new(limit: usize) -> Self {
+            Self { bytes: Arc::default(), limit, flushes: Arc::default() }
+        }
+        fn bytes(&self) -> Vec<u8> {
+            self.bytes.lock().unwrap().clone()
+        }
+    }
+
+    impl Write for Shared {
+        fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+            let mut bytes = self.bytes.lock().unwrap();
+            if bytes.len() + data.len() > self.limit {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "full"));
+            }
+            bytes.extend_from_slice(data);
+            Ok(data.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            *self.flushes.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn writes_everything_in_order() {
+        let dest = Shared::new(usize::MAX);
+        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        let data = pattern(10_000);
+        // Pieces smaller than, equal to and larger than a buffer.
+        for piece in data.chunks(1).take(50).chain(data[50..].chunks(333)) {
+            writer.write_all(piece).unwrap();
+        }
+        writer.flush().unwrap();
+        assert_eq!(dest.bytes(), data);
+        assert_eq!(*dest.flushes.lock().unwrap(), 1);
+        writer.write_all(b"tail").unwrap();
+        let back = writer.into_inner().unwrap();
+        assert_eq!(back.bytes().len(), 10_004);
+        assert_eq!(&back.bytes()[10_000..], b"tail");
+    }
+
+    #[test]
+    fn drop_writes_what_was_buffered() {
+        let dest = Shared::new(usize::MAX);
+        let mut writer = WriteBehind::new(dest.clone());
+        writer.write_all(b"kept").unwrap();
+        drop(writer);
+        assert_eq!(dest.bytes(), b"kept");
+    }
+
+    #[test]
+    fn an_error_is_reported_and_writing_stops() {
+        let dest = Shared::new(250);
+        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        // The third buffer does not fit: the thread fails on it.
+        let error = writer.write_all(&pattern(300)).and_then(|()| writer.flush()).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::StorageFull);
+        // Later calls keep failing, and nothing more reaches the destination.
+        assert!(writer.write_all(b"more").is_err());
+        assert!(writer.flush().is_err());
+        assert!(writer.into_inner().is_err());
+        assert_eq!(dest.bytes(), pattern(200));
+    }
+
+    #[test]
+    fn memory_stays_bounded_with_a_slow_destination() {
+        /// Writes only when the test allows it.
+        struct Gate(Receiver<()>, Arc<Mutex<usize>>);
+        impl Write for Gate {
+            fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+                self.0.recv().map_err(io::Error::other)?;
+                *self.1.lock().unwrap() += data.len();
+                Ok(data.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let (open, gate) = channel();
+        let written = Arc::new(Mutex::new(0));
+        let mut writer = WriteBehind::with_capacity(10, Gate(gate, Arc::clone(&written)));
+        let done = Arc::new(Mutex::new(0usize));
+        let done_in_thread = Arc::clone(&done);
+        let producer = std::thread::spawn(move || {
+            for _ in 0..20 {
+                writer.write_all(&[1; 10]).unwrap();
+                *done_in_thread.lock().unwrap() += 1;
+            }
+            writer
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // One buffer held by the blocked thread, QUEUED waiting, then `write` blocks.
+        let accepted = *done.lock().unwrap();
+        assert!(accepted <= QUEUED + 2, "{accepted} buffers accepted with the destination blocked");
+        for _ in 0..20 {
+            open.send(()).unwrap();
+        }
+        let writer = producer.join().unwrap();
+        writer.into_inner().unwrap();
+        assert_eq!(*written.lock().unwrap(), 200);
+    }
+}
