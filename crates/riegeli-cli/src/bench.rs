@@ -75,6 +75,11 @@ pub(crate) struct BenchArgs {
     /// (`RecordReaderOptions::set_parallelism`); 0: serial reads only.
     #[arg(long, value_name = "N", default_value_t = 0)]
     read_parallelism: usize,
+    /// Also time writing with the destination's writes on a thread of their own
+    /// (`RecordWriter::with_io_thread`), with the options as given and with
+    /// `parallelism:N` added to them (unless they set a parallelism); 0: neither.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    write_parallelism: usize,
     /// Print the default option sets, one per line, and exit.
     #[arg(long)]
     list_configs: bool,
@@ -203,6 +208,39 @@ pub(crate) struct Measurement {
     /// The same read with background decoding threads (`--read-parallelism`).
     pub(crate) par_read_real: Option<Duration>,
     pub(crate) par_read_cpu: Option<Duration>,
+    /// Writing with an I/O thread, then also with `parallelism` (`--write-parallelism`).
+    pub(crate) io_write_real: Option<Duration>,
+    pub(crate) io_par_write_real: Option<Duration>,
+    pub(crate) io_par_write_cpu: Option<Duration>,
+}
+
+/// How a measured write is done.
+#[derive(Clone, Copy)]
+enum WriteMode {
+    Caller,
+    IoThread,
+}
+
+/// Writes `records` to a new file at `path`: real and CPU time, and the file size.
+fn timed_write(
+    records: &[Vec<u8>],
+    options: &RecordWriterOptions,
+    mode: WriteMode,
+    path: &Path,
+) -> Result<(Duration, Option<Duration>, u64)> {
+    let cpu0 = cpu_time();
+    let t0 = Instant::now();
+    let dest = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut writer = match mode {
+        WriteMode::Caller => RecordWriter::new(dest, options.clone())?,
+        WriteMode::IoThread => RecordWriter::with_io_thread(dest, options.clone())?,
+    };
+    for record in records {
+        writer.write_record(record)?;
+    }
+    let size = writer.close()?.metadata()?.len();
+    let real = t0.elapsed();
+    Ok((real, cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b)), size))
 }
 
 /// Writes `records` to `path` and reads them back, `repeat` times; keeps the
@@ -213,20 +251,22 @@ pub(crate) fn measure(
     options: &RecordWriterOptions,
     repeat: u32,
     read_parallelism: usize,
+    write_parallelism: usize,
     path: &Path,
 ) -> Result<Measurement> {
     let mut best: Option<Measurement> = None;
+    let par_options =
+        if options.parallelism() > 0 { options.clone() } else { options.clone().set_parallelism(write_parallelism) };
     for _ in 0..repeat.max(1) {
-        let cpu0 = cpu_time();
-        let t0 = Instant::now();
-        let dest = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-        let mut writer = RecordWriter::new(dest, options.clone())?;
-        for record in records {
-            writer.write_record(record)?;
+        // The threaded writes first: the file read back is the plain writer's
+        // (they write the same bytes; the tests check that).
+        let (mut io_write_real, mut io_par_write_real, mut io_par_write_cpu) = (None, None, None);
+        if write_parallelism > 0 {
+            io_write_real = Some(timed_write(records, options, WriteMode::IoThread, path)?.0);
+            let (real, cpu, _) = timed_write(records, &par_options, WriteMode::IoThread, path)?;
+            (io_par_write_real, io_par_write_cpu) = (Some(real), cpu);
         }
-        let size = writer.close()?.metadata()?.len();
-        let write_real = t0.elapsed();
-        let write_cpu = cpu_time().zip(cpu0).map(|(a, b)| a.saturating_sub(b));
+        let (write_real, write_cpu, size) = timed_write(records, options, WriteMode::Caller, path)?;
         let cpu1 = cpu_time();
         let t1 = Instant::now();
         read_all(RecordReader::new(File::open(path)?))?;
@@ -249,6 +289,9 @@ pub(crate) fn measure(
             read_cpu,
             par_read_real,
             par_read_cpu,
+            io_write_real,
+            io_par_write_real,
+            io_par_write_cpu,
         };
         best = Some(match best {
             Some(b) => Measurement {
@@ -259,6 +302,9 @@ pub(crate) fn measure(
                 read_cpu: b.read_cpu.min(m.read_cpu),
                 par_read_real: b.par_read_real.min(m.par_read_real),
                 par_read_cpu: b.par_read_cpu.min(m.par_read_cpu),
+                io_write_real: b.io_write_real.min(m.io_write_real),
+                io_par_write_real: b.io_par_write_real.min(m.io_par_write_real),
+                io_par_write_cpu: b.io_par_write_cpu.min(m.io_par_write_cpu),
             },
             None => m,
         });
@@ -338,27 +384,38 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         args.repeat
     );
     println!(
-        "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10} {:>14}",
-        "options", "ratio %", "write MB/s", "write cpu", "read MB/s", "read cpu", "par read MB/s"
+        "{:<36} {:>9} {:>10} {:>10} {:>10} {:>10} {:>14} {:>14} {:>14}",
+        "options",
+        "ratio %",
+        "write MB/s",
+        "write cpu",
+        "read MB/s",
+        "read cpu",
+        "par read MB/s",
+        "io write MB/s",
+        "io+par MB/s"
     );
     for (config, options) in &configs {
         let path = args.dir.join(format!("riegeli_bench_{}.riegeli", std::process::id()));
-        let m = measure(&records, options, args.repeat, args.read_parallelism, &path);
+        let m = measure(&records, options, args.repeat, args.read_parallelism, args.write_parallelism, &path);
         let _ = std::fs::remove_file(&path);
         let m = m?;
         let mbps = |d: Duration| payload as f64 / 1e6 / d.as_secs_f64().max(1e-9);
         let cpu = |c: Option<Duration>, r: Duration| {
             c.map_or("-".to_owned(), |c| format!("{:.0}%", 100.0 * c.as_secs_f64() / r.as_secs_f64().max(1e-9)))
         };
+        let optional = |d: Option<Duration>| d.map_or("-".to_owned(), |d| format!("{:.0}", mbps(d)));
         println!(
-            "{:<36} {:>9.2} {:>10.0} {:>10} {:>10.0} {:>10} {:>14}",
+            "{:<36} {:>9.2} {:>10.0} {:>10} {:>10.0} {:>10} {:>14} {:>14} {:>14}",
             config,
             100.0 * m.compressed as f64 / payload.max(1) as f64,
             mbps(m.write_real),
             cpu(m.write_cpu, m.write_real),
             mbps(m.read_real),
             cpu(m.read_cpu, m.read_real),
-            m.par_read_real.map_or("-".to_owned(), |d| format!("{:.0}", mbps(d))),
+            optional(m.par_read_real),
+            optional(m.io_write_real),
+            optional(m.io_par_write_real),
         );
         let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
         json.push(serde_json::json!({
@@ -373,6 +430,10 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
             "par_read_real_s": secs(m.par_read_real),
             "par_read_cpu_s": secs(m.par_read_cpu),
             "read_parallelism": args.read_parallelism,
+            "io_write_real_s": secs(m.io_write_real),
+            "io_par_write_real_s": secs(m.io_par_write_real),
+            "io_par_write_cpu_s": secs(m.io_par_write_cpu),
+            "write_parallelism": args.write_parallelism,
         }));
     }
     if let Some(path) = &args.json {

@@ -21,7 +21,7 @@ use crate::write_behind::WriteBehind;
 const OUT_BUFFER: usize = 64 << 10;
 /// Bytes gathered before handing them to the I/O thread of
 /// [`RecordWriter::with_io_thread`].
-const BEHIND_BUFFER: usize = 1 << 20;
+const BEHIND_BUFFER: usize = 256 << 10;
 /// Largest number of records a chunk header can count.
 const MAX_NUM_RECORDS: u64 = riegeli_framing::MAX_NUM_RECORDS;
 
