@@ -93,22 +93,33 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let script = root.join("xtask/scripts/cxx_records_bench.py");
     let records = work.join("records.delimited");
     let mut rows = Vec::new();
+    let rounds: u32 = repeat.parse().with_context(|| format!("--repeat {repeat:?}"))?;
     for (i, config) in configs.iter().enumerate() {
-        crate::ci::step(&format!("{config} ({}/{})", i + 1, configs.len()));
-        let ours = work.join("ours.json");
-        // The first run generates the records; the others measure those same bytes.
-        let mut source = vec!["--generate".to_owned(), generate.clone(), "--megabytes".to_owned(), megabytes.clone()];
-        if i == 0 {
-            source.extend(["--save-records".to_owned(), records.display().to_string()]);
-        } else {
-            source = vec!["--input-delimited".to_owned(), records.display().to_string()];
+        // One run of each implementation per round, taking turns, so that a slow
+        // spell of a shared machine falls on all three rather than on one.
+        let (mut ours, mut cxx, mut rr) = (None, None, None);
+        for round in 0..rounds.max(1) {
+            crate::ci::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
+            let ours_json = work.join("ours.json");
+            // The first run generates the records; the others measure those same bytes.
+            let mut source =
+                vec!["--generate".to_owned(), generate.clone(), "--megabytes".to_owned(), megabytes.clone()];
+            if i == 0 && round == 0 {
+                source.extend(["--save-records".to_owned(), records.display().to_string()]);
+            } else {
+                source = vec!["--input-delimited".to_owned(), records.display().to_string()];
+            }
+            cmd!(sh, "{riegeli} bench {source...} --repeat 1 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+            ours = Some(fastest(ours, first(&ours_json)?));
+            let cxx_json = work.join("cxx.json");
+            cmd!(sh, "{python} {script} {records} 1 {cxx_json} {files} {config}").run()?;
+            cxx = Some(fastest(cxx, first(&cxx_json)?));
+            let rr_json = work.join("riegeli_rs.json");
+            cmd!(sh, "{peer} {records} 1 {rr_json} {files} {config}").run()?;
+            rr = first(&rr_json).ok().map(|v| fastest(rr.take(), v));
         }
-        cmd!(sh, "{riegeli} bench {source...} --repeat {repeat} --config {config} --json {ours} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
-        let cxx = work.join("cxx.json");
-        cmd!(sh, "{python} {script} {records} {repeat} {cxx} {files} {config}").run()?;
-        let rr = work.join("riegeli_rs.json");
-        cmd!(sh, "{peer} {records} {repeat} {rr} {files} {config}").run()?;
-        rows.push((config.clone(), first(&ours)?, first(&cxx)?, first(&rr).ok()));
+        let (Some(ours), Some(cxx)) = (ours, cxx) else { bail!("{config}: no figures") };
+        rows.push((config.clone(), ours, cxx, rr));
     }
     if files != work {
         sh.remove_path(&files)?;
@@ -119,6 +130,20 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     sh.write_file(&out, &table)?;
     eprintln!("table written to {}", out.display());
     Ok(())
+}
+
+/// `new` with every time (`*_s`) replaced by the smaller of its and `best`'s.
+fn fastest(best: Option<Value>, mut new: Value) -> Value {
+    if let (Some(best), Some(fields)) = (best, new.as_object_mut()) {
+        for (key, value) in fields.iter_mut() {
+            if let (true, Some(a), Some(b)) =
+                (key.ends_with("_s"), value.as_f64(), best.get(key).and_then(Value::as_f64))
+            {
+                *value = Value::from(a.min(b));
+            }
+        }
+    }
+    new
 }
 
 /// The first object of a JSON array file.
@@ -152,7 +177,8 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     let payload = rows.first().and_then(|r| num(&r.1, "payload_bytes")).unwrap_or(0.0);
     let _ = writeln!(
         out,
-        "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat}; \
+        "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat} \
+         rounds (in each round every implementation runs once, in turn); \
          ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file \
          (on /dev/shm when it exists) and reads it back, as records_benchmark does with its /tmp files.\n\
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \

@@ -97,8 +97,9 @@ pub(crate) fn check_output_is_not_an_input<'a>(
     Ok(())
 }
 
-/// Creates `path` for writing, or standard output for `-`.
-pub(crate) fn create(path: &Path) -> Result<Box<dyn Write>> {
+/// Creates `path` for writing, or standard output for `-`. The writer can
+/// move to another thread (a `RecordWriter`'s I/O thread).
+pub(crate) fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout())));
     }

@@ -134,8 +134,8 @@ fn parse_array_options(text: &str) -> Result<ArrayRecordWriterOptions> {
 }
 
 /// Starts an ArrayRecord file; options the writer rejects are a usage error.
-fn array_record_writer(dest: Box<dyn Write>, options: ArrayRecordWriterOptions) -> Result<Sink> {
-    match ArrayRecordWriter::new(dest, options) {
+fn array_record_writer(dest: Box<dyn Write + Send>, options: ArrayRecordWriterOptions) -> Result<Sink> {
+    match ArrayRecordWriter::with_io_thread(dest, options) {
         Ok(writer) => Ok(Sink::ArrayRecord(Box::new(writer))),
         Err(e) if matches!(e.kind(), riegeli_records::ErrorKind::InvalidArgument(_)) => {
             Err(Usage(format!("--options (ArrayRecord): {e}")).into())
@@ -283,7 +283,7 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
             }
-            Sink::Riegeli(Box::new(RecordWriter::new(dest, options)?))
+            Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
     };
     for_each_record(input, args.input_format, args.tfrecord_compression, |record| sink.write(record))?;
@@ -307,8 +307,8 @@ fn detect(path: &Path) -> Result<Container> {
 
 /// Where `convert` writes records.
 enum Sink {
-    Riegeli(Box<RecordWriter<Box<dyn Write>>>),
-    ArrayRecord(Box<ArrayRecordWriter<Box<dyn Write>>>),
+    Riegeli(Box<RecordWriter<Box<dyn Write + Send>>>),
+    ArrayRecord(Box<ArrayRecordWriter<Box<dyn Write + Send>>>),
     TfRecord(TfWriter<'static>),
 }
 
@@ -449,7 +449,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
             }
-            Sink::Riegeli(Box::new(RecordWriter::new(dest, options)?))
+            Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
         (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, args.tfrecord_compression)),
     };
@@ -487,7 +487,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
         Some(m) => options.set_metadata(Some(m)),
         None => options,
     };
-    let mut writer = RecordWriter::new(io::create(&args.out)?, options)?;
+    let mut writer = RecordWriter::with_io_thread(io::create(&args.out)?, options)?;
     let mut count = 0u64;
     while let Some(record) = reader.read_record()? {
         writer.write_record(&record)?;
@@ -535,7 +535,10 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
             if let Some(m) = metadata {
                 options = options.set_metadata(Some(m));
             }
-            writer = Some(RecordWriter::new(std::mem::replace(&mut dest, Box::new(std::io::sink())), options.clone())?);
+            writer = Some(RecordWriter::with_io_thread(
+                std::mem::replace(&mut dest, Box::new(std::io::sink())),
+                options.clone(),
+            )?);
         }
         let w = writer.as_mut().context("writer")?;
         while let Some(record) = reader.read_record().with_context(|| name.clone())? {

@@ -405,6 +405,11 @@ impl<W: Write + Send + 'static> RecordWriter<W> {
     pub fn append_with_io_thread(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
         Self::start(Dest::Behind(WriteBehind::new(dest)), existing_size, options)
     }
+
+    /// [`grouped`](Self::grouped), writing on a thread of its own.
+    pub(crate) fn grouped_with_io_thread(dest: W, options: RecordWriterOptions, grouping: Grouping) -> Result<Self> {
+        Self::start_with(Dest::Behind(WriteBehind::new(dest)), 0, options, Some(grouping))
+    }
 }
 
 impl<W: Write> RecordWriter<W> {

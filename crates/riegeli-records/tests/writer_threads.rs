@@ -205,3 +205,28 @@ fn io_thread_append_matches_append() {
     let all: Vec<Vec<u8>> = first.iter().chain(&more).cloned().collect();
     assert_eq!(read_all(&mut RecordReader::new(Cursor::new(appended))), all);
 }
+
+#[test]
+fn array_record_io_thread_writes_the_same_bytes() {
+    use riegeli_records::{ArrayRecordReader, ArrayRecordWriter};
+    let records = mixed_records(700);
+    for options in ["group_size:10,uncompressed", "group_size:100,transpose,zstd:1", "group_size:7,snappy"] {
+        let direct = {
+            let mut writer = ArrayRecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+            for record in &records {
+                writer.write_record(record).unwrap();
+            }
+            writer.close().unwrap()
+        };
+        let dest = Shared::default();
+        let mut writer = ArrayRecordWriter::with_io_thread(dest.clone(), options.parse().unwrap()).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        writer.close().unwrap();
+        let behind = dest.bytes();
+        assert!(behind == direct, "{options}: {} bytes, directly {}", behind.len(), direct.len());
+        let reader = ArrayRecordReader::new(Cursor::new(behind)).unwrap();
+        assert_eq!(reader.num_records(), records.len() as u64, "{options}");
+    }
+}

@@ -72,16 +72,31 @@ fn record_writer_options(options: &ArrayRecordWriterOptions) -> RecordWriterOpti
         .set_metadata(options.metadata().cloned())
 }
 
+/// How the records of an ArrayRecord file are grouped into chunks.
+fn grouping(options: &ArrayRecordWriterOptions) -> Result<Grouping> {
+    options.compressor_options().validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+    Ok(Grouping {
+        group_size: options.group_size(),
+        bucket_size: options.transpose_bucket_size(),
+        pad_to_block_boundary: options.pad_to_block_boundary(),
+    })
+}
+
+impl<W: Write + Send + 'static> ArrayRecordWriter<W> {
+    /// [`new`](Self::new), writing to `dest` on a thread of its own (see
+    /// [`RecordWriter::with_io_thread`]).
+    pub fn with_io_thread(dest: W, options: ArrayRecordWriterOptions) -> Result<Self> {
+        let grouping = grouping(&options)?;
+        let inner = RecordWriter::grouped_with_io_thread(dest, record_writer_options(&options), grouping)?;
+        Ok(Self { inner: Some(inner), options, num_records: 0 })
+    }
+}
+
 impl<W: Write> ArrayRecordWriter<W> {
     /// Starts a new file: writes the file signature and, if the options carry
     /// metadata, the metadata chunk.
     pub fn new(dest: W, options: ArrayRecordWriterOptions) -> Result<Self> {
-        options.compressor_options().validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
-        let grouping = Grouping {
-            group_size: options.group_size(),
-            bucket_size: options.transpose_bucket_size(),
-            pad_to_block_boundary: options.pad_to_block_boundary(),
-        };
+        let grouping = grouping(&options)?;
         let inner = RecordWriter::grouped(dest, record_writer_options(&options), grouping)?;
         Ok(Self { inner: Some(inner), options, num_records: 0 })
     }
