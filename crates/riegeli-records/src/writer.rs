@@ -237,6 +237,17 @@ type Job = (u64, Vec<(ChunkEncoder, Vec<u8>)>);
 /// Its results in order, with the encoders returned for reuse.
 type Done = (u64, Vec<(Encoded, ChunkEncoder)>);
 
+/// When the caller encodes a batch itself.
+#[derive(Debug, Clone, Copy)]
+enum Help {
+    Never,
+    /// When every thread has a batch.
+    WhenBusy,
+    /// Every other batch (tests: the caller's share of the work, whatever the timing).
+    #[cfg(test)]
+    Always,
+}
+
 /// Background encoding threads (`parallelism > 0`).
 struct Pool {
     jobs: Option<Sender<Job>>,
@@ -245,6 +256,11 @@ struct Pool {
     /// Finished chunks waiting for their turn to be written, by sequence number.
     ready: BTreeMap<u64, Encoded>,
     spare: Vec<ChunkEncoder>,
+    /// Whether the caller encodes a batch itself when the threads are busy:
+    /// when the machine has a core left for it besides theirs.
+    caller_helps: Help,
+    /// The caller's transposed encoder for deferred chunks it encodes itself.
+    helper: Option<ChunkEncoder>,
     /// Batches being encoded.
     in_flight: usize,
     /// Closed chunks not yet handed over, and their decoded size.
@@ -255,6 +271,8 @@ struct Pool {
 
 impl Pool {
     fn new(threads: usize, config: EncoderConfig) -> Self {
+        let spare_core = std::thread::available_parallelism().is_ok_and(|cores| cores.get() > threads);
+        let caller_helps = if spare_core { Help::WhenBusy } else { Help::Never };
         let (jobs, job_rx) = channel::<Job>();
         let (done_tx, results) = channel::<Done>();
         let job_rx = Arc::new(Mutex::new(job_rx));
@@ -287,6 +305,8 @@ impl Pool {
             threads,
             ready: BTreeMap::new(),
             spare: Vec::new(),
+            caller_helps,
+            helper: None,
             in_flight: 0,
             batch: Vec::new(),
             batch_first_seq: 0,
@@ -330,15 +350,18 @@ impl Drop for Pool {
 /// records keep arriving, and written in order. They are handed over in
 /// batches of at least 1 MiB of records (a batch of 4 KiB chunks costs one
 /// hand-off, not hundreds); at most about N batches, or N chunks if larger,
-/// are in memory. Transposed chunks are then also parsed in the background:
-/// the caller only copies their records (as C++'s `DeferredEncoder` does).
+/// are in memory. When all N threads are busy and the machine has a core to
+/// spare (N is below its core count), the caller encodes the next batch
+/// itself rather than wait. Transposed chunks are parsed in the background
+/// too: the caller only copies their records (as C++'s `DeferredEncoder`
+/// does).
 /// Encoding errors are reported no later than [`flush`](Self::flush) or
 /// [`close`](Self::close). [`pos`](Self::pos) and [`last_pos`](Self::last_pos)
 /// then wait for earlier chunks to be written.
 ///
 /// [`with_io_thread`](Self::with_io_thread) moves the destination's writes to
-/// a thread of their own as well, so that the caller's thread neither encodes
-/// nor writes.
+/// a thread of their own as well, so that the caller's thread does not wait
+/// for them.
 pub struct RecordWriter<W: Write> {
     dest: Option<Dest<W>>,
     /// `out` is written when it holds this many bytes.
@@ -614,8 +637,19 @@ impl<W: Write> RecordWriter<W> {
             if pool.batch_bytes < BATCH_BYTES {
                 return Ok(());
             }
-            self.submit()?;
             let parallelism = self.options.parallelism();
+            let help = match pool.caller_helps {
+                Help::Never => false,
+                Help::WhenBusy => pool.in_flight >= parallelism,
+                #[cfg(test)]
+                Help::Always => true,
+            };
+            if help {
+                // The threads are busy: encode this batch here rather than wait for them.
+                self.encode_batch_here()?;
+            } else {
+                self.submit()?;
+            }
             return self.drain(parallelism);
         }
         let encoded = self.encoder.encode(data).map_err(|e| e.at(self.pos));
@@ -673,6 +707,22 @@ impl<W: Write> RecordWriter<W> {
         }
     }
 
+    /// Encodes the pool's open batch on the calling thread; its chunks are
+    /// written when those before them are.
+    fn encode_batch_here(&mut self) -> Result<()> {
+        let config = self.config;
+        let Some(pool) = &mut self.pool else { return Ok(()) };
+        let chunks = std::mem::take(&mut pool.batch);
+        pool.batch_bytes = 0;
+        let helper = pool.helper.get_or_insert_with(|| ChunkEncoder::new(&EncoderConfig { defer: false, ..config }));
+        for (seq, (mut encoder, data)) in (pool.batch_first_seq..).zip(chunks) {
+            let result = encoder.encode_with(data, helper, &config);
+            pool.spare.push(encoder);
+            pool.ready.insert(seq, result);
+        }
+        self.write_ready()
+    }
+
     fn accept(&mut self, (first_seq, results): Done) -> Result<()> {
         let Some(pool) = &mut self.pool else { return Ok(()) };
         pool.in_flight -= 1;
@@ -680,6 +730,11 @@ impl<W: Write> RecordWriter<W> {
             pool.spare.push(encoder);
             pool.ready.insert(seq, result);
         }
+        self.write_ready()
+    }
+
+    /// Writes the finished chunks that are next in order.
+    fn write_ready(&mut self) -> Result<()> {
         while let Some(result) = self.pool.as_mut().and_then(|p| p.ready.remove(&self.next_to_write)) {
             let seq = self.next_to_write;
             let encoded = result.map_err(|e| e.at(self.pos));
@@ -923,6 +978,44 @@ impl<W: Write> Drop for RecordWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn records() -> Vec<Vec<u8>> {
+        (0..20_000u32)
+            .map(|i| {
+                if i % 3 == 0 {
+                    // A small protocol buffer message: field 1 varint, field 2 string.
+                    let mut m = vec![0x08, (i % 100) as u8, 0x12, 4];
+                    m.extend_from_slice(&i.to_le_bytes());
+                    m
+                } else {
+                    format!("record {i} {}", "x".repeat((i % 300) as usize)).into_bytes()
+                }
+            })
+            .collect()
+    }
+
+    fn write(records: &[Vec<u8>], options: &str, help: Option<Help>) -> Vec<u8> {
+        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+        if let (Some(pool), Some(help)) = (writer.pool.as_mut(), help) {
+            pool.caller_helps = help;
+        }
+        for record in records {
+            writer.write_record(record).unwrap();
+        }
+        writer.close().unwrap()
+    }
+
+    #[test]
+    fn batches_the_caller_encodes_give_the_serial_bytes() {
+        let records = records();
+        for options in ["uncompressed", "snappy,chunk_size:100k", "transpose,zstd:1,chunk_size:300k"] {
+            let serial = write(&records, options, None);
+            for help in [Help::Always, Help::Never] {
+                let parallel = write(&records, &format!("{options},parallelism:1"), Some(help));
+                assert!(parallel == serial, "{options}, {help:?}: {} bytes, serially {}", parallel.len(), serial.len());
+            }
+        }
+    }
 
     #[test]
     fn padding_positions() {

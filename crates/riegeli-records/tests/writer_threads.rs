@@ -110,6 +110,21 @@ fn background_threads_write_the_serial_bytes() {
 }
 
 #[test]
+fn many_batches_write_the_serial_bytes() {
+    // Several MiB, so that batches fill while the threads are busy (and the
+    // caller, with a core to spare, encodes some itself).
+    let records: Vec<Vec<u8>> = (0..6).flat_map(|_| mixed_records(3000)).collect();
+    for options in ["uncompressed", "snappy,chunk_size:64k", "transpose,zstd:1,chunk_size:300k"] {
+        let (serial, serial_positions) = write(&records, options, Kind::Serial);
+        for kind in [Kind::Parallel(1), Kind::IoThread(1), Kind::Parallel(2)] {
+            let (file, positions) = write(&records, options, kind);
+            assert!(file == serial, "{options}, {kind:?}: {} bytes, serially {}", file.len(), serial.len());
+            assert_eq!(positions, serial_positions, "{options}, {kind:?}");
+        }
+    }
+}
+
+#[test]
 fn pos_waits_for_batched_chunks() {
     // Each record closes a chunk, so chunks wait in the pool's open batch.
     let records = sample_records(500, 12);
