@@ -95,8 +95,9 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let mut rows = Vec::new();
     let rounds: u32 = repeat.parse().with_context(|| format!("--repeat {repeat:?}"))?;
     for (i, config) in configs.iter().enumerate() {
-        // One run of each implementation per round, taking turns, so that a slow
-        // spell of a shared machine falls on all three rather than on one.
+        // Each implementation in turn, a round at a time, so that a slow spell of a
+        // shared machine falls on all three rather than on one; two runs per process,
+        // so that none is timed only cold.
         let (mut ours, mut cxx, mut rr) = (None, None, None);
         for round in 0..rounds.max(1) {
             crate::ci::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
@@ -109,13 +110,13 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             } else {
                 source = vec!["--input-delimited".to_owned(), records.display().to_string()];
             }
-            cmd!(sh, "{riegeli} bench {source...} --repeat 1 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+            cmd!(sh, "{riegeli} bench {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
             ours = Some(fastest(ours, first(&ours_json)?));
             let cxx_json = work.join("cxx.json");
-            cmd!(sh, "{python} {script} {records} 1 {cxx_json} {files} {config}").run()?;
+            cmd!(sh, "{python} {script} {records} 2 {cxx_json} {files} {config}").run()?;
             cxx = Some(fastest(cxx, first(&cxx_json)?));
             let rr_json = work.join("riegeli_rs.json");
-            cmd!(sh, "{peer} {records} 1 {rr_json} {files} {config}").run()?;
+            cmd!(sh, "{peer} {records} 2 {rr_json} {files} {config}").run()?;
             rr = first(&rr_json).ok().map(|v| fastest(rr.take(), v));
         }
         let (Some(ours), Some(cxx)) = (ours, cxx) else { bail!("{config}: no figures") };
@@ -178,7 +179,7 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     let _ = writeln!(
         out,
         "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat} \
-         rounds (in each round every implementation runs once, in turn); \
+         rounds (in each round every implementation runs in turn, timing two runs in one process); \
          ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file \
          (on /dev/shm when it exists) and reads it back, as records_benchmark does with its /tmp files.\n\
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
