@@ -310,6 +310,20 @@ mod tests {
     }
 
     #[test]
+    fn handed_over_buffers_keep_their_place() {
+        let dest = Shared::new(usize::MAX);
+        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        writer.write_all(b"first ").unwrap();
+        let next = writer.write_buffer(b"second ".to_vec()).unwrap();
+        assert!(next.is_empty());
+        writer.write_all(b"third").unwrap();
+        let empty = writer.write_buffer(Vec::new()).unwrap();
+        assert!(empty.is_empty());
+        writer.flush().unwrap();
+        assert_eq!(dest.bytes(), b"first second third");
+    }
+
+    #[test]
     fn drop_writes_what_was_buffered() {
         let dest = Shared::new(usize::MAX);
         let mut writer = WriteBehind::new(dest.clone());
