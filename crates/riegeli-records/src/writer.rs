@@ -17,8 +17,9 @@ use crate::options::RecordWriterOptions;
 use crate::position::RecordPosition;
 use crate::write_behind::WriteBehind;
 
-/// Bytes gathered before writing to the destination.
-const OUT_BUFFER: usize = 64 << 10;
+/// Bytes gathered before writing to the destination: a write of 1 MiB costs
+/// the kernel ~7% less per byte than one of 64 KiB (uncompressed writes to tmpfs).
+const OUT_BUFFER: usize = 1 << 20;
 /// Bytes gathered before handing them to the I/O thread of
 /// [`RecordWriter::with_io_thread`].
 const BEHIND_BUFFER: usize = 256 << 10;
