@@ -57,22 +57,19 @@ pub(crate) struct WrittenChunk {
     pub(crate) num_records: u64,
 }
 
-/// Encodes one chunk's records.
-enum ChunkEncoder {
+/// Encodes one chunk's records as they are added (simple chunks gather them;
+/// transposed chunks parse them).
+enum Immediate {
     Simple(SimpleChunkEncoder),
     Transposed(Box<TransposedChunkEncoder>),
-    /// A transposed chunk's records, to be encoded on a background thread.
-    Deferred(Deferred),
 }
 
-impl ChunkEncoder {
+impl Immediate {
     fn new(config: &EncoderConfig) -> Self {
-        match (config.transpose, config.defer) {
-            (true, true) => Self::Deferred(Deferred { config: *config, values: Vec::new(), ends: Vec::new() }),
-            (true, false) => {
-                Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
-            }
-            (false, _) => Self::Simple(SimpleChunkEncoder::new(config.compressor)),
+        if config.transpose {
+            Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
+        } else {
+            Self::Simple(SimpleChunkEncoder::new(config.compressor))
         }
     }
 
@@ -83,53 +80,7 @@ impl ChunkEncoder {
                 Ok(())
             }
             Self::Transposed(e) => e.add_record(record),
-            Self::Deferred(d) => {
-                d.add_record(record);
-                Ok(())
-            }
         }
-    }
-
-    fn num_records(&self) -> u64 {
-        match self {
-            Self::Simple(e) => e.num_records(),
-            Self::Transposed(e) => e.num_records(),
-            Self::Deferred(d) => d.ends.len() as u64,
-        }
-    }
-
-    fn decoded_data_size(&self) -> u64 {
-        match self {
-            Self::Simple(e) => e.decoded_data_size(),
-            Self::Transposed(e) => e.decoded_data_size(),
-            Self::Deferred(d) => d.values.len() as u64,
-        }
-    }
-
-    /// Encodes the chunk as [`encode`](Self::encode) does; a deferred one by
-    /// feeding its records to `helper` (a transposed encoder owned by the
-    /// calling thread), which is replaced by a fresh one if encoding fails.
-    fn encode_with(&mut self, data: Vec<u8>, helper: &mut Self, config: &EncoderConfig) -> Encoded {
-        let Self::Deferred(deferred) = self else { return self.encode(data) };
-        let mut result = Ok(());
-        let mut start = 0;
-        for &end in &deferred.ends {
-            result = helper.add_record(deferred.values.get(start..end).unwrap_or_default());
-            if result.is_err() {
-                break;
-            }
-            start = end;
-        }
-        deferred.values.clear();
-        deferred.ends.clear();
-        let encoded = match result {
-            Ok(()) => helper.encode(data),
-            Err(e) => Err(e.into()),
-        };
-        if encoded.is_err() {
-            *helper = Self::new(&EncoderConfig { defer: false, ..*config });
-        }
-        encoded
     }
 
     /// Encodes the chunk (resetting the encoder) into a header and data,
@@ -137,7 +88,7 @@ impl ChunkEncoder {
     /// uncompressed simple chunk may swap it for the encoder's own). Hashing
     /// the data for the header happens here too, so that with parallel
     /// encoding it is the background thread's work.
-    fn encode(&mut self, mut data: Vec<u8>) -> std::result::Result<EncodedChunk, EncodeError> {
+    fn encode(&mut self, mut data: Vec<u8>) -> Encoded {
         let (chunk_type, num_records, decoded, offset) = match self {
             Self::Simple(e) => {
                 let counts = (e.num_records(), e.decoded_data_size());
@@ -150,12 +101,6 @@ impl ChunkEncoder {
                 e.encode(&mut data)?;
                 (ChunkType::Transposed, counts.0, counts.1, 0)
             }
-            Self::Deferred(deferred) => {
-                // Not reached: deferred chunks go to `encode_with` on a background thread.
-                let config = deferred.config;
-                let mut helper = Self::new(&EncoderConfig { defer: false, ..config });
-                return self.encode_with(data, &mut helper, &config);
-            }
         };
         let payload = data.get(offset..).unwrap_or_default();
         let header = ChunkHeader::for_data(chunk_type.to_byte(), payload, num_records, decoded)?;
@@ -163,24 +108,89 @@ impl ChunkEncoder {
     }
 }
 
+/// The encoder of the open chunk.
+enum ChunkEncoder {
+    Now(Immediate),
+    /// A transposed chunk's records, to be parsed and encoded by a background thread.
+    Deferred(Deferred),
+}
+
+impl ChunkEncoder {
+    fn new(config: &EncoderConfig) -> Self {
+        if config.transpose && config.defer {
+            Self::Deferred(Deferred::default())
+        } else {
+            Self::Now(Immediate::new(config))
+        }
+    }
+
+    fn add_record(&mut self, record: &[u8]) -> std::result::Result<(), CodecError> {
+        match self {
+            Self::Now(e) => e.add_record(record),
+            Self::Deferred(d) => {
+                d.values.extend_from_slice(record);
+                d.ends.push(d.values.len());
+                Ok(())
+            }
+        }
+    }
+
+    fn num_records(&self) -> u64 {
+        match self {
+            Self::Now(Immediate::Simple(e)) => e.num_records(),
+            Self::Now(Immediate::Transposed(e)) => e.num_records(),
+            Self::Deferred(d) => d.ends.len() as u64,
+        }
+    }
+
+    fn decoded_data_size(&self) -> u64 {
+        match self {
+            Self::Now(Immediate::Simple(e)) => e.decoded_data_size(),
+            Self::Now(Immediate::Transposed(e)) => e.decoded_data_size(),
+            Self::Deferred(d) => d.values.len() as u64,
+        }
+    }
+
+    /// Encodes the chunk as [`Immediate::encode`] does, resetting the encoder.
+    /// A deferred chunk's records are fed to `helper`, the calling thread's
+    /// transposed encoder (made on first use, dropped if encoding fails).
+    fn encode(&mut self, data: Vec<u8>, helper: &mut Option<Immediate>, config: &EncoderConfig) -> Encoded {
+        let deferred = match self {
+            Self::Now(e) => return e.encode(data),
+            Self::Deferred(deferred) => deferred,
+        };
+        let encoder = helper.get_or_insert_with(|| Immediate::new(config));
+        let mut start = 0;
+        let mut result = Ok(());
+        for &end in &deferred.ends {
+            result = encoder.add_record(deferred.values.get(start..end).unwrap_or_default());
+            if result.is_err() {
+                break;
+            }
+            start = end;
+        }
+        deferred.values.clear();
+        deferred.ends.clear();
+        let encoded = match result {
+            Ok(()) => encoder.encode(data),
+            Err(e) => Err(e.into()),
+        };
+        if encoded.is_err() {
+            *helper = None;
+        }
+        encoded
+    }
+}
+
 /// The records of a transposed chunk, gathered by the caller and encoded
 /// later on a background thread (as C++ `DeferredEncoder`): parsing them as
-/// protocol buffers is most of a transposed chunk's work.
-#[derive(Debug)]
+/// protocol buffers is most of a transposed chunk's work. The limit on
+/// records per chunk is checked by the transposed encoder they are fed to.
+#[derive(Debug, Default)]
 struct Deferred {
-    config: EncoderConfig,
     values: Vec<u8>,
     /// Where each record ends in `values`.
     ends: Vec<usize>,
-}
-
-impl Deferred {
-    /// Adds a record. The limit on records per chunk is checked by the
-    /// transposed encoder they are fed to.
-    fn add_record(&mut self, record: &[u8]) {
-        self.values.extend_from_slice(record);
-        self.ends.push(self.values.len());
-    }
 }
 
 /// Why a chunk could not be encoded; its position is added when it is reported.
@@ -244,7 +254,7 @@ enum Help {
     Never,
     /// When every thread has a batch.
     WhenBusy,
-    /// Every other batch (tests: the caller's share of the work, whatever the timing).
+    /// Every full batch (tests: the caller's share of the work, whatever the timing).
     #[cfg(test)]
     Always,
 }
@@ -261,7 +271,7 @@ struct Pool {
     /// when the machine has a core left for it besides theirs.
     caller_helps: Help,
     /// The caller's transposed encoder for deferred chunks it encodes itself.
-    helper: Option<ChunkEncoder>,
+    helper: Option<Immediate>,
     /// Batches being encoded.
     in_flight: usize,
     /// Closed chunks not yet handed over, and their decoded size.
@@ -282,7 +292,7 @@ impl Pool {
                 let job_rx = Arc::clone(&job_rx);
                 let done_tx = done_tx.clone();
                 std::thread::spawn(move || {
-                    let mut helper = ChunkEncoder::new(&EncoderConfig { defer: false, ..config });
+                    let mut helper = None;
                     loop {
                         let job = match job_rx.lock() {
                             Ok(rx) => rx.recv(),
@@ -291,7 +301,7 @@ impl Pool {
                         let Ok((first_seq, chunks)) = job else { return };
                         let results = chunks
                             .into_iter()
-                            .map(|(mut encoder, data)| (encoder.encode_with(data, &mut helper, &config), encoder))
+                            .map(|(mut encoder, data)| (encoder.encode(data, &mut helper, &config), encoder))
                             .collect();
                         if done_tx.send((first_seq, results)).is_err() {
                             return;
@@ -653,7 +663,8 @@ impl<W: Write> RecordWriter<W> {
             }
             return self.drain(parallelism);
         }
-        let encoded = self.encoder.encode(data).map_err(|e| e.at(self.pos));
+        // Serially no chunk is deferred: no helper encoder is needed.
+        let encoded = self.encoder.encode(data, &mut None, &self.config).map_err(|e| e.at(self.pos));
         let encoded = self.guard(|_| encoded)?;
         self.write_encoded(seq, encoded)
     }
@@ -715,9 +726,8 @@ impl<W: Write> RecordWriter<W> {
         let Some(pool) = &mut self.pool else { return Ok(()) };
         let chunks = std::mem::take(&mut pool.batch);
         pool.batch_bytes = 0;
-        let helper = pool.helper.get_or_insert_with(|| ChunkEncoder::new(&EncoderConfig { defer: false, ..config }));
         for (seq, (mut encoder, data)) in (pool.batch_first_seq..).zip(chunks) {
-            let result = encoder.encode_with(data, helper, &config);
+            let result = encoder.encode(data, &mut pool.helper, &config);
             pool.spare.push(encoder);
             pool.ready.insert(seq, result);
         }
@@ -851,13 +861,8 @@ impl<W: Write> RecordWriter<W> {
             let framed = FramedChunk::new(w.pos, header, data)?;
             let end = framed.chunk_end();
             for piece in framed {
+                // Data pieces end at block boundaries, so they are smaller than `out_limit`.
                 match piece {
-                    Piece::Data(bytes) if bytes.len() >= w.out_limit => {
-                        w.flush_out()?;
-                        if let Some(dest) = w.dest.as_mut() {
-                            dest.write_all(bytes)?;
-                        }
-                    }
                     Piece::Data(bytes) => w.out.extend_from_slice(bytes),
                     Piece::Inline(bytes) => w.out.extend_from_slice(bytes.as_slice()),
                     Piece::Zeros(n) => {
@@ -924,13 +929,6 @@ enum Dest<W> {
 }
 
 impl<W: Write> Dest<W> {
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        match self {
-            Self::Direct(dest) => dest.write_all(bytes),
-            Self::Behind(behind) => behind.write_all(bytes),
-        }
-    }
-
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Self::Direct(dest) => dest.flush(),
