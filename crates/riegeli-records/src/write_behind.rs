@@ -102,13 +102,7 @@ impl<W> WriteBehind<W> {
     pub fn write_buffer(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
         self.check()?;
         self.send_buffer()?;
-        let next = self.spare.try_recv().map_or_else(
-            |_| Vec::with_capacity(buffer.capacity()),
-            |mut spare| {
-                spare.clear();
-                spare
-            },
-        );
+        let next = self.empty_buffer(buffer.capacity());
         if !buffer.is_empty() {
             self.send(Message::Data(buffer))?;
         }
@@ -150,15 +144,20 @@ impl<W> WriteBehind<W> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let next = match self.spare.try_recv() {
+        let next = self.empty_buffer(self.capacity);
+        let full = std::mem::replace(&mut self.buffer, next);
+        self.send(Message::Data(full))
+    }
+
+    /// A buffer the thread is done with, or a new one of `capacity` bytes.
+    fn empty_buffer(&self, capacity: usize) -> Vec<u8> {
+        match self.spare.try_recv() {
             Ok(mut spare) => {
                 spare.clear();
                 spare
             }
-            Err(_) => Vec::with_capacity(self.capacity),
-        };
-        let full = std::mem::replace(&mut self.buffer, next);
-        self.send(Message::Data(full))
+            Err(_) => Vec::with_capacity(capacity),
+        }
     }
 
     fn send(&mut self, message: Message) -> io::Result<()> {
@@ -178,30 +177,24 @@ fn run<W: Write>(
     spare: &std::sync::mpsc::Sender<Vec<u8>>,
     errors: &std::sync::mpsc::Sender<io::Error>,
 ) -> W {
-    // The first error, kept for the next flush after it is reported to `write`.
+    // After the first error (sent once to the caller) nothing more is written.
     let mut failed = false;
-    let fail = |e: io::Error, failed: &mut bool| {
-        if !*failed {
-            *failed = true;
+    while let Ok(message) = messages.recv() {
+        let (result, reply) = match message {
+            Message::Data(buffer) => {
+                let result = if failed { Ok(()) } else { dest.write_all(&buffer) };
+                let _ = spare.send(buffer);
+                (result, None)
+            }
+            Message::Flush(reply) => (if failed { Ok(()) } else { dest.flush() }, Some(reply)),
+        };
+        if let Err(e) = result {
+            failed = true;
             let _ = errors.send(e);
         }
-    };
-    while let Ok(message) = messages.recv() {
-        match message {
-            Message::Data(buffer) => {
-                if !failed && let Err(e) = dest.write_all(&buffer) {
-                    fail(e, &mut failed);
-                }
-                let _ = spare.send(buffer);
-            }
-            Message::Flush(reply) => {
-                let result = if failed { Ok(()) } else { dest.flush() };
-                if let Err(e) = result {
-                    fail(e, &mut failed);
-                }
-                // The caller reads `errors` after this answer: an error is reported there.
-                let _ = reply.send(());
-            }
+        // After this answer the caller reads `errors`: an error of this flush is reported there.
+        if let Some(reply) = reply {
+            let _ = reply.send(());
         }
     }
     dest
@@ -217,14 +210,6 @@ impl<W> Write for WriteBehind<W> {
             self.send_buffer()?;
         }
         Ok(taken)
-    }
-
-    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let n = self.write(data)?;
-            data = data.get(n..).unwrap_or_default();
-        }
-        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
