@@ -13,16 +13,16 @@ use std::fs::File;
 use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, RecordReaderOptions};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions};
 
 /// Small limits, so that no input makes a run allocate much.
 fn options(parallelism: usize) -> ArrayRecordReaderOptions {
     ArrayRecordReaderOptions {
-        records: RecordReaderOptions {
+        chunks: ChunkReadOptions {
             max_chunk_data_size: 1 << 20,
             max_decoded_size: 1 << 20,
             max_num_records: 1 << 14,
-            ..RecordReaderOptions::default()
+            ..ChunkReadOptions::default()
         },
         parallelism: Some(parallelism),
     }

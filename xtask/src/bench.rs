@@ -71,7 +71,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             other => bail!("unexpected argument {other:?}"),
         }
     }
-    let root = crate::project_root();
+    let root = crate::common::project_root();
     let work = root.join("target").join("bench-records");
     sh.create_dir(&work)?;
     // The files each implementation writes and reads back: on tmpfs when there is
@@ -80,7 +80,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let files =
         if shm.is_dir() { shm.join(format!("riegeli-bench-records-{}", std::process::id())) } else { work.clone() };
     sh.create_dir(&files)?;
-    crate::ci::step("building riegeli-cli and bench-peers (release)");
+    crate::common::step("building riegeli-cli and bench-peers (release)");
     cmd!(sh, "cargo build --release --locked -p riegeli-cli").run()?;
     cmd!(sh, "cargo build --release --locked --manifest-path bench-peers/Cargo.toml --bin riegeli_rs_table").run()?;
     let python = crate::python::venv(sh)?;
@@ -100,7 +100,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         // so that none is timed only cold.
         let (mut ours, mut cxx, mut rr) = (None, None, None);
         for round in 0..rounds.max(1) {
-            crate::ci::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
+            crate::common::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
             let ours_json = work.join("ours.json");
             // The first run generates the records; the others measure those same bytes.
             let mut source =
@@ -293,17 +293,17 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
         configs.push("group_size:100,zstd:3".to_owned());
     }
     let python = crate::python::venv(sh)?;
-    let dir = crate::project_root().join("target").join("array-record-bench");
+    let dir = crate::common::project_root().join("target").join("array-record-bench");
     std::fs::create_dir_all(&dir)?;
-    crate::ci::step("building the bench example (release)");
+    crate::common::step("building the bench example (release)");
     cmd!(sh, "cargo build --release --quiet -p riegeli-records --example array_record_bench").run()?;
-    let example = crate::project_root().join("target/release/examples/array_record_bench");
+    let example = crate::common::project_root().join("target/release/examples/array_record_bench");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut report = String::new();
     for (n, config) in configs.iter().enumerate() {
         // One file per parameter set; the example writes it only when it is missing or stale.
         let path = dir.join(format!("bench-{n}.array_record"));
-        crate::ci::step(&format!("{config}: our reader, then C++'s (array-record 0.8.6), on {}", path.display()));
+        crate::common::step(&format!("{config}: our reader, then C++'s (array-record 0.8.6), on {}", path.display()));
         let size = &size;
         let ours = cmd!(sh, "{example} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
             .read()

@@ -1,7 +1,12 @@
 //! `cargo xtask ci`: the whole CI job, in order.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use xshell::{Shell, cmd};
+
+use crate::common::step;
+
+/// The cargo-machete release this check was written against.
+const CARGO_MACHETE_VERSION: &str = "0.9.2";
 
 /// Codec feature sets checked besides the default (`--no-default-features` and each codec alone).
 const FEATURE_MATRIX: &[&str] = &["", "brotli", "brotli-c", "zstd", "snappy"];
@@ -10,6 +15,9 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     let skip_interop = args.iter().any(|a| a == "--no-interop");
     step("fmt");
     cmd!(sh, "cargo fmt --all --check").run()?;
+    crate::tidy::run(sh)?;
+    step("unused dependencies");
+    unused_dependencies(sh)?;
     step("clippy");
     cmd!(sh, "cargo clippy --workspace --all-targets --all-features --locked -- -D warnings").run()?;
     step("test");
@@ -44,6 +52,19 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn step(name: &str) {
-    eprintln!("\n==> {name}");
+/// Runs cargo-machete (installed if missing) over every Cargo.toml of the repository: the
+/// workspace, `fuzz/` and `bench-peers/`. False positives are listed in the crate's
+/// `[package.metadata.cargo-machete] ignored`, with the reason.
+fn unused_dependencies(sh: &Shell) -> Result<()> {
+    if cmd!(sh, "cargo machete --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
+        cmd!(sh, "cargo install cargo-machete --version {CARGO_MACHETE_VERSION} --locked").run()?;
+    }
+    // cargo-machete exits 0 when it cannot read a manifest; that must fail too.
+    let output = cmd!(sh, "cargo machete --skip-target-dir").ignore_status().output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprint!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() || stderr.lines().any(|line| line.starts_with("error")) {
+        bail!("cargo machete: unused dependencies, or a manifest it could not read");
+    }
+    Ok(())
 }

@@ -47,10 +47,10 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     for target in targets {
         let regressions = regression_inputs(sh, &target)?;
         if !regressions.is_empty() {
-            crate::ci::step(&format!("fuzz {target}: replay {} regression(s)", regressions.len()));
+            crate::common::step(&format!("fuzz {target}: replay {} regression(s)", regressions.len()));
             cmd!(sh, "cargo fuzz run --sanitizer none {target} {regressions...}").run()?;
         }
-        crate::ci::step(&format!("fuzz {target} for {seconds} s"));
+        crate::common::step(&format!("fuzz {target} for {seconds} s"));
         let corpus = format!("corpus/{target}");
         sh.create_dir(&corpus)?;
         cmd!(sh, "cargo fuzz run --sanitizer none {target} {corpus} -- {max_time} -timeout=20 -print_final_stats=1")

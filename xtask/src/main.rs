@@ -9,25 +9,26 @@
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
 //!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
-//! - `release <version>`: bump every crate, require a CHANGELOG section, package in order.
+//! - `release <version>`: bump every crate, require a CHANGELOG section, package in order;
+//! - `tidy`: no two modules of a crate import each other (also a step of `ci`).
 #![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
 #![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
 
 mod bench;
 mod ci;
+mod common;
 mod fuzz;
 mod python;
 mod release;
 mod testdata;
-
-use std::path::{Path, PathBuf};
+mod tidy;
 
 use anyhow::{Result, bail};
 use xshell::Shell;
 
 fn main() -> Result<()> {
     let sh = Shell::new()?;
-    sh.change_dir(project_root());
+    sh.change_dir(common::project_root());
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or_default();
     match args.first().map(String::as_str) {
@@ -37,11 +38,13 @@ fn main() -> Result<()> {
         Some("interop") => python::interop(&sh),
         Some("bench") => bench::run(&sh, rest),
         Some("release") => release::run(&sh, rest),
+        Some("tidy") => tidy::run(&sh),
         _ => {
             eprintln!(
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
-                 ci                          fmt, clippy, tests, feature matrix, docs, fuzz check, testdata check, interop\n  \
+                 ci                          fmt, module cycles, unused deps, clippy, tests, feature matrix, docs,\n  \
+                                             fuzz check, testdata check, interop\n  \
                  fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \
@@ -49,14 +52,10 @@ fn main() -> Result<()> {
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
                  bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
-                 release <version>           bump versions, check CHANGELOG, package in dependency order"
+                 release <version>           bump versions, check CHANGELOG, package in dependency order\n  \
+                 tidy                        no two modules of a crate import each other"
             );
             bail!("no task given")
         }
     }
-}
-
-/// The workspace root (the parent of this crate's manifest directory).
-pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }

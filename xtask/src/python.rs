@@ -10,11 +10,11 @@ const ORACLE: &str = "array-record==0.8.6";
 
 /// Creates (once) `target/oracle-venv` with the oracle installed; returns its python.
 pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
-    let dir = crate::project_root().join("target").join("oracle-venv");
+    let dir = crate::common::project_root().join("target").join("oracle-venv");
     let python = dir.join("bin").join("python");
     let stamp = dir.join(".installed");
     if !stamp.exists() {
-        crate::ci::step(&format!("creating {} with {ORACLE}", dir.display()));
+        crate::common::step(&format!("creating {} with {ORACLE}", dir.display()));
         let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
         cmd!(sh, "{python3} -m venv {dir}").run().context("python3 -m venv failed (is Python 3 installed?)")?;
         cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {ORACLE}").run()?;

@@ -27,7 +27,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     sh.write_file("Cargo.toml", bumped)?;
     cmd!(sh, "cargo update --workspace").run()?;
     for krate in CRATES {
-        crate::ci::step(&format!("package {krate}"));
+        crate::common::step(&format!("package {krate}"));
     }
     // `--workspace` packages the crates in dependency order against a local overlay registry.
     let packages: Vec<String> = CRATES.iter().map(|c| format!("--package={c}")).collect();

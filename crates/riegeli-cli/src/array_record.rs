@@ -17,10 +17,7 @@ use riegeli_records::{ArrayRecordReader, IndexSource};
 use crate::{io, progress};
 
 /// Where an ArrayRecord file's footer and postscript are.
-pub(crate) type Trailer = riegeli_records::array_record::ArrayRecordTrailer;
-
-/// The footer offset of a serialized postscript record, if it is one.
-pub(crate) use riegeli_records::array_record::parse_postscript;
+pub(crate) type Trailer = riegeli_records::ArrayRecordTrailer;
 
 /// Recognises an ArrayRecord file by the postscript at `size - 65536` (one
 /// small chunk read). `None` for plain files (and for standard input, which
@@ -30,7 +27,7 @@ pub(crate) fn detect(path: &Path) -> Result<Option<Trailer>> {
         return Ok(None);
     }
     let file = io::open_file(path)?;
-    riegeli_records::array_record::find_trailer(file).with_context(|| io::name(path))
+    riegeli_records::find_array_record_trailer(file).with_context(|| io::name(path))
 }
 
 /// What the footer says of an ArrayRecord file, read by [`ArrayRecordReader`].

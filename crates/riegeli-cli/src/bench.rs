@@ -12,9 +12,10 @@ use clap::{Args, ValueEnum};
 use riegeli_codec::varint;
 use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
+use crate::exit::Usage;
+use crate::io::{self, PathArg};
 use crate::tfrecord::TfCompression;
 use crate::write::InputFormat;
-use crate::{PathArg, Usage, io};
 
 /// The option sets records_benchmark measures by default.
 pub(crate) const DEFAULT_CONFIGS: &[&str] = &[
@@ -72,7 +73,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     save_records: Option<PathBuf>,
     /// Also time reading with this many background decoding threads
-    /// (`RecordReaderOptions::set_parallelism`); 0: serial reads only.
+    /// (`RecordReaderOptions::parallelism`); 0: serial reads only.
     #[arg(long, value_name = "N", default_value_t = 0)]
     read_parallelism: usize,
     /// Also time writing with the destination's writes on a thread of their own
@@ -276,7 +277,7 @@ pub(crate) fn measure(
         if read_parallelism > 0 {
             let cpu2 = cpu_time();
             let t2 = Instant::now();
-            let options = RecordReaderOptions::new().set_parallelism(read_parallelism);
+            let options = RecordReaderOptions { parallelism: read_parallelism, ..Default::default() };
             read_all(RecordReader::with_options(File::open(path)?, options))?;
             par_read_real = Some(t2.elapsed());
             par_read_cpu = cpu_time().zip(cpu2).map(|(a, b)| a.saturating_sub(b));

@@ -9,10 +9,15 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use clap::{Args, ValueEnum};
 use riegeli_codec::varint;
-use riegeli_records::{ChunkReader, IndexSource, RecordPosition, RecordReader, RecordReaderOptions, SkippedRegion};
+use riegeli_records::{
+    ChunkDecoder, ChunkReadOptions, ChunkReader, Disposition, IndexSource, RecordPosition, RecordReader,
+    RecordReaderOptions, SkippedRegion, TrailerDetector,
+};
 use serde_json::json;
 
-use crate::{Failed, PathArg, Usage, array_record, io, progress, proto};
+use crate::exit::{Failed, Usage};
+use crate::io::{self, PathArg};
+use crate::{array_record, progress, proto, text};
 
 /// How `cat` prints records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -114,28 +119,6 @@ pub(crate) struct CountArgs {
     plain: bool,
 }
 
-/// C-style escaping that keeps valid UTF-8 text readable.
-pub(crate) fn escape_text(record: &[u8]) -> String {
-    let mut out = String::with_capacity(record.len());
-    for chunk in record.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\\' => out.push_str("\\\\"),
-                '"' => out.push_str("\\\""),
-                c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
-}
-
 /// Installs a recovery callback that reports regions on stderr and counts them.
 pub(crate) fn report_skipped<R: std::io::Read>(
     reader: &mut RecordReader<R>,
@@ -211,7 +194,7 @@ impl Printer {
     fn format(&self, buf: &mut Vec<u8>, record: &[u8], label: Label, name: &str, first: bool) -> Result<bool> {
         match self.format {
             Format::Text => {
-                buf.extend_from_slice(escape_text(record).as_bytes());
+                buf.extend_from_slice(text::escape_text(record).as_bytes());
                 buf.push(b'\n');
             }
             Format::Hex => {
@@ -385,8 +368,11 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, show_progress);
         let stdin = input.is_stdin();
-        let options = RecordReaderOptions { read_array_record_trailer: args.plain, ..RecordReaderOptions::default() }
-            .set_parallelism(args.decoding_threads());
+        let options = RecordReaderOptions {
+            read_array_record_trailer: args.plain,
+            parallelism: args.decoding_threads(),
+            ..RecordReaderOptions::default()
+        };
         let mut reader = RecordReader::with_options(input, options);
         if let Some(trailer) = trailer {
             // Tells on stderr when the footer cannot be used; the records are read in order anyway.
@@ -459,28 +445,40 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
     Ok(())
 }
 
-/// Counts the records of a file from its chunk headers, without decoding; an
-/// ArrayRecord trailer at the end (a footer chunk followed by a postscript
-/// pointing at it) is not counted unless `plain`.
+/// Counts the records of a file from its chunk headers; an ArrayRecord
+/// trailer (a footer chunk and the postscript pointing at it) is not counted
+/// unless `plain`. Chunks are decoded only to confirm a trailer.
 fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
     let input = io::open(path)?.with_progress(name, true);
-    let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
+    let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
     let mut count = 0u64;
     let mut failed = false;
-    // The last two chunks with records: maybe a footer and a postscript.
-    let mut last_two: Vec<riegeli_records::Chunk> = Vec::new();
+    let decode =
+        |chunk: &riegeli_records::Chunk| ChunkDecoder::new(&ChunkReadOptions::default()).records(chunk).ok().flatten();
+    let mut detector = TrailerDetector::lazy();
+    // The chunk the detector holds back: maybe a footer.
+    let mut held: Option<riegeli_records::Chunk> = None;
     loop {
         match reader.read_chunk() {
-            Ok(Some(chunk)) => {
-                let h = chunk.header();
-                if matches!(h.chunk_type(), b'r' | b't') && h.num_records() > 0 {
-                    count += h.num_records();
-                    if last_two.len() == 2 {
-                        last_two.remove(0);
-                    }
-                    last_two.push(chunk);
+            Ok(Some(chunk)) if chunk.is_data() => {
+                count += chunk.header().num_records();
+                if args.plain {
+                    continue;
+                }
+                let step =
+                    detector.feed(chunk.begin(), chunk.header(), || decode(&chunk), || held.as_ref().and_then(decode));
+                if let Some(previous) = held.take()
+                    && !step.release_held
+                {
+                    count -= previous.header().num_records();
+                }
+                match step.this {
+                    Disposition::Keep => {}
+                    Disposition::Hold => held = Some(chunk),
+                    Disposition::Drop => count -= chunk.header().num_records(),
                 }
             }
+            Ok(Some(_)) => {}
             Ok(None) => break,
             Err(e) if e.is_corruption() && args.skip_corrupted => {
                 if let Some(region) = reader.recover().with_context(|| name.to_owned())? {
@@ -494,11 +492,10 @@ fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<
             }
         }
     }
-    if !args.plain
-        && let [footer, postscript] = last_two.as_slice()
-        && crate::describe::Decoders::new().postscript(postscript) == Some(footer.begin())
+    if let Some(last) = &held
+        && detector.finish(|| decode(last))
     {
-        count -= footer.header().num_records() + postscript.header().num_records();
+        count -= last.header().num_records();
     }
     Ok((count, failed))
 }

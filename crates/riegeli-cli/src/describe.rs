@@ -3,16 +3,16 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use bytes::Bytes;
 use clap::Args;
-use riegeli_codec::{
-    ChunkType, CompressionType, DecodeLimits, DecodedRecords, FieldProjection, SimpleChunkDecoder,
-    TransposedChunkDecoder,
+use riegeli_records::{
+    ChunkDecoder, ChunkReadOptions, ChunkReader, ChunkType, CompressionType, DecodedRecords, Disposition,
+    TrailerDetector,
 };
-use riegeli_records::{Chunk, ChunkReader, RecordReaderOptions, RecordsMetadata};
 use serde_json::json;
 
-use crate::{Failed, PathArg, array_record, io, progress, proto};
+use crate::exit::Failed;
+use crate::io::{self, PathArg};
+use crate::{array_record, progress, proto};
 
 /// Arguments of `riegeli describe`.
 #[derive(Debug, Args)]
@@ -73,82 +73,21 @@ fn compression_name(data: &[u8]) -> &'static str {
     }
 }
 
-/// Decodes chunk data for inspection.
-pub(crate) struct Decoders {
-    simple: SimpleChunkDecoder,
-    transposed: TransposedChunkDecoder,
-    limits: DecodeLimits,
-}
-
-impl Decoders {
-    pub(crate) fn new() -> Self {
-        let options = RecordReaderOptions::default();
-        Self {
-            simple: SimpleChunkDecoder::new(),
-            transposed: TransposedChunkDecoder::new(),
-            limits: DecodeLimits {
-                max_decoded_size: options.max_decoded_size,
-                max_num_records: options.max_num_records,
-            },
-        }
-    }
-
-    /// Decodes the records of a chunk (`None` for chunks without records).
-    pub(crate) fn records(&mut self, chunk: &Chunk) -> Result<Option<DecodedRecords>, riegeli_codec::CodecError> {
-        let h = chunk.header();
-        match ChunkType::from_byte(h.chunk_type()) {
-            Some(ChunkType::Simple) => {
-                self.simple.decode(chunk.data().clone(), h.num_records(), h.decoded_data_size(), &self.limits).map(Some)
-            }
-            Some(ChunkType::Transposed) => self
-                .transposed
-                .decode(
-                    chunk.data().clone(),
-                    h.num_records(),
-                    h.decoded_data_size(),
-                    &self.limits,
-                    &FieldProjection::all(),
-                )
-                .map(Some),
-            _ => Ok(None),
-        }
-    }
-
-    /// The footer offset an ArrayRecord postscript chunk names (its first
-    /// record), if `chunk` is a simple chunk holding one.
-    pub(crate) fn postscript(&mut self, chunk: &Chunk) -> Option<u64> {
-        if chunk.header().chunk_type() != ChunkType::Simple.to_byte() {
-            return None;
-        }
-        let records = self.records(chunk).ok()??;
-        crate::array_record::parse_postscript(&records.get(0)?)
-    }
-
-    /// Decodes a metadata chunk into a serialized `RecordsMetadata`, checking that it parses.
-    pub(crate) fn metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
-        let h = chunk.header();
-        let serialized = self.transposed.decode_metadata_chunk(
-            chunk.data().clone(),
-            h.num_records(),
-            h.decoded_data_size(),
-            &self.limits,
-        )?;
-        <RecordsMetadata as prost::Message>::decode(serialized.clone())?;
-        Ok(serialized)
-    }
+/// A decoder of chunks for inspection, with the default limits.
+fn decoder() -> ChunkDecoder {
+    ChunkDecoder::new(&ChunkReadOptions::default())
 }
 
 /// The number of records of the first data chunk before `end` (an ArrayRecord
 /// file's group size), reading chunks from the beginning of `path`.
 fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
-    let mut reader = ChunkReader::new(io::open_file(path)?, RecordReaderOptions::default());
+    let mut reader = ChunkReader::new(io::open_file(path)?, ChunkReadOptions::default());
     while let Some(chunk) = reader.read_chunk().ok().flatten() {
         if chunk.begin() >= end {
             break;
         }
-        let h = chunk.header();
-        if matches!(h.chunk_type(), b'r' | b't') && h.num_records() > 0 {
-            return Ok(Some(h.num_records()));
+        if chunk.is_data() {
+            return Ok(Some(chunk.header().num_records()));
         }
     }
     Ok(None)
@@ -207,8 +146,10 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
         let mut input = io::open(path)?;
         let size = io::size_of(&mut input);
         let name = io::name(path);
-        let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
-        let mut decoders = Decoders::new();
+        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+        let mut decoder = decoder();
+        // Without a known trailer (standard input), the postscript is known by its records.
+        let mut detector = TrailerDetector::new();
         if !args.json {
             writeln!(out, "file {{\n  filename: {:?}", name)?;
             if let Some(size) = size {
@@ -237,7 +178,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             };
             let h = chunk.header();
             let mut problem = None;
-            let records = match decoders.records(&chunk) {
+            let records = match decoder.records(&chunk) {
                 Ok(records) => records,
                 Err(e) => {
                     problem = Some(format!("cannot decode chunk at {}: {e}", chunk.begin()));
@@ -245,7 +186,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 }
             };
             let metadata = if args.show_records_metadata && h.chunk_type() == ChunkType::FileMetadata.to_byte() {
-                match decoders.metadata(&chunk) {
+                match decoder.serialized_metadata(&chunk) {
                     Ok(m) => Some(m),
                     Err(e) => {
                         problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin()));
@@ -258,11 +199,12 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             problems |= problem.is_some();
             // The ArrayRecord footer and postscript (on standard input, where the file's end
             // cannot be read first, the postscript is known by its records).
-            let role = match trailer {
-                Some(t) if chunk.begin() == t.footer_offset => Some("FOOTER"),
-                Some(t) if chunk.begin() == t.postscript_pos => Some("POSTSCRIPT"),
-                None if !args.plain && decoders.postscript(&chunk).is_some_and(|f| f < chunk.begin()) => {
-                    Some("POSTSCRIPT")
+            let role = match (trailer, &records) {
+                (Some(t), _) if chunk.begin() == t.footer_offset => Some("FOOTER"),
+                (Some(t), _) if chunk.begin() == t.postscript_pos => Some("POSTSCRIPT"),
+                (None, Some(decoded)) if !args.plain && !decoded.is_empty() => {
+                    let step = detector.feed(chunk.begin(), h, || Some(decoded), || None::<DecodedRecords>);
+                    (step.this == Disposition::Drop).then_some("POSTSCRIPT")
                 }
                 _ => None,
             };
@@ -292,7 +234,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                     if args.show_records {
                         object["records"] =
-                            json!(records.iter().map(|r| crate::cat::escape_text(&r)).collect::<Vec<_>>());
+                            json!(records.iter().map(|r| crate::text::escape_text(&r)).collect::<Vec<_>>());
                     }
                 }
                 if let Some(m) = &metadata {
@@ -322,7 +264,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     }
                     if args.show_records {
                         for record in records.iter() {
-                            writeln!(out, "    record: \"{}\"", crate::cat::escape_text(&record))?;
+                            writeln!(out, "    record: \"{}\"", crate::text::escape_text(&record))?;
                         }
                     }
                 }
@@ -377,13 +319,17 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         let name = io::name(path);
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, true);
-        let mut reader = ChunkReader::new(input, RecordReaderOptions::default());
-        let mut decoders = Decoders::new();
+        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+        let mut decoder = decoder();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
         // Records of the ArrayRecord footer and postscript, which are not data.
         let mut trailer_records = 0u64;
-        // Without a known trailer (standard input), the last two data chunks may be one.
-        let mut last_two: Vec<(riegeli_records::Chunk, u64)> = Vec::new();
+        // Without a known trailer (standard input), the detector finds one; the
+        // records of the chunk it holds back.
+        let mut detector = TrailerDetector::new();
+        let mut held_records = 0u64;
+        let mut what = String::new();
+        let found = "; an ArrayRecord trailer (its footer is checked only in a file)";
         loop {
             let chunk = match reader.read_chunk() {
                 Ok(Some(chunk)) => chunk,
@@ -413,16 +359,27 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 problems += 1;
                 progress::out(&format!("{name}: position 0: missing file signature"));
             }
-            match decoders.records(&chunk) {
+            match decoder.records(&chunk) {
                 Ok(Some(decoded)) => {
-                    records += decoded.len() as u64;
+                    let n = decoded.len() as u64;
+                    records += n;
                     if trailer.is_some_and(|t| chunk.begin() == t.footer_offset || chunk.begin() == t.postscript_pos) {
-                        trailer_records += decoded.len() as u64;
-                    } else if trailer.is_none() && !args.plain && !decoded.is_empty() {
-                        if last_two.len() == 2 {
-                            last_two.remove(0);
+                        trailer_records += n;
+                    } else if trailer.is_none() && !args.plain && n > 0 {
+                        let holding = detector.holds();
+                        let step =
+                            detector.feed(chunk.begin(), chunk.header(), || Some(&decoded), || None::<DecodedRecords>);
+                        if holding && !step.release_held {
+                            trailer_records += held_records;
                         }
-                        last_two.push((chunk.clone(), decoded.len() as u64));
+                        match step.this {
+                            Disposition::Keep => {}
+                            Disposition::Hold => held_records = n,
+                            Disposition::Drop => {
+                                trailer_records += n;
+                                what = found.to_owned();
+                            }
+                        }
                     }
                 }
                 Ok(None) => {}
@@ -432,21 +389,18 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 }
             }
             if chunk.header().chunk_type() == ChunkType::FileMetadata.to_byte()
-                && let Err(e) = decoders.metadata(&chunk)
+                && let Err(e) = decoder.serialized_metadata(&chunk)
             {
                 problems += 1;
                 progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin()));
             }
         }
-        let mut what = String::new();
-        if let [(footer, footer_records), (postscript, postscript_records)] = last_two.as_slice()
-            && decoders.postscript(postscript) == Some(footer.begin())
-        {
-            records -= footer_records + postscript_records;
-            what = "; an ArrayRecord trailer (its footer is checked only in a file)".to_owned();
+        if detector.finish(|| None::<DecodedRecords>) {
+            trailer_records += held_records;
+            what = found.to_owned();
         }
+        records -= trailer_records;
         if let Some(trailer) = trailer {
-            records -= trailer_records;
             match verify_footer(path, trailer) {
                 Ok(num_chunks) => what = format!("; ArrayRecord, the footer indexes {num_chunks} chunks"),
                 Err(problem) => {

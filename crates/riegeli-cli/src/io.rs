@@ -2,12 +2,16 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
-use crate::{Usage, progress};
+use crate::exit::Usage;
+use crate::progress;
+
+/// A path argument: a file, or `-` for standard input/output.
+pub(crate) type PathArg = PathBuf;
 
 /// An input: a file (seekable) or standard input, with a progress bar that
 /// follows the bytes read (hidden unless [`Input::with_progress`] showed it).

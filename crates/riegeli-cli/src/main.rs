@@ -11,16 +11,19 @@ mod array_record;
 mod bench;
 mod cat;
 mod describe;
+mod exit;
 mod io;
 mod progress;
 mod proto;
+mod text;
 mod tfrecord;
 mod write;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::exit::{Failed, Usage};
 
 /// Look into and work with Riegeli/records files.
 ///
@@ -59,30 +62,6 @@ enum Command {
         shell: clap_complete::Shell,
     },
 }
-
-/// An error that means "the data is bad" (exit 1) rather than a usage error.
-#[derive(Debug)]
-pub(crate) struct Failed;
-
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("problems found")
-    }
-}
-
-impl std::error::Error for Failed {}
-
-/// A bad command line found after parsing (exit 2).
-#[derive(Debug)]
-pub(crate) struct Usage(pub(crate) String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -140,6 +119,3 @@ fn one_line(err: &anyhow::Error) -> String {
     }
     text
 }
-
-/// A path argument: a file, or `-` for standard input/output.
-pub(crate) type PathArg = PathBuf;

@@ -10,7 +10,7 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
 use riegeli_records::RecordsMetadata;
 
-use crate::Usage;
+use crate::exit::Usage;
 
 /// Builds the descriptor pool of `files` and finds `type_name` in it.
 ///

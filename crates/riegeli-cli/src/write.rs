@@ -7,14 +7,15 @@ use anyhow::{Context, Result, bail};
 use base64::Engine;
 use clap::{Args, ValueEnum};
 use riegeli_codec::{CompressionType, CompressorOptions};
-use riegeli_records::array_record::index_riegeli_file;
 use riegeli_records::{
-    ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter,
-    RecordWriterOptions, RecordsMetadata,
+    ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReadOptions, ChunkReader, RecordReader, RecordWriter,
+    RecordWriterOptions, RecordsMetadata, index_riegeli_file,
 };
 
+use crate::exit::Usage;
+use crate::io::{self, PathArg};
+use crate::progress;
 use crate::tfrecord::{TfCompression, TfReader, TfWriter};
-use crate::{PathArg, Usage, io, progress};
 
 /// Formats of records on standard input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -335,13 +336,13 @@ impl Sink {
 /// level), transposition and record count (the group size when chunks must be
 /// re-encoded), and whether it is padded to a block boundary.
 fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
-    let mut reader = ChunkReader::new(io::open_file(path)?, RecordReaderOptions::default());
+    let mut reader = ChunkReader::new(io::open_file(path)?, ChunkReadOptions::default());
     let mut options = ArrayRecordWriterOptions::new();
     let name = io::name(path);
     let chunk = loop {
         match reader.read_chunk().with_context(|| name.clone())? {
             None => return Ok(options),
-            Some(chunk) if matches!(chunk.header().chunk_type(), b'r' | b't') && chunk.header().num_records() > 0 => {
+            Some(chunk) if chunk.is_data() => {
                 break chunk;
             }
             Some(_) => {}

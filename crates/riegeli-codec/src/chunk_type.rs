@@ -41,6 +41,16 @@ impl ChunkType {
             _ => None,
         }
     }
+
+    /// Whether chunks of this type hold records (simple and transposed chunks).
+    pub const fn is_data(self) -> bool {
+        matches!(self, Self::Simple | Self::Transposed)
+    }
+
+    /// Whether the chunk-type byte `byte` names a chunk type that holds records.
+    pub fn is_data_byte(byte: u8) -> bool {
+        Self::from_byte(byte).is_some_and(Self::is_data)
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +68,8 @@ mod tests {
             (ChunkType::Transposed, 0x74),
         ];
         for (chunk_type, byte) in table {
+            assert_eq!(chunk_type.is_data(), matches!(byte, 0x72 | 0x74));
+            assert_eq!(ChunkType::is_data_byte(byte), chunk_type.is_data());
             assert_eq!(chunk_type.to_byte(), byte);
             assert_eq!(ChunkType::from_byte(byte), Some(chunk_type));
         }

@@ -58,9 +58,9 @@ pub use crate::{
     error::{FramingError, FramingErrorKind},
     locate::{BlockLocation, find_block_header},
     position::{
-        BLOCK_HEADER_LEN, BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_LEN, CHUNK_HEADER_SIZE, PositionOverflow,
-        USABLE_BLOCK_SIZE, add_with_overhead, block_begin, block_header_fields, chunk_end, distance_without_overhead,
-        is_block_boundary, is_possible_chunk_boundary, next_block_boundary, num_overhead_blocks, remaining_in_block,
+        BLOCK_HEADER_SIZE, BLOCK_SIZE, CHUNK_HEADER_SIZE, PositionOverflow, USABLE_BLOCK_SIZE, add_with_overhead,
+        block_begin, block_header_fields, chunk_end, distance_without_overhead, is_block_boundary,
+        is_possible_chunk_boundary, next_block_boundary, num_overhead_blocks, remaining_in_block,
         round_up_to_possible_chunk_boundary,
     },
 };

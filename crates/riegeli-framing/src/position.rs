@@ -18,9 +18,9 @@ pub const USABLE_BLOCK_SIZE: u64 = BLOCK_SIZE - BLOCK_HEADER_SIZE;
 pub const CHUNK_HEADER_SIZE: u64 = 40;
 
 /// [`BLOCK_HEADER_SIZE`] as a `usize`, for array lengths.
-pub const BLOCK_HEADER_LEN: usize = 24;
+pub(crate) const BLOCK_HEADER_LEN: usize = 24;
 /// [`CHUNK_HEADER_SIZE`] as a `usize`, for array lengths.
-pub const CHUNK_HEADER_LEN: usize = 40;
+pub(crate) const CHUNK_HEADER_LEN: usize = 40;
 
 /// Converts a length that fits in memory (checked by the caller or bounded by
 /// a slice length) to `usize`, saturating so that a later `get` fails cleanly.

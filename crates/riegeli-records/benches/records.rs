@@ -1,7 +1,7 @@
 //! Per option set: `RecordWriter` writing the records serially (into
 //! `io::sink`, so only the writer is timed), and `RecordReader` reading the
 //! file back, serially and with parallel chunk decoding
-//! (`RecordReaderOptions::set_parallelism`).
+//! (`RecordReaderOptions::parallelism`).
 //!
 //! Records: about 50 MB (`RIEGELI_BENCH_MB` to change) of ~1 KiB English-like
 //! text (seeded); files are read from memory. Throughput is in record bytes.
@@ -65,7 +65,7 @@ fn write_serially(records: &[Vec<u8>], options: &RecordWriterOptions) {
 }
 
 fn read_all(file: &[u8], parallelism: usize) -> usize {
-    let options = RecordReaderOptions::new().set_parallelism(parallelism);
+    let options = RecordReaderOptions { parallelism, ..Default::default() };
     let mut reader = RecordReader::with_options(Cursor::new(file), options);
     let mut bytes = 0;
     while let Some(record) = reader.read_record().unwrap() {

@@ -3,14 +3,16 @@
 use std::io::Read;
 
 use bytes::Bytes;
+use riegeli_codec::ChunkType;
 use riegeli_framing::{
     BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, DataPieces, FramingError,
-    FramingErrorKind, add_with_overhead, is_possible_chunk_boundary, next_block_boundary, parse_chunk,
-    parse_chunk_header,
+    FramingErrorKind, add_with_overhead, find_block_header, is_possible_chunk_boundary, next_block_boundary,
+    parse_chunk, parse_chunk_header,
 };
 
-use crate::error::{Error, ErrorKind};
-use crate::options::RecordReaderOptions;
+use crate::error::{Corruption, Error};
+use crate::options::ChunkReadOptions;
+use crate::skipped_region::SkippedRegion;
 use crate::source::{Buffers, Source};
 
 /// A chunk read from the file, data hash verified.
@@ -25,6 +27,18 @@ pub(crate) struct RawChunk {
     /// Whether the data hash was checked when the chunk was read (false when
     /// read with `verify_hashes` off, e.g. to check it on a decoding thread).
     pub(crate) hash_verified: bool,
+}
+
+impl RawChunk {
+    /// Whether the chunk holds records (a simple or transposed chunk with records).
+    pub(crate) fn is_data(&self) -> bool {
+        ChunkType::is_data_byte(self.header.chunk_type()) && self.header.num_records() > 0
+    }
+
+    /// The chunk's type, if known.
+    pub(crate) fn chunk_type(&self) -> Option<ChunkType> {
+        ChunkType::from_byte(self.header.chunk_type())
+    }
 }
 
 /// A chunk read from the file whose data, if block headers interrupt it, is
@@ -84,6 +98,35 @@ impl Damage {
     fn new(error: impl Into<Error>, begin: u64, resume: Resume) -> Self {
         Self { error: error.into(), begin, resume }
     }
+
+    fn corrupt(cause: Corruption, begin: u64, resume: Resume) -> Self {
+        Self::new(Error::corrupt(begin, cause), begin, resume)
+    }
+
+    /// Returns the error, keeping what [`Pending::skip`] needs to move past
+    /// the damage later.
+    pub(crate) fn into_pending(self) -> (Error, Pending) {
+        let pending = Pending { begin: self.begin, resume: self.resume, message: self.error.to_string() };
+        (self.error, pending)
+    }
+}
+
+/// Damage reported as an error, kept for a later `recover()`.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) begin: u64,
+    pub(crate) resume: Resume,
+    /// The error's message, for the [`SkippedRegion`].
+    pub(crate) message: String,
+}
+
+impl Pending {
+    /// Moves the source past the damage; returns the region skipped.
+    pub(crate) fn skip<R: Read>(self, source: &mut Source<R>) -> Result<SkippedRegion, Error> {
+        let resumed = skip_damage(source, self.resume)?;
+        let end = resumed.unwrap_or(source.pos());
+        Ok(SkippedRegion::new(self.begin, end, self.message))
+    }
 }
 
 /// Either an I/O error (not recoverable) or damage (recoverable).
@@ -120,7 +163,7 @@ fn resume_after(error: &FramingError, begin: u64, physical: &[u8]) -> Resume {
 /// Returns `Ok(None)` at a clean end of file (no byte after the last chunk).
 pub(crate) fn read_chunk<R: Read>(
     source: &mut Source<R>,
-    options: &RecordReaderOptions,
+    options: &ChunkReadOptions,
 ) -> Result<Option<RawChunk>, ReadError> {
     Ok(read_lazy_chunk(source, options)?.map(LazyChunk::gather))
 }
@@ -129,7 +172,7 @@ pub(crate) fn read_chunk<R: Read>(
 /// to be gathered later.
 pub(crate) fn read_lazy_chunk<R: Read>(
     source: &mut Source<R>,
-    options: &RecordReaderOptions,
+    options: &ChunkReadOptions,
 ) -> Result<Option<LazyChunk>, ReadError> {
     let begin = source.pos();
     let header_span = add_with_overhead(begin, CHUNK_HEADER_SIZE).map_or(usize::MAX, |end| (end - begin) as usize);
@@ -143,8 +186,8 @@ pub(crate) fn read_lazy_chunk<R: Read>(
         return Err(ReadError::Damage(Damage::new(error, begin, Resume::FindFrom(begin))));
     }
     if have < header_span {
-        let truncated = ErrorKind::Truncated { pos: begin, end: begin + have as u64 };
-        return Err(ReadError::Damage(Damage::new(truncated, begin, Resume::Eof)));
+        let truncated = Corruption::Truncated { end: begin + have as u64 };
+        return Err(ReadError::Damage(Damage::corrupt(truncated, begin, Resume::Eof)));
     }
     let header = match parse_chunk_header(source.buffered(), begin) {
         Ok((header, _)) => header,
@@ -159,9 +202,9 @@ pub(crate) fn read_lazy_chunk<R: Read>(
         ("chunk decoded_data_size", header.decoded_data_size(), options.max_decoded_size),
     ] {
         if requested > max {
-            let error = ErrorKind::LimitExceeded { pos: begin, limit, requested, max };
+            let error = Corruption::LimitExceeded { limit, requested, max };
             // Do not trust the size: block headers inside the chunk lead past it.
-            return Err(ReadError::Damage(Damage::new(error, begin, Resume::FindFrom(begin + 1))));
+            return Err(ReadError::Damage(Damage::corrupt(error, begin, Resume::FindFrom(begin + 1))));
         }
     }
     // chunk_end fits (parse_chunk_header checked it), and the limits bound the length
@@ -171,8 +214,8 @@ pub(crate) fn read_lazy_chunk<R: Read>(
     let len = usize::try_from(end - begin).unwrap_or(usize::MAX);
     let have = source.fill(len)?;
     if have < len {
-        let truncated = ErrorKind::Truncated { pos: begin, end: begin + have as u64 };
-        return Err(ReadError::Damage(Damage::new(truncated, begin, Resume::Eof)));
+        let truncated = Corruption::Truncated { end: begin + have as u64 };
+        return Err(ReadError::Damage(Damage::corrupt(truncated, begin, Resume::Eof)));
     }
     let view = match parse_chunk(source.buffered(), begin) {
         Ok(view) => view,
@@ -223,17 +266,23 @@ pub(crate) fn skip_damage<R: Read>(source: &mut Source<R>, resume: Resume) -> Re
                     source.consume(n);
                     return Ok(None);
                 }
-                if let Ok((header, _)) = BlockHeader::parse(source.buffered(), block) {
-                    let boundary = if header.previous_chunk == 0 { block } else { header.chunk_end(block) };
-                    if is_possible_chunk_boundary(boundary) {
+                // The buffer holds at least this block's header: framing's search
+                // either accepts it or names the next block whose header it needs.
+                match find_block_header(source.buffered(), block) {
+                    Ok(found) if is_possible_chunk_boundary(found.next_chunk_boundary()) => {
+                        let boundary = found.next_chunk_boundary();
                         if boundary > block && !source.skip_to(boundary)? {
                             return Ok(None);
                         }
                         return Ok(Some(boundary));
                     }
+                    Ok(found) => match found.block_begin.checked_add(BLOCK_SIZE) {
+                        Some(next) => block = next,
+                        None => return Ok(None),
+                    },
+                    Err(e) if e.is_incomplete() && e.position() > block => block = e.position(),
+                    Err(_) => return Ok(None),
                 }
-                let Some(next) = block.checked_add(BLOCK_SIZE) else { return Ok(None) };
-                block = next;
             }
         }
     }
@@ -246,6 +295,15 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    pub(crate) fn raw(&self) -> &RawChunk {
+        &self.raw
+    }
+
+    /// Whether the chunk holds records (a simple or transposed chunk with records).
+    pub fn is_data(&self) -> bool {
+        self.raw.is_data()
+    }
+
     /// Where the chunk begins.
     pub fn begin(&self) -> u64 {
         self.raw.begin
@@ -275,13 +333,13 @@ impl Chunk {
 #[derive(Debug)]
 pub struct ChunkReader<R> {
     source: Source<R>,
-    options: RecordReaderOptions,
-    pending: Option<Damage>,
+    options: ChunkReadOptions,
+    pending: Option<Pending>,
 }
 
 impl<R: Read> ChunkReader<R> {
     /// A chunk reader of the file whose bytes `src` yields from the beginning.
-    pub fn new(src: R, options: RecordReaderOptions) -> Self {
+    pub fn new(src: R, options: ChunkReadOptions) -> Self {
         Self { source: Source::new(src, 0), options, pending: None }
     }
 
@@ -297,19 +355,16 @@ impl<R: Read> ChunkReader<R> {
             Ok(chunk) => Ok(chunk.map(|raw| Chunk { raw })),
             Err(ReadError::Io(e)) => Err(e),
             Err(ReadError::Damage(damage)) => {
-                let error = damage.error.duplicate();
-                self.pending = Some(damage);
+                let (error, pending) = damage.into_pending();
+                self.pending = Some(pending);
                 Err(error)
             }
         }
     }
 
     /// Skips the damage the last error reported; returns the skipped region.
-    pub fn recover(&mut self) -> Result<Option<crate::SkippedRegion>, Error> {
-        let Some(damage) = self.pending.take() else { return Ok(None) };
-        let message = damage.error.to_string();
-        let resumed = skip_damage(&mut self.source, damage.resume)?;
-        let end = resumed.unwrap_or(self.source.pos());
-        Ok(Some(crate::SkippedRegion::new(damage.begin, end, message)))
+    pub fn recover(&mut self) -> Result<Option<SkippedRegion>, Error> {
+        let Some(pending) = self.pending.take() else { return Ok(None) };
+        pending.skip(&mut self.source).map(Some)
     }
 }

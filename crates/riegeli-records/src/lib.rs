@@ -5,7 +5,7 @@
 //! `riegeli-codec` (chunk payloads) behind [`RecordReader`] and
 //! [`RecordWriter`], with record positions, seeking, binary search, recovery
 //! from corruption, metadata, padding, parallel encoding and parallel decoding; and, in
-//! [`array_record`], Google's ArrayRecord layout (a footer indexing every
+//! the ArrayRecord types, Google's ArrayRecord layout (a footer indexing every
 //! chunk) with [`ArrayRecordReader`] and [`ArrayRecordWriter`].
 //!
 //! # Example
@@ -34,35 +34,44 @@
 //! - `brotli`, `zstd`, `snappy` (all default): the compression codecs, forwarded to `riegeli-codec`.
 #![forbid(unsafe_code)]
 
-pub mod array_record;
+mod array_record;
 mod chunk_reader;
+mod chunker;
+mod decode;
 mod error;
 mod metadata;
 mod options;
+mod pool;
 mod position;
 mod read_ahead;
 mod reader;
+mod sink;
 mod skipped_region;
 mod source;
+mod trailer;
 mod work_queue;
 mod write_behind;
 mod writer;
 
 pub use crate::{
     array_record::{
-        ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, IndexSource,
+        ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
+        ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_SATURATION_DELAY_MS,
+        DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport, IndexSource, find_array_record_trailer, index_riegeli_file,
     },
     chunk_reader::{Chunk, ChunkReader},
-    error::{Error, ErrorKind, Result},
+    decode::ChunkDecoder,
+    error::{Corruption, EncodeError, Error, ErrorKind, Result},
     metadata::RecordsMetadata,
     options::{
-        BrotliEncoder, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,
+        ChunkReadOptions, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,
         ParseOptionsError, RecordReaderOptions, RecordWriterOptions,
     },
     position::{ParsePositionError, RecordPosition},
     reader::{RecordReader, Records},
     skipped_region::SkippedRegion,
+    trailer::{Disposition, TrailerDetector, TrailerStep},
     write_behind::WriteBehind,
     writer::RecordWriter,
 };
-pub use riegeli_codec::{CompressionType, FieldProjection};
+pub use riegeli_codec::{ChunkType, CompressionType, DecodedRecords, FieldProjection};

@@ -14,29 +14,6 @@ pub const DEFAULT_UNCOMPRESSED_CHUNK_SIZE: u64 = 4 << 10;
 /// The padding that a bare `padding`, `initial_padding` or `final_padding` means: 64 KiB.
 pub const IMPLICIT_PADDING: u64 = 64 << 10;
 
-/// Which brotli encoder the C++ writer should use. Accepted for compatibility
-/// with the option grammar; this implementation always uses the Rust encoder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum BrotliEncoder {
-    /// `rbrotli_or_cbrotli` (the default).
-    #[default]
-    RbrotliOrCbrotli,
-    /// `cbrotli`.
-    Cbrotli,
-    /// `rbrotli`.
-    Rbrotli,
-}
-
-impl BrotliEncoder {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::RbrotliOrCbrotli => "rbrotli_or_cbrotli",
-            Self::Cbrotli => "cbrotli",
-            Self::Rbrotli => "rbrotli",
-        }
-    }
-}
-
 /// Options of a [`RecordWriter`](crate::RecordWriter).
 ///
 /// Build them with the setters, or parse the option string of C++ Riegeli
@@ -68,7 +45,6 @@ pub struct RecordWriterOptions {
     compression_type: CompressionType,
     compression_level: i32,
     window_log: Option<u32>,
-    brotli_encoder: BrotliEncoder,
     chunk_size: Option<u64>,
     bucket_fraction: f64,
     initial_padding: u64,
@@ -84,7 +60,6 @@ impl Default for RecordWriterOptions {
             compression_type: CompressionType::Brotli,
             compression_level: 6,
             window_log: None,
-            brotli_encoder: BrotliEncoder::default(),
             chunk_size: None,
             bucket_fraction: 1.0,
             initial_padding: 1,
@@ -409,10 +384,11 @@ impl FromStr for RecordWriterOptions {
                     compression.set_window_log(token, log);
                 }
                 "brotli_encoder" => {
-                    options.brotli_encoder = match value.ok_or_else(need_value)? {
-                        "rbrotli_or_cbrotli" => BrotliEncoder::RbrotliOrCbrotli,
-                        "cbrotli" => BrotliEncoder::Cbrotli,
-                        "rbrotli" => BrotliEncoder::Rbrotli,
+                    // C++ picks between two brotli libraries at run time; here the
+                    // cargo feature `brotli-c` decides at build time, so the value is
+                    // checked (C++ option strings parse) and has nothing to choose.
+                    match value.ok_or_else(need_value)? {
+                        "rbrotli_or_cbrotli" | "cbrotli" | "rbrotli" => {}
                         _ => {
                             return Err(ParseOptionsError::new(
                                 token,
@@ -478,9 +454,6 @@ impl fmt::Display for RecordWriterOptions {
         if let Some(log) = self.window_log {
             items.push(format!("window_log:{log}"));
         }
-        if self.brotli_encoder != BrotliEncoder::default() {
-            items.push(format!("brotli_encoder:{}", self.brotli_encoder.as_str()));
-        }
         if let Some(size) = self.chunk_size {
             items.push(format!("chunk_size:{size}"));
         }
@@ -500,13 +473,14 @@ impl fmt::Display for RecordWriterOptions {
     }
 }
 
-/// Options of a [`RecordReader`](crate::RecordReader): limits on what hostile
-/// headers can make the reader allocate, and checks.
+/// Limits and checks of reading one chunk, shared by every reader
+/// ([`RecordReaderOptions::chunks`], the ArrayRecord reader's options,
+/// [`ChunkReader`](crate::ChunkReader), [`ChunkDecoder`](crate::ChunkDecoder)).
 ///
 /// Every allocation sized by the file is checked against these limits first;
-/// a chunk over a limit is an error (recoverable: the reader can skip it).
+/// a chunk over a limit is corruption (recoverable: the reader can skip it).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordReaderOptions {
+pub struct ChunkReadOptions {
     /// Largest chunk `data_size` accepted (default 1 GiB).
     pub max_chunk_data_size: u64,
     /// Largest decoded chunk (sum of record sizes) accepted (default 2 GiB).
@@ -515,41 +489,38 @@ pub struct RecordReaderOptions {
     pub max_num_records: u64,
     /// Verify chunk data hashes (default `true`; turning it off is for diagnostics only).
     pub verify_hashes: bool,
+}
+
+impl Default for ChunkReadOptions {
+    fn default() -> Self {
+        Self { max_chunk_data_size: 1 << 30, max_decoded_size: 2 << 30, max_num_records: 1 << 28, verify_hashes: true }
+    }
+}
+
+impl ChunkReadOptions {
+    pub(crate) fn decode_limits(&self) -> DecodeLimits {
+        DecodeLimits { max_decoded_size: self.max_decoded_size, max_num_records: self.max_num_records }
+    }
+}
+
+/// Options of a [`RecordReader`](crate::RecordReader), set as fields:
+/// ```
+/// use riegeli_records::RecordReaderOptions;
+///
+/// let mut options = RecordReaderOptions::default();
+/// options.parallelism = 1;
+/// options.chunks.max_num_records = 1 << 20;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordReaderOptions {
+    /// Limits and checks of each chunk read.
+    pub chunks: ChunkReadOptions,
     /// Return the footer and postscript of an ArrayRecord file as records
     /// (default `false`: a [`RecordReader`](crate::RecordReader) recognises
     /// them and skips them, so it reads an ArrayRecord file's data records only).
     pub read_array_record_trailer: bool,
-    /// Decode chunks ahead on this many background threads (default 0: decode
-    /// on the calling thread). See [`set_parallelism`](Self::set_parallelism).
-    pub parallelism: usize,
-    /// With `parallelism > 0`, chunks decoding to fewer bytes than this are
-    /// decoded on the calling thread (default 64 KiB). See
-    /// [`set_parallel_min_chunk_size`](Self::set_parallel_min_chunk_size).
-    pub parallel_min_chunk_size: u64,
-}
-
-impl Default for RecordReaderOptions {
-    fn default() -> Self {
-        Self {
-            max_chunk_data_size: 1 << 30,
-            max_decoded_size: 2 << 30,
-            max_num_records: 1 << 28,
-            verify_hashes: true,
-            read_array_record_trailer: false,
-            parallelism: 0,
-            parallel_min_chunk_size: 64 << 10,
-        }
-    }
-}
-
-impl RecordReaderOptions {
-    /// The default options.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Decodes chunks on `parallelism` background threads while the caller
-    /// consumes records (0, the default: decode on the calling thread).
+    /// Decode chunks ahead on this many background threads while the caller
+    /// consumes records (default 0: decode on the calling thread).
     ///
     /// The [`RecordReader`](crate::RecordReader) reads raw chunks and checks
     /// their hashes on the calling thread and keeps up to `parallelism + 1`
@@ -564,38 +535,27 @@ impl RecordReaderOptions {
     /// Records, positions, errors and recovery are the same as with 0.
     /// Worth it for compressed files on a machine with a core to spare; the
     /// threads start at the first read and are joined when the reader is
-    /// dropped. (An [`ArrayRecordReader`](crate::ArrayRecordReader) has its
-    /// own parallelism setting and ignores this one.)
-    pub fn set_parallelism(mut self, parallelism: usize) -> Self {
-        self.parallelism = parallelism;
-        self
-    }
+    /// dropped.
+    pub parallelism: usize,
+    /// With `parallelism` above 0, chunks decoding to fewer bytes than this
+    /// are decoded on the calling thread (default 64 KiB). Handing a chunk to
+    /// a thread costs a wake-up, tens of microseconds, and the read-ahead
+    /// window counts chunks: with small chunks (C++'s default for
+    /// uncompressed data is 4 KiB) waiting on wake-ups would cost more than
+    /// decoding (measured: `transpose,uncompressed` files of 4 KiB chunks
+    /// read 10x slower with 2 threads than without, before this limit). 0
+    /// hands every data chunk over.
+    pub parallel_min_chunk_size: u64,
+}
 
-    /// The number of background decoding threads (0: none).
-    pub fn parallelism(&self) -> usize {
-        self.parallelism
-    }
-
-    /// With [`parallelism`](Self::set_parallelism) above 0, decodes chunks
-    /// smaller than `size` decoded bytes on the calling thread (default
-    /// 64 KiB). Handing a chunk to a thread costs a wake-up, tens of
-    /// microseconds, and the read-ahead window counts chunks: with small
-    /// chunks (C++'s default for uncompressed data is 4 KiB) waiting on
-    /// wake-ups would cost more than decoding (measured: `transpose,uncompressed`
-    /// files of 4 KiB chunks read 10x slower with 2 threads than without,
-    /// before this limit). 0 hands every data chunk over.
-    pub fn set_parallel_min_chunk_size(mut self, size: u64) -> Self {
-        self.parallel_min_chunk_size = size;
-        self
-    }
-
-    /// See [`set_parallel_min_chunk_size`](Self::set_parallel_min_chunk_size).
-    pub fn parallel_min_chunk_size(&self) -> u64 {
-        self.parallel_min_chunk_size
-    }
-
-    pub(crate) fn decode_limits(&self) -> DecodeLimits {
-        DecodeLimits { max_decoded_size: self.max_decoded_size, max_num_records: self.max_num_records }
+impl Default for RecordReaderOptions {
+    fn default() -> Self {
+        Self {
+            chunks: ChunkReadOptions::default(),
+            read_array_record_trailer: false,
+            parallelism: 0,
+            parallel_min_chunk_size: 64 << 10,
+        }
     }
 }
 

@@ -11,23 +11,20 @@
 //! queued too and returned in its turn, so nothing is read past damage and the
 //! source is then where a serial reader's would be.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Read;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::JoinHandle;
 
 use riegeli_codec::{ChunkType, CodecError, CompressionType, DecodedRecords, FieldProjection};
 
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
+use crate::decode::ChunkDecoder;
 use crate::options::RecordReaderOptions;
-use crate::reader::ChunkDecoder;
+use crate::pool::{Help, Panicked, Pool, Worker};
 use crate::source::Source;
-use crate::work_queue::WorkQueue;
 
 /// A chunk as the reader gets it: read and hash-checked, and, if its decoding
-/// was handed to a background thread, the ticket of that decoding.
+/// was handed to the pool, the ticket of that decoding.
 #[derive(Debug)]
 pub(crate) struct Fetched {
     pub(crate) chunk: RawChunk,
@@ -49,15 +46,12 @@ enum Item {
     End(Result<(), ReadError>),
 }
 
-/// What a background decoding produced.
+/// A decoded chunk: the decoder's result, and whether the transposed decoder
+/// made the records (to give their buffers back to the right one).
 #[derive(Debug)]
-pub(crate) enum Outcome {
-    /// The decoder's result; `transposed` tells which decoder made the records.
-    Decoded { result: Result<Option<DecodedRecords>, CodecError>, transposed: bool },
-    /// The decoder panicked (a bug); the worker carries on with a fresh decoder.
-    Panicked,
-    /// No result can come: the worker threads are gone.
-    Stopped,
+pub(crate) struct Decoded {
+    pub(crate) result: Result<Option<DecodedRecords>, CodecError>,
+    pub(crate) transposed: bool,
 }
 
 /// Buffers of records already consumed, going back to a worker's decoder.
@@ -67,141 +61,33 @@ struct Spare {
     transposed: bool,
 }
 
-/// A chunk to decode: ticket, chunk, projection and buffers to reuse.
-type Job = (u64, RawChunk, Arc<FieldProjection>, Option<Spare>);
-/// A decoded chunk: ticket and outcome.
-type Done = (u64, Outcome);
+/// A chunk to decode, the projection to decode it with, and buffers to reuse.
+struct Job {
+    chunk: RawChunk,
+    projection: Arc<FieldProjection>,
+    spare: Option<Spare>,
+}
 
-/// A decoder and the projection it is set to.
+/// A decoding thread's state: a decoder and the projection it is set to.
 struct Decoding {
     decoder: ChunkDecoder,
     projection: Arc<FieldProjection>,
 }
 
-impl Decoding {
-    fn new() -> Self {
-        let projection = Arc::new(FieldProjection::all());
-        Self { decoder: ChunkDecoder::new((*projection).clone()), projection }
-    }
+impl Worker for Decoding {
+    type Job = Job;
+    type Output = Decoded;
 
-    /// Decodes a job. A panic in the decoder (a bug, never expected) is
-    /// reported as such, and the decoder replaced.
-    fn run(&mut self, job: Job, options: &RecordReaderOptions) -> Done {
-        let (ticket, chunk, wanted, spare) = job;
-        if let Some(spare) = spare {
+    fn run(&mut self, job: Job) -> Decoded {
+        if let Some(spare) = job.spare {
             self.decoder.recycle_as(spare.records, spare.transposed);
         }
-        if !Arc::ptr_eq(&self.projection, &wanted) {
-            self.decoder.set_projection((*wanted).clone());
-            self.projection = wanted;
+        if !Arc::ptr_eq(&self.projection, &job.projection) {
+            self.decoder.set_field_projection((*job.projection).clone());
+            self.projection = job.projection;
         }
-        let transposed = chunk.header.chunk_type() == ChunkType::Transposed.to_byte();
-        let decoder = &mut self.decoder;
-        let decode = || {
-            #[cfg(test)]
-            assert_ne!(chunk.header.decoded_data_size(), tests::PANIC_ON_DECODED_SIZE, "a decoder bug");
-            decoder.decode(&chunk, options)
-        };
-        let outcome = match catch_unwind(AssertUnwindSafe(decode)) {
-            Ok(result) => Outcome::Decoded { result, transposed },
-            Err(_) => {
-                self.decoder = ChunkDecoder::new((*self.projection).clone());
-                Outcome::Panicked
-            }
-        };
-        (ticket, outcome)
-    }
-}
-
-/// The background decoder threads.
-struct Pool {
-    /// Jobs not yet taken by a worker; the caller takes them back too, rather
-    /// than wait for a worker to get to them.
-    queue: Arc<WorkQueue<Job>>,
-    results: Receiver<Done>,
-    threads: Vec<JoinHandle<()>>,
-    /// Jobs queued or being decoded by a worker, whose result has not been received.
-    in_flight: usize,
-    /// The decoder of the jobs the caller takes back from the queue.
-    caller: Decoding,
-    options: RecordReaderOptions,
-    /// Each worker holds a clone while it runs (for tests of thread shutdown).
-    #[cfg(test)]
-    alive: Arc<()>,
-}
-
-impl Pool {
-    fn new(threads: usize, options: &RecordReaderOptions) -> std::io::Result<Self> {
-        let queue = Arc::new(WorkQueue::new());
-        let (done_tx, results) = channel::<Done>();
-        #[cfg(test)]
-        let alive = Arc::new(());
-        let mut pool = Self {
-            queue: Arc::clone(&queue),
-            results,
-            threads: Vec::with_capacity(threads),
-            in_flight: 0,
-            caller: Decoding::new(),
-            options: options.clone(),
-            #[cfg(test)]
-            alive: Arc::clone(&alive),
-        };
-        for i in 0..threads {
-            let queue = Arc::clone(&queue);
-            let done_tx = done_tx.clone();
-            let options = options.clone();
-            #[cfg(test)]
-            let alive = Arc::clone(&alive);
-            let thread = std::thread::Builder::new().name(format!("riegeli-decode-{i}")).spawn(move || {
-                #[cfg(test)]
-                let _alive = alive;
-                work(&queue, &done_tx, &options);
-            })?;
-            // On error, `pool` is dropped: the threads started so far are joined.
-            pool.threads.push(thread);
-        }
-        Ok(pool)
-    }
-
-    /// Queues a job for the workers.
-    fn submit(&mut self, job: Job) {
-        self.queue.push(job);
-        self.in_flight += 1;
-    }
-
-    /// Takes back the queued job with `ticket`, or else (with `any`) the last
-    /// queued one, and decodes it on the calling thread.
-    fn decode_queued(&mut self, ticket: u64, any: bool) -> Option<Done> {
-        let job = self.queue.take(|job| job.0 == ticket).or_else(|| if any { self.queue.pop_back() } else { None })?;
-        self.in_flight -= 1;
-        Some(self.caller.run(job, &self.options))
-    }
-
-    /// Drops the queued jobs (their results are not wanted).
-    fn clear_queue(&mut self) {
-        self.in_flight -= self.queue.clear().len();
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        // Workers end after their current job once the queue is closed.
-        self.queue.close();
-        for thread in self.threads.drain(..) {
-            // A worker cannot panic outside `catch_unwind`; if it did, its
-            // panic has been reported and there is nothing more to do.
-            let _ = thread.join();
-        }
-    }
-}
-
-/// A worker: decodes queued jobs until the pool closes.
-fn work(queue: &WorkQueue<Job>, done: &Sender<Done>, options: &RecordReaderOptions) {
-    let mut decoding = Decoding::new();
-    while let Some(job) = queue.wait_pop() {
-        if done.send(decoding.run(job, options)).is_err() {
-            return;
-        }
+        let result = self.decoder.decode(&job.chunk);
+        Decoded { result, transposed: self.decoder.last_transposed() }
     }
 }
 
@@ -238,11 +124,8 @@ pub(crate) struct ReadAhead {
     queue: VecDeque<Item>,
     /// How many chunks in `queue` have a ticket.
     ticketed: usize,
-    /// Started on the first data chunk.
-    pool: Option<Pool>,
-    next_ticket: u64,
-    /// Outcomes received before their turn.
-    ready: BTreeMap<u64, Outcome>,
+    /// Started on the first data chunk worth a thread.
+    pool: Option<Pool<Decoding>>,
     spare: Vec<Spare>,
     projection: Arc<FieldProjection>,
 }
@@ -253,6 +136,7 @@ impl std::fmt::Debug for ReadAhead {
             .field("parallelism", &self.parallelism)
             .field("queued", &self.queue.len())
             .field("ticketed", &self.ticketed)
+            .field("pool", &self.pool)
             .finish_non_exhaustive()
     }
 }
@@ -265,8 +149,6 @@ impl ReadAhead {
             queue: VecDeque::new(),
             ticketed: 0,
             pool: None,
-            next_ticket: 0,
-            ready: BTreeMap::new(),
             spare: Vec::new(),
             projection: Arc::new(projection),
         }
@@ -310,7 +192,7 @@ impl ReadAhead {
             }
             Some(Item::End(result)) => result.map(|()| None),
             // `top_up` queues at least one item when the queue is empty.
-            None => read_chunk(source, options).map(|chunk| chunk.map(Fetched::serial)),
+            None => read_chunk(source, &options.chunks).map(|chunk| chunk.map(Fetched::serial)),
         }
     }
 
@@ -329,24 +211,12 @@ impl ReadAhead {
                 Item::End(_) => true,
             })
         {
-            match read_chunk(source, options) {
+            match read_chunk(source, &options.chunks) {
                 Ok(Some(chunk)) => {
-                    let ticket = if worth_a_worker(&chunk, options.parallel_min_chunk_size) {
-                        self.dispatch(&chunk, options)
-                    } else {
-                        Ok(None)
-                    };
-                    match ticket {
-                        Ok(ticket) => {
-                            self.ticketed += usize::from(ticket.is_some());
-                            self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
-                        }
-                        Err(e) => {
-                            // Reported after the chunk, which the caller decodes.
-                            self.queue.push_back(Item::Chunk(Fetched::serial(chunk)));
-                            self.queue.push_back(Item::End(Err(ReadError::from(e))));
-                        }
-                    }
+                    let ticket =
+                        worth_a_worker(&chunk, options.parallel_min_chunk_size).then(|| self.dispatch(&chunk, options));
+                    self.ticketed += usize::from(ticket.is_some());
+                    self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
                 }
                 Ok(None) => self.queue.push_back(Item::End(Ok(()))),
                 Err(e) => self.queue.push_back(Item::End(Err(e))),
@@ -354,63 +224,25 @@ impl ReadAhead {
         }
     }
 
-    /// Hands a chunk to the workers, starting them first if needed; `None`
-    /// if they cannot take it (then the caller decodes it).
-    fn dispatch(&mut self, chunk: &RawChunk, options: &RecordReaderOptions) -> std::io::Result<Option<u64>> {
-        if self.pool.is_none() {
-            let pool = Pool::new(self.parallelism, options)
-                .map_err(|e| std::io::Error::new(e.kind(), format!("cannot start chunk decoder threads: {e}")))?;
-            self.pool = Some(pool);
-        }
-        let Some(pool) = &mut self.pool else { return Ok(None) };
-        let ticket = self.next_ticket;
-        pool.submit((ticket, chunk.clone(), Arc::clone(&self.projection), self.spare.pop()));
-        self.next_ticket += 1;
-        Ok(Some(ticket))
+    /// Hands a chunk to the pool, starting it first if needed; returns its ticket.
+    fn dispatch(&mut self, chunk: &RawChunk, options: &RecordReaderOptions) -> u64 {
+        let pool = self.pool.get_or_insert_with(|| {
+            let options = options.clone();
+            Pool::new("riegeli-decode", self.parallelism, Help::Always, move || Decoding {
+                decoder: ChunkDecoder::new(&options.chunks),
+                projection: Arc::new(FieldProjection::all()),
+            })
+        });
+        let job = Job { chunk: chunk.clone(), projection: Arc::clone(&self.projection), spare: self.spare.pop() };
+        pool.submit(job)
     }
 
-    /// Waits for the outcome of `ticket`. Outcomes of earlier tickets still
-    /// around were abandoned (their chunks were skipped): they are recycled.
-    pub(crate) fn take(&mut self, ticket: u64) -> Outcome {
-        while let Some(entry) = self.ready.first_entry() {
-            if *entry.key() >= ticket {
-                break;
-            }
-            let outcome = entry.remove();
-            self.recycle_outcome(outcome);
-        }
-        loop {
-            if let Some(outcome) = self.ready.remove(&ticket) {
-                return outcome;
-            }
-            let Some(pool) = &mut self.pool else { return Outcome::Stopped };
-            if pool.in_flight == 0 {
-                return Outcome::Stopped;
-            }
-            // Rather than wait, decode here: the chunk wanted if no worker has
-            // it yet, else a later one, while a worker decodes the one wanted.
-            if let Some((done, outcome)) = pool.decode_queued(ticket, true) {
-                self.ready.insert(done, outcome);
-                continue;
-            }
-            match pool.results.recv() {
-                Ok((done, outcome)) => {
-                    pool.in_flight -= 1;
-                    if done < ticket {
-                        self.recycle_outcome(outcome);
-                    } else {
-                        self.ready.insert(done, outcome);
-                    }
-                }
-                Err(_) => return Outcome::Stopped,
-            }
-        }
-    }
-
-    fn recycle_outcome(&mut self, outcome: Outcome) {
-        if let Outcome::Decoded { result: Ok(Some(records)), transposed } = outcome {
-            self.recycle(records, transposed);
-        }
+    /// The outcome of `ticket`: decoded here if no worker has it yet (or a
+    /// later chunk decoded here while a worker decodes it). Earlier tickets
+    /// not taken are abandoned (their chunks were skipped). `None` if the
+    /// ticket was abandoned (the caller decodes the chunk itself).
+    pub(crate) fn take(&mut self, ticket: u64) -> Option<Result<Decoded, Panicked>> {
+        self.pool.as_mut()?.wait(ticket)
     }
 
     /// Gives consumed records back, to be decoded into again.
@@ -421,32 +253,13 @@ impl ReadAhead {
         }
     }
 
-    /// Forgets everything queued and waits for the workers to finish what
-    /// they are decoding (at most `parallelism + 1` chunks). The threads stay.
+    /// Forgets everything queued; chunks being decoded finish in the
+    /// background and are dropped. The threads stay.
     pub(crate) fn discard(&mut self) {
         self.queue.clear();
         self.ticketed = 0;
-        let ready = std::mem::take(&mut self.ready);
-        for outcome in ready.into_values() {
-            self.recycle_outcome(outcome);
-        }
         if let Some(pool) = &mut self.pool {
-            pool.clear_queue();
-        }
-        while let Some(pool) = &mut self.pool {
-            if pool.in_flight == 0 {
-                break;
-            }
-            match pool.results.recv() {
-                Ok((_, outcome)) => {
-                    pool.in_flight -= 1;
-                    self.recycle_outcome(outcome);
-                }
-                Err(_) => {
-                    pool.in_flight = 0;
-                    break;
-                }
-            }
+            pool.abandon();
         }
     }
 
@@ -461,12 +274,6 @@ impl ReadAhead {
         }
         self.ticketed = 0;
     }
-
-    /// The liveness token the workers hold (tests of thread shutdown).
-    #[cfg(test)]
-    fn alive(&self) -> Option<std::sync::Weak<()>> {
-        self.pool.as_ref().map(|pool| Arc::downgrade(&pool.alive))
-    }
 }
 
 #[cfg(test)]
@@ -477,8 +284,7 @@ mod tests {
 
     use crate::{RecordWriter, RecordWriterOptions};
 
-    /// A chunk header with this decoded size makes a worker panic.
-    pub(super) const PANIC_ON_DECODED_SIZE: u64 = 0xdead_beef;
+    use crate::decode::tests::PANIC_ON_DECODED_SIZE;
 
     fn file() -> Vec<u8> {
         file_with("zstd:1,chunk_size:4k")
@@ -496,7 +302,7 @@ mod tests {
     #[test]
     fn dropping_joins_the_workers() {
         let file = file();
-        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
+        let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(3, FieldProjection::all());
         let mut tickets = Vec::new();
@@ -506,8 +312,8 @@ mod tests {
         }
         assert!(!tickets.is_empty());
         let first = tickets[0];
-        assert!(matches!(ahead.take(first), Outcome::Decoded { result: Ok(Some(_)), .. }));
-        let alive = ahead.alive().unwrap();
+        assert!(matches!(ahead.take(first), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+        let alive = ahead.pool.as_ref().unwrap().alive();
         assert!(alive.upgrade().is_some());
         // Dropped with jobs in flight: every worker has exited when drop returns.
         drop(ahead);
@@ -517,15 +323,15 @@ mod tests {
     #[test]
     fn decoding_window_is_bounded() {
         let file = file();
-        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
+        let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(2, FieldProjection::all());
         let mut fetched = 0;
         while let Some(chunk) = ahead.fetch(&mut source, &options).unwrap() {
             assert!(ahead.ticketed <= 3, "{ahead:?}");
-            assert!(ahead.pool.as_ref().is_none_or(|p| p.in_flight <= 4), "{ahead:?}");
+            assert!(ahead.pool.as_ref().is_none_or(|p| p.pending() <= 4), "{ahead:?}");
             if let Some(ticket) = chunk.ticket {
-                assert!(matches!(ahead.take(ticket), Outcome::Decoded { result: Ok(Some(_)), .. }));
+                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
             }
             fetched += 1;
         }
@@ -538,7 +344,7 @@ mod tests {
         // 4 KiB zstd chunks: under the default 64 KiB limit, over a 1 KiB one.
         let file = file_with("zstd:1,chunk_size:4k");
         for (min, dispatched) in [(RecordReaderOptions::default().parallel_min_chunk_size, false), (1 << 10, true)] {
-            let options = RecordReaderOptions::default().set_parallel_min_chunk_size(min);
+            let options = RecordReaderOptions { parallel_min_chunk_size: min, ..Default::default() };
             let mut source = Source::new(&file[..], 0);
             let mut ahead = ReadAhead::new(2, FieldProjection::all());
             let mut tickets = 0;
@@ -553,7 +359,7 @@ mod tests {
     #[test]
     fn uncompressed_simple_chunks_are_not_read_ahead() {
         let file = file_with("uncompressed,chunk_size:4k");
-        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
+        let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(2, FieldProjection::all());
         let mut with_records = 0;
@@ -573,7 +379,7 @@ mod tests {
     #[test]
     fn a_panicking_decoder_is_reported_and_the_worker_goes_on() {
         let file = file();
-        let options = RecordReaderOptions::default().set_parallel_min_chunk_size(0);
+        let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(1, FieldProjection::all());
         let chunk = loop {
@@ -588,9 +394,9 @@ mod tests {
         poisoned.header =
             ChunkHeader::new(h.chunk_type(), h.data_size(), h.data_hash(), h.num_records(), PANIC_ON_DECODED_SIZE)
                 .unwrap();
-        let bad = ahead.dispatch(&poisoned, &options).unwrap().unwrap();
-        let good = ahead.dispatch(&chunk, &options).unwrap().unwrap();
-        assert!(matches!(ahead.take(bad), Outcome::Panicked));
-        assert!(matches!(ahead.take(good), Outcome::Decoded { result: Ok(Some(_)), .. }));
+        let bad = ahead.dispatch(&poisoned, &options);
+        let good = ahead.dispatch(&chunk, &options);
+        assert!(matches!(ahead.take(bad), Some(Err(Panicked))));
+        assert!(matches!(ahead.take(good), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
     }
 }

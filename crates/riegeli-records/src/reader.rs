@@ -4,22 +4,21 @@ use std::cmp::Ordering;
 use std::io::{Read, Seek};
 
 use bytes::Bytes;
-use riegeli_codec::{
-    ChunkType, CodecError, DecodedRecords, FieldProjection, SimpleChunkDecoder, TransposedChunkDecoder,
-};
+use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::{
     BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, is_possible_chunk_boundary, parse_chunk_header,
 };
 
-use crate::array_record::{looks_like_footer, looks_like_postscript};
-use crate::chunk_reader::{Damage, RawChunk, ReadError, Resume, read_chunk, skip_damage};
-use crate::error::{Error, ErrorKind, Result};
+use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk};
+use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
+use crate::error::{Corruption, Error, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
-use crate::read_ahead::{Fetched, Outcome, ReadAhead};
+use crate::read_ahead::{Fetched, ReadAhead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::trailer::{Disposition, TrailerDetector};
 
 /// The recovery callback: called with each skipped region; returns whether to keep reading.
 type RecoveryFn = Box<dyn FnMut(&SkippedRegion) -> bool + Send>;
@@ -30,19 +29,8 @@ enum MetadataState {
     Unknown,
     /// The file has no metadata chunk.
     Absent,
-    /// The metadata chunk's raw data and its header's decoded_data_size.
-    Present(Bytes, u64),
-}
-
-/// What a chunk may be in an ArrayRecord trailer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TrailerRole {
-    /// An ordinary chunk.
-    None,
-    /// Its records are ArrayRecord postscripts naming an earlier footer.
-    Postscript,
-    /// Its records look like an ArrayRecord footer (confirmed by the postscript that follows).
-    Footer,
+    /// The metadata chunk.
+    Present(RawChunk),
 }
 
 /// Which chunk [`RecordReader::locate_chunk`] looks for.
@@ -52,68 +40,6 @@ enum Which {
     Containing,
     /// The chunk whose bytes include this position.
     Before,
-}
-
-/// Decodes chunk data into records, reusing decoders across chunks.
-pub(crate) struct ChunkDecoder {
-    simple: SimpleChunkDecoder,
-    transposed: TransposedChunkDecoder,
-    projection: FieldProjection,
-    /// Whether the records last handed out came from the transposed decoder.
-    last_transposed: bool,
-}
-
-impl ChunkDecoder {
-    /// A decoder reading the fields `projection` selects from transposed chunks.
-    pub(crate) fn new(projection: FieldProjection) -> Self {
-        Self {
-            simple: SimpleChunkDecoder::new(),
-            transposed: TransposedChunkDecoder::new(),
-            projection,
-            last_transposed: false,
-        }
-    }
-
-    /// Gives a finished chunk's buffers back to the decoder that made them.
-    fn recycle(&mut self, records: DecodedRecords) {
-        self.recycle_as(records, self.last_transposed);
-    }
-
-    /// Gives a finished chunk's buffers to the transposed or the simple decoder.
-    pub(crate) fn recycle_as(&mut self, records: DecodedRecords, transposed: bool) {
-        if transposed {
-            self.transposed.recycle(records);
-        } else {
-            self.simple.recycle(records);
-        }
-    }
-
-    /// Reads the fields `projection` selects from later transposed chunks.
-    pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
-        self.projection = projection;
-    }
-
-    /// The records of a chunk, or `None` for chunks without records.
-    pub(crate) fn decode(
-        &mut self,
-        chunk: &RawChunk,
-        options: &RecordReaderOptions,
-    ) -> std::result::Result<Option<DecodedRecords>, CodecError> {
-        let header = &chunk.header;
-        let limits = options.decode_limits();
-        self.last_transposed = header.chunk_type() == ChunkType::Transposed.to_byte();
-        match ChunkType::from_byte(header.chunk_type()) {
-            Some(ChunkType::Simple) => self
-                .simple
-                .decode(chunk.data.clone(), header.num_records(), header.decoded_data_size(), &limits)
-                .map(Some),
-            Some(ChunkType::Transposed) => self
-                .transposed
-                .decode(chunk.data.clone(), header.num_records(), header.decoded_data_size(), &limits, &self.projection)
-                .map(Some),
-            _ => Ok(None),
-        }
-    }
 }
 
 /// Reads records from a Riegeli/records file.
@@ -128,7 +54,7 @@ impl ChunkDecoder {
 /// buffers the reader keeps for reuse once records no longer hold them: as
 /// many as were in use at once, at most 8 and 32 MiB.
 ///
-/// With [`RecordReaderOptions::set_parallelism`]`(n)` (n > 0), chunks are
+/// With [`RecordReaderOptions::parallelism`] `n` above 0, chunks are
 /// decoded ahead on `n` background threads while the caller consumes records:
 /// the reader reads raw chunks (framing, hashes) on the calling thread, keeps
 /// up to `n + 1` of them being decoded, and returns records strictly in file
@@ -136,8 +62,10 @@ impl ChunkDecoder {
 /// reading; reading ahead stops at damage, and seeking discards what was read
 /// ahead. Memory use grows to about `n + 2` decoded and `n + 1` raw chunks.
 /// The threads are started by the first chunk they can decode and joined
-/// when the reader is dropped; should a decoder panic on a worker (a bug), the
-/// chunk is reported as damaged, with its position, instead.
+/// when the reader is dropped; should a decoder panic on a thread (a bug),
+/// the read returns an [`ErrorKind::Internal`](crate::ErrorKind::Internal) error (not corruption:
+/// recovery does not skip it), and the next read decodes that chunk again on
+/// the calling thread.
 ///
 /// Damaged regions are reported as errors. With
 /// [`set_recovery`](Self::set_recovery) they are skipped instead and reported
@@ -181,7 +109,9 @@ pub struct RecordReader<R> {
     peeked_damage: Option<Damage>,
     recovery: Option<RecoveryFn>,
     /// Damage reported as an error, for `recover()`.
-    pending: Option<Damage>,
+    pending: Option<Pending>,
+    /// Recognises an ArrayRecord footer and postscript, to skip them.
+    trailer: TrailerDetector,
     last_pos: Option<RecordPosition>,
     /// With `parallelism > 0`: chunks read ahead and decoded on worker threads.
     ahead: Option<ReadAhead>,
@@ -216,8 +146,8 @@ impl<R: Read> RecordReader<R> {
         let ahead = (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, FieldProjection::all()));
         Self {
             source: Source::new(src, pos),
+            decoder: ChunkDecoder::new(&options.chunks),
             options,
-            decoder: ChunkDecoder::new(FieldProjection::all()),
             records: DecodedRecords::default(),
             chunk_begin: pos,
             index: 0,
@@ -226,6 +156,7 @@ impl<R: Read> RecordReader<R> {
             peeked_damage: None,
             recovery: None,
             pending: None,
+            trailer: TrailerDetector::new(),
             last_pos: None,
             ahead,
             records_from_worker: None,
@@ -247,7 +178,7 @@ impl<R: Read> RecordReader<R> {
                 peeked.ticket = None;
             }
         }
-        self.decoder.set_projection(projection);
+        self.decoder.set_field_projection(projection);
     }
 
     /// The options.
@@ -296,8 +227,8 @@ impl<R: Read> RecordReader<R> {
     /// Reads the next record and parses it as a protobuf message.
     pub fn read_message<M: prost::Message + Default>(&mut self) -> Result<Option<M>> {
         let Some(record) = self.read_record()? else { return Ok(None) };
-        let pos = self.last_pos.map_or(0, |p| p.numeric());
-        M::decode(record).map(Some).map_err(|e| Error::invalid(pos, format!("record is not a valid message: {e}")))
+        let pos = self.last_pos.map_or(self.chunk_begin, |p| p.numeric());
+        M::decode(record).map(Some).map_err(|e| Error::corrupt(pos, Corruption::Message(e.to_string())))
     }
 
     /// An iterator over the remaining records.
@@ -327,7 +258,7 @@ impl<R: Read> RecordReader<R> {
     fn fetch(&mut self) -> std::result::Result<Option<Fetched>, ReadError> {
         match &mut self.ahead {
             Some(ahead) => ahead.fetch(&mut self.source, &self.options),
-            None => read_chunk(&mut self.source, &self.options).map(|chunk| chunk.map(Fetched::serial)),
+            None => read_chunk(&mut self.source, &self.options.chunks).map(|chunk| chunk.map(Fetched::serial)),
         }
     }
 
@@ -364,7 +295,7 @@ impl<R: Read> RecordReader<R> {
                     check_signature(&chunk)?;
                     self.chunk_begin = chunk.end;
                 }
-                Ok(None) => return Err(Error::invalid(0, "empty file: missing file signature")),
+                Ok(None) => return Err(Error::corrupt(0, Corruption::MissingSignature)),
                 Err(ReadError::Io(e)) => return Err(e),
                 Err(ReadError::Damage(d)) => return Err(d.error),
             }
@@ -378,9 +309,11 @@ impl<R: Read> RecordReader<R> {
     /// if the metadata chunk has been passed.
     pub fn read_metadata(&mut self) -> Result<Option<RecordsMetadata>> {
         let Some(serialized) = self.read_serialized_metadata()? else { return Ok(None) };
-        <RecordsMetadata as prost::Message>::decode(serialized)
-            .map(Some)
-            .map_err(|e| Error::invalid(0, format!("metadata is not a valid RecordsMetadata: {e}")))
+        let pos = match &self.metadata {
+            MetadataState::Present(chunk) => chunk.begin,
+            _ => 0,
+        };
+        parse_metadata(serialized, pos).map(Some)
     }
 
     /// Reads the file metadata in serialized form (a `RecordsMetadata` message,
@@ -399,16 +332,16 @@ impl<R: Read> RecordReader<R> {
                 }
                 Err(ReadError::Io(e)) => return Err(e),
                 Err(ReadError::Damage(d)) => {
-                    let error = Error::invalid(d.begin, format!("cannot read metadata: {}", d.error));
-                    self.pending = Some(d);
+                    let (error, pending) = d.into_pending();
+                    self.pending = Some(pending);
                     return Err(error);
                 }
             };
             match ChunkType::from_byte(fetched.chunk.header.chunk_type()) {
                 Some(ChunkType::FileSignature | ChunkType::FileMetadata) => {
                     let begin = fetched.chunk.begin;
-                    if let Err(damage) = self.install(fetched) {
-                        return Err(damage.error);
+                    if let Err(failure) = self.install(fetched) {
+                        self.handle_failure(failure)?;
                     }
                     self.chunk_begin = begin;
                 }
@@ -419,13 +352,7 @@ impl<R: Read> RecordReader<R> {
             }
         }
         match &self.metadata {
-            MetadataState::Present(data, decoded_data_size) => {
-                let mut decoder = TransposedChunkDecoder::new();
-                decoder
-                    .decode_metadata_chunk(data.clone(), 0, *decoded_data_size, &self.options.decode_limits())
-                    .map(Some)
-                    .map_err(|e| Error::codec(0, e))
-            }
+            MetadataState::Present(chunk) => self.decoder.metadata(chunk).map(Some),
             _ => Ok(None),
         }
     }
@@ -434,7 +361,7 @@ impl<R: Read> RecordReader<R> {
     /// region, or `None` if there is nothing to recover from.
     pub fn recover(&mut self) -> Result<Option<SkippedRegion>> {
         match self.pending.take() {
-            Some(damage) => self.skip(damage).map(Some),
+            Some(pending) => self.skip(pending).map(Some),
             None => Ok(None),
         }
     }
@@ -464,40 +391,33 @@ impl<R: Read> RecordReader<R> {
                 },
             };
             self.chunk_begin = fetched.chunk.begin;
-            let chunk_type = fetched.chunk.header.chunk_type();
+            let header = fetched.chunk.header;
             match self.install(fetched) {
-                Ok(()) if !self.records.is_empty() => match self.trailer_role(chunk_type, self.chunk_begin) {
-                    TrailerRole::None => return Ok(true),
-                    TrailerRole::Postscript => self.drop_records(),
-                    TrailerRole::Footer => {
-                        if self.postscript_follows()? {
-                            self.drop_records();
-                        } else {
-                            return Ok(true);
-                        }
+                Ok(()) if !self.records.is_empty() => {
+                    if self.keeps_records(&header)? {
+                        return Ok(true);
                     }
-                },
+                    self.drop_records();
+                }
                 Ok(()) => {}
-                Err(damage) => self.handle_damage(damage)?,
+                Err(failure) => self.handle_failure(failure)?,
             }
         }
     }
 
-    /// Whether the records just installed from a chunk of `chunk_type` at
-    /// `begin` may be part of an ArrayRecord trailer that is to be skipped.
-    fn trailer_role(&self, chunk_type: u8, begin: u64) -> TrailerRole {
-        if self.options.read_array_record_trailer
-            || chunk_type != ChunkType::Simple.to_byte()
-            || self.records.is_empty()
-        {
-            return TrailerRole::None;
+    /// Whether the records just installed from the chunk at `chunk_begin` are
+    /// records, rather than an ArrayRecord footer or postscript to skip. A
+    /// possible footer is decided by the data chunk after it, read ahead.
+    fn keeps_records(&mut self, header: &riegeli_framing::ChunkHeader) -> Result<bool> {
+        if self.options.read_array_record_trailer {
+            return Ok(true);
         }
-        if looks_like_postscript(self.records.iter()).is_some_and(|footer| footer < begin) {
-            TrailerRole::Postscript
-        } else if looks_like_footer(self.records.iter()) {
-            TrailerRole::Footer
-        } else {
-            TrailerRole::None
+        let records = &self.records;
+        let step = self.trailer.feed(self.chunk_begin, header, || Some(records), || None::<DecodedRecords>);
+        match step.this {
+            Disposition::Keep => Ok(true),
+            Disposition::Drop => Ok(false),
+            Disposition::Hold => Ok(!self.postscript_follows()?),
         }
     }
 
@@ -507,53 +427,66 @@ impl<R: Read> RecordReader<R> {
         self.index = 0;
     }
 
-    /// After a chunk that looks like an ArrayRecord footer: reads ahead past
-    /// padding to the next chunk with records, and tells whether it is the
-    /// postscript pointing at that footer. If it is not, it is kept for the
-    /// next read (as is damage met on the way).
+    /// After a chunk that looks like an ArrayRecord footer: reads ahead to
+    /// the next data chunk and tells whether it is the postscript naming that
+    /// footer (both are then dropped). If it is not, it is kept for the next
+    /// read, as is damage met on the way; at the end of the file the footer
+    /// (its postscript lost) is dropped.
     fn postscript_follows(&mut self) -> Result<bool> {
-        let footer = self.chunk_begin;
         loop {
             let fetched = match self.fetch() {
                 Ok(Some(fetched)) => fetched,
-                Ok(None) => return Ok(false),
-                Err(ReadError::Io(e)) => return Err(e),
+                Ok(None) => return Ok(self.trailer.finish(|| None::<DecodedRecords>)),
+                Err(ReadError::Io(e)) => {
+                    self.trailer.interrupt();
+                    return Err(e);
+                }
                 Err(ReadError::Damage(damage)) => {
+                    // Damage to the end of the file ends it after the footer.
+                    let dropped = damage.resume == Resume::Eof && self.trailer.finish(|| None::<DecodedRecords>);
+                    self.trailer.interrupt();
                     self.peeked_damage = Some(damage);
-                    return Ok(false);
+                    return Ok(dropped);
                 }
             };
             let chunk = &fetched.chunk;
-            let kind = ChunkType::from_byte(chunk.header.chunk_type());
-            if matches!(kind, Some(ChunkType::Padding)) || (kind.is_none() && chunk.header.num_records() == 0) {
-                continue;
+            if !chunk.is_data() {
+                if matches!(chunk.chunk_type(), Some(ChunkType::Padding) | None) {
+                    continue;
+                }
+                self.trailer.interrupt();
+                self.peeked = Some(fetched);
+                return Ok(false);
             }
             // Decoded here even if a worker decodes it too: this is rare (a
             // chunk that looks like a footer) and the chunk is small if it is
             // a postscript.
-            let mut decoder = ChunkDecoder::new(FieldProjection::all());
-            let is_postscript = kind == Some(ChunkType::Simple)
-                && matches!(decoder.decode(chunk, &self.options), Ok(Some(records))
-                    if looks_like_postscript(records.iter()) == Some(footer));
-            if is_postscript {
+            let options = &self.options.chunks;
+            let decode = || ChunkDecoder::new(options).decode(chunk).ok().flatten();
+            let step = self.trailer.feed(chunk.begin, &chunk.header, decode, || None::<DecodedRecords>);
+            if !step.release_held {
                 return Ok(true);
             }
+            // Not the postscript: the chunk is read again in its turn.
+            self.trailer.interrupt();
             self.peeked = Some(fetched);
             return Ok(false);
         }
     }
 
     /// Interprets a chunk: records, metadata, signature or padding.
-    fn install(&mut self, fetched: Fetched) -> std::result::Result<(), Damage> {
+    fn install(&mut self, fetched: Fetched) -> std::result::Result<(), Failure> {
         let Fetched { chunk, ticket } = fetched;
-        let kind = ChunkType::from_byte(chunk.header.chunk_type());
+        let damage = |error: Error, chunk: &RawChunk| {
+            Failure::Damage(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) })
+        };
         if chunk.begin == 0 {
-            return check_signature(&chunk).map_err(|error| Damage { error, begin: 0, resume: Resume::At(chunk.end) });
+            return check_signature(&chunk).map_err(|error| damage(error, &chunk));
         }
-        match kind {
+        match chunk.chunk_type() {
             Some(ChunkType::FileMetadata) => {
                 if matches!(self.metadata, MetadataState::Unknown) {
-                    self.metadata = MetadataState::Present(chunk.data.clone(), chunk.header.decoded_data_size());
+                    self.metadata = MetadataState::Present(chunk);
                 }
                 return Ok(());
             }
@@ -563,24 +496,19 @@ impl<R: Read> RecordReader<R> {
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
-        let decoded = match (ticket, &mut self.ahead) {
-            (Some(ticket), Some(ahead)) => match ahead.take(ticket) {
-                Outcome::Decoded { result, transposed } => {
-                    self.records_from_worker = Some(transposed);
-                    result
-                }
-                Outcome::Panicked => {
-                    let error = Error::invalid(chunk.begin, "chunk decoder thread panicked on this chunk");
-                    return Err(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) });
-                }
-                Outcome::Stopped => {
-                    self.records_from_worker = None;
-                    self.decoder.decode(&chunk, &self.options)
-                }
-            },
-            _ => {
+        let from_worker = match (ticket, &mut self.ahead) {
+            (Some(ticket), Some(ahead)) => ahead.take(ticket),
+            _ => None,
+        };
+        let decoded = match from_worker {
+            Some(Ok(decoded)) => {
+                self.records_from_worker = Some(decoded.transposed);
+                decoded.result
+            }
+            Some(Err(_)) => return Err(Failure::Panicked(Box::new(Fetched::serial(chunk)))),
+            None => {
                 self.records_from_worker = None;
-                self.decoder.decode(&chunk, &self.options)
+                self.decoder.decode(&chunk)
             }
         };
         match decoded {
@@ -589,73 +517,74 @@ impl<R: Read> RecordReader<R> {
                 Ok(())
             }
             Ok(None) if chunk.header.num_records() == 0 => Ok(()),
-            Ok(None) => Err(Damage {
-                error: Error::invalid(
-                    chunk.begin,
-                    format!("unknown chunk type {:#04x} with records", chunk.header.chunk_type()),
-                ),
-                begin: chunk.begin,
-                resume: Resume::At(chunk.end),
-            }),
-            Err(e) => {
-                Err(Damage { error: Error::codec(chunk.begin, e), begin: chunk.begin, resume: Resume::At(chunk.end) })
+            Ok(None) => {
+                let chunk_type = chunk.header.chunk_type();
+                Err(damage(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }), &chunk))
+            }
+            Err(e) => Err(damage(Error::codec(chunk.begin, e), &chunk)),
+        }
+    }
+
+    /// Handles a chunk [`install`](Self::install) could not interpret:
+    /// damage goes to [`handle_damage`](Self::handle_damage); a chunk whose
+    /// decoding thread panicked is kept to be decoded here by the next read,
+    /// and the read fails with an internal error.
+    fn handle_failure(&mut self, failure: Failure) -> Result<()> {
+        match failure {
+            Failure::Damage(damage) => self.handle_damage(damage),
+            Failure::Panicked(chunk) => {
+                self.peeked = Some(*chunk);
+                Err(Error::internal("a chunk decoding thread panicked; the next read decodes the chunk again"))
             }
         }
     }
 
     /// Skips damage through the recovery callback, or records it for `recover()` and fails.
     fn handle_damage(&mut self, damage: Damage) -> Result<()> {
+        self.trailer.interrupt();
+        let (error, pending) = damage.into_pending();
         if self.recovery.is_none() {
-            let error = damage.error.duplicate();
-            self.pending = Some(damage);
+            self.pending = Some(pending);
             return Err(error);
         }
-        let message = damage.error.to_string();
-        let region = self.skip(damage)?;
+        let region = self.skip(pending)?;
         let keep_going = self.recovery.as_mut().is_none_or(|callback| callback(&region));
-        if keep_going { Ok(()) } else { Err(Error::invalid(region.begin(), message)) }
+        if keep_going { Ok(()) } else { Err(error) }
     }
 
     /// Moves past damage; returns the region skipped.
-    fn skip(&mut self, damage: Damage) -> Result<SkippedRegion> {
+    fn skip(&mut self, pending: Pending) -> Result<SkippedRegion> {
         self.records = DecodedRecords::default();
         self.index = 0;
         self.peeked = None;
         self.peeked_damage = None;
-        let message = damage.error.to_string();
         if let Some(next) = self.ahead.as_ref().and_then(ReadAhead::front_begin) {
             // Chunks were read ahead past the damage: the source is past them
             // too, where a serial reader's is at `next`.
-            if let Resume::At(pos) = damage.resume
+            if let Resume::At(pos) = pending.resume
                 && pos <= next
             {
                 // As `skip_damage` with the source at `next`: nothing to skip.
                 let end = if is_possible_chunk_boundary(pos) { pos } else { next };
                 self.chunk_begin = end;
-                return Ok(SkippedRegion::new(damage.begin, end, message));
+                return Ok(SkippedRegion::new(pending.begin, end, pending.message));
             }
             // Not reached: damage that does not resume at a chunk end is
             // met while reading, which stops reading ahead.
             self.discard_ahead();
         }
-        let resumed = skip_damage(&mut self.source, damage.resume)?;
-        let end = resumed.unwrap_or(self.source.pos());
-        self.chunk_begin = end;
-        Ok(SkippedRegion::new(damage.begin, end, message))
+        let region = pending.skip(&mut self.source)?;
+        self.chunk_begin = region.end();
+        Ok(region)
     }
 }
 
-/// Checks the file signature chunk at position 0.
-fn check_signature(chunk: &RawChunk) -> Result<()> {
-    let h = &chunk.header;
-    if ChunkType::from_byte(h.chunk_type()) != Some(ChunkType::FileSignature)
-        || h.data_size() != 0
-        || h.num_records() != 0
-        || h.decoded_data_size() != 0
-    {
-        return Err(Error::invalid(0, "missing file signature: not a Riegeli/records file"));
-    }
-    Ok(())
+/// Why [`RecordReader::install`] could not interpret a chunk.
+enum Failure {
+    /// The chunk is damaged.
+    Damage(Damage),
+    /// Its decoding thread panicked (a bug): the chunk, to decode again here.
+    Panicked(Box<Fetched>),
 }
 
 impl<R: Read + Seek> RecordReader<R> {
@@ -672,6 +601,7 @@ impl<R: Read + Seek> RecordReader<R> {
         self.peeked = None;
         self.peeked_damage = None;
         self.pending = None;
+        self.trailer = TrailerDetector::new();
         self.chunk_begin = pos;
         self.source.seek(pos)?;
         if pos > 0 && matches!(self.metadata, MetadataState::Unknown) {
@@ -744,47 +674,40 @@ impl<R: Read + Seek> RecordReader<R> {
     /// Loads the chunk at the current position; `true` if it has records.
     fn load_chunk_here(&mut self) -> Result<bool> {
         let begin = self.source.pos();
-        match read_chunk(&mut self.source, &self.options) {
-            Ok(Some(chunk)) => {
-                let chunk_type = chunk.header.chunk_type();
-                let end = chunk.end;
-                match self.install(Fetched::serial(chunk)) {
-                    Ok(()) => {
-                        self.chunk_begin = begin;
-                        if self.records.is_empty() {
-                            return Ok(false);
-                        }
-                        let skip = match self.trailer_role(chunk_type, begin) {
-                            TrailerRole::None => false,
-                            TrailerRole::Postscript => true,
-                            TrailerRole::Footer => {
-                                let follows = self.postscript_follows();
-                                // Back to the end of this chunk, whatever was read ahead.
-                                self.peeked = None;
-                                self.peeked_damage = None;
-                                self.discard_ahead();
-                                self.source.seek(end)?;
-                                follows?
-                            }
-                        };
-                        if skip {
-                            self.drop_records();
-                        }
-                        Ok(!skip)
-                    }
-                    Err(damage) => {
-                        self.handle_damage(damage)?;
-                        Ok(false)
-                    }
-                }
-            }
-            Ok(None) => Ok(false),
-            Err(ReadError::Io(e)) => Err(e),
+        let chunk = match read_chunk(&mut self.source, &self.options.chunks) {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => return Ok(false),
+            Err(ReadError::Io(e)) => return Err(e),
             Err(ReadError::Damage(damage)) => {
                 self.handle_damage(damage)?;
-                Ok(false)
+                return Ok(false);
             }
+        };
+        let (header, end) = (chunk.header, chunk.end);
+        if let Err(failure) = self.install(Fetched::serial(chunk)) {
+            self.handle_failure(failure)?;
+            return Ok(false);
         }
+        self.chunk_begin = begin;
+        if self.records.is_empty() {
+            return Ok(false);
+        }
+        // Judged on its own: a postscript naming an earlier chunk is dropped,
+        // a possible footer is judged by the chunk after it.
+        self.trailer = TrailerDetector::new();
+        let keep = self.keeps_records(&header);
+        if self.peeked.is_some() || self.peeked_damage.is_some() || self.source.pos() != end {
+            // Back to the end of this chunk, whatever was read ahead.
+            self.peeked = None;
+            self.peeked_damage = None;
+            self.discard_ahead();
+            self.source.seek(end)?;
+        }
+        if !keep? {
+            self.drop_records();
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// Finds a chunk by position using block headers, then chunk headers
@@ -821,7 +744,7 @@ impl<R: Read + Seek> RecordReader<R> {
             let header = match parse_chunk_header(self.source.buffered(), chunk) {
                 Ok((header, _)) => header,
                 Err(e) if e.is_incomplete() => {
-                    return Err(ErrorKind::Truncated { pos: chunk, end: chunk + have as u64 }.into());
+                    return Err(Error::corrupt(chunk, Corruption::Truncated { end: chunk + have as u64 }));
                 }
                 Err(e) => return Err(e.into()),
             };

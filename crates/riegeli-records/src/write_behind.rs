@@ -40,7 +40,7 @@ enum Message {
 /// use riegeli_records::{RecordWriter, WriteBehind};
 ///
 /// let file = std::fs::File::create("records.riegeli")?;
-/// let mut writer = RecordWriter::new(WriteBehind::new(file), "zstd,parallelism:2".parse()?)?;
+/// let mut writer = RecordWriter::new(WriteBehind::new(file)?, "zstd,parallelism:2".parse()?)?;
 /// writer.write_record(b"hello")?;
 /// let file = writer.close()?.into_inner()?;
 /// file.sync_all()?;
@@ -71,19 +71,23 @@ impl<W> std::fmt::Debug for WriteBehind<W> {
 }
 
 impl<W: Write + Send + 'static> WriteBehind<W> {
-    /// Writes to `dest` on a new thread, in buffers of 1 MiB.
-    pub fn new(dest: W) -> Self {
+    /// Writes to `dest` on a new thread, in buffers of 1 MiB. Fails if the
+    /// thread cannot be started (`dest` is then dropped).
+    pub fn new(dest: W) -> io::Result<Self> {
         Self::with_capacity(DEFAULT_BUFFER, dest)
     }
 
-    /// Writes to `dest` on a new thread, in buffers of `capacity` bytes (at least 1).
-    pub fn with_capacity(capacity: usize, dest: W) -> Self {
+    /// Writes to `dest` on a new thread, in buffers of `capacity` bytes (at
+    /// least 1). Fails if the thread cannot be started (`dest` is then dropped).
+    pub fn with_capacity(capacity: usize, dest: W) -> io::Result<Self> {
         let capacity = capacity.max(1);
         let (to_thread, messages) = sync_channel::<Message>(QUEUED);
         let (spare_tx, spare) = channel::<Vec<u8>>();
         let (error_tx, errors) = channel::<io::Error>();
-        let thread = std::thread::spawn(move || run(dest, &messages, &spare_tx, &error_tx));
-        Self {
+        let thread = std::thread::Builder::new()
+            .name("riegeli-write".into())
+            .spawn(move || run(dest, &messages, &spare_tx, &error_tx))?;
+        Ok(Self {
             buffer: Vec::with_capacity(capacity),
             capacity,
             to_thread: Some(to_thread),
@@ -91,7 +95,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             errors,
             failed: false,
             thread: Some(thread),
-        }
+        })
     }
 }
 
@@ -279,7 +283,7 @@ mod tests {
     #[test]
     fn writes_everything_in_order() {
         let dest = Shared::new(usize::MAX);
-        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        let mut writer = WriteBehind::with_capacity(100, dest.clone()).unwrap();
         let data = pattern(10_000);
         // Pieces smaller than, equal to and larger than a buffer.
         for piece in data.chunks(1).take(50).chain(data[50..].chunks(333)) {
@@ -297,7 +301,7 @@ mod tests {
     #[test]
     fn handed_over_buffers_keep_their_place() {
         let dest = Shared::new(usize::MAX);
-        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        let mut writer = WriteBehind::with_capacity(100, dest.clone()).unwrap();
         writer.write_all(b"first ").unwrap();
         let next = writer.write_buffer(b"second ".to_vec()).unwrap();
         assert!(next.is_empty());
@@ -311,7 +315,7 @@ mod tests {
     #[test]
     fn drop_writes_what_was_buffered() {
         let dest = Shared::new(usize::MAX);
-        let mut writer = WriteBehind::new(dest.clone());
+        let mut writer = WriteBehind::new(dest.clone()).unwrap();
         writer.write_all(b"kept").unwrap();
         drop(writer);
         assert_eq!(dest.bytes(), b"kept");
@@ -320,7 +324,7 @@ mod tests {
     #[test]
     fn an_error_is_reported_and_writing_stops() {
         let dest = Shared::new(250);
-        let mut writer = WriteBehind::with_capacity(100, dest.clone());
+        let mut writer = WriteBehind::with_capacity(100, dest.clone()).unwrap();
         // The third buffer does not fit: the thread fails on it.
         let error = writer.write_all(&pattern(300)).and_then(|()| writer.flush()).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::StorageFull);
@@ -347,7 +351,7 @@ mod tests {
         }
         let (open, gate) = channel();
         let written = Arc::new(Mutex::new(0));
-        let mut writer = WriteBehind::with_capacity(10, Gate(gate, Arc::clone(&written)));
+        let mut writer = WriteBehind::with_capacity(10, Gate(gate, Arc::clone(&written))).unwrap();
         let done = Arc::new(Mutex::new(0usize));
         let done_in_thread = Arc::clone(&done);
         let producer = std::thread::spawn(move || {

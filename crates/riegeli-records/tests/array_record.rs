@@ -4,7 +4,7 @@
 use std::io::Cursor;
 
 use proptest::prelude::*;
-use riegeli_records::array_record::index_riegeli_file;
+use riegeli_records::index_riegeli_file;
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, IndexSource,
     RecordReader, RecordWriter, RecordWriterOptions,
@@ -94,7 +94,7 @@ fn golden_files_every_access_path() {
 
 #[test]
 fn find_trailer_recognises_the_golden_files() {
-    use riegeli_records::array_record::{ArrayRecordTrailer, find_trailer};
+    use riegeli_records::{ArrayRecordTrailer, find_array_record_trailer as find_trailer};
     for file in files("array_record") {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
@@ -299,7 +299,7 @@ fn inconsistent_footers_are_rejected_then_scanned() {
     damaged[start + entry + 5] = 5;
     // The data hash now fails too; turn hash checks off to reach the footer checks.
     let options = ArrayRecordReaderOptions {
-        records: riegeli_records::RecordReaderOptions { verify_hashes: false, ..Default::default() },
+        chunks: riegeli_records::ChunkReadOptions { verify_hashes: false, ..Default::default() },
         ..Default::default()
     };
     let mut reader = ArrayRecordReader::with_options(Cursor::new(&damaged), options).unwrap();

@@ -260,7 +260,7 @@ fn interop_array_record_indexed_plain_files_read_by_cpp() {
         [("copied", &uniform, "zstd:3,chunk_size:3000"), ("re-encoded", &uneven, "brotli:2,chunk_size:20000")]
     {
         let plain = crate::common::write_file(records, writer_options);
-        let (file, report) = riegeli_records::array_record::index_riegeli_file(
+        let (file, report) = riegeli_records::index_riegeli_file(
             Cursor::new(&plain),
             Vec::new(),
             "group_size:20,zstd:3".parse().unwrap(),

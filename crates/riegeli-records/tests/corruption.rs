@@ -3,7 +3,7 @@
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
 
-use riegeli_records::{ErrorKind, RecordReader, SkippedRegion};
+use riegeli_records::{Corruption, RecordReader, SkippedRegion};
 
 use crate::common::{ChunkInfo, layout, record_ranges, sample_records, write_file};
 
@@ -160,6 +160,6 @@ fn hostile_sizes_hit_limits_not_memory() {
     let _ = frame_chunk; // layout is irrelevant: the header alone must be refused
     let mut reader = RecordReader::new(Cursor::new(&file));
     let err = reader.read_record().unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::LimitExceeded { .. }), "{err}");
+    assert!(matches!(err.corruption(), Some(Corruption::LimitExceeded { .. })), "{err}");
     assert_eq!(err.position(), Some(64));
 }

@@ -1,4 +1,4 @@
-//! Parallel decoding (`RecordReaderOptions::set_parallelism`) against serial
+//! Parallel decoding (`RecordReaderOptions::parallelism`) against serial
 //! reading: the same records, positions, errors and skipped regions, on every
 //! golden and corrupt file and on generated ones. Expected values come from
 //! the manifest or from serial mode, never from the parallel code itself.
@@ -29,7 +29,7 @@ type Regions = Arc<Mutex<Vec<(u64, u64, String)>>>;
 
 fn options(parallelism: usize) -> RecordReaderOptions {
     // Every data chunk to the workers: the test files' chunks are small.
-    RecordReaderOptions::new().set_parallelism(parallelism).set_parallel_min_chunk_size(0)
+    RecordReaderOptions { parallelism, parallel_min_chunk_size: 0, ..Default::default() }
 }
 
 /// Reads everything, recovering from errors with `recover()` (or with the
@@ -86,7 +86,7 @@ fn assert_same_as_serial(file: &[u8], base: &RecordReaderOptions, what: &str) ->
         for n in 1..=3 {
             // Small chunks to the workers too (0), and the default limit.
             for min in [0, RecordReaderOptions::default().parallel_min_chunk_size] {
-                let options = base.clone().set_parallelism(n).set_parallel_min_chunk_size(min);
+                let options = RecordReaderOptions { parallelism: n, parallel_min_chunk_size: min, ..base.clone() };
                 let parallel = trace(file, options, callback);
                 assert_eq!(parallel, serial, "{what}: parallelism {n}, min chunk {min}, recovery callback {callback}");
             }
@@ -147,7 +147,10 @@ fn many_chunks(options: &str) -> (Vec<Vec<u8>>, Vec<u8>) {
 fn damage_among_many_chunks_is_met_in_order() {
     let (records, file) = many_chunks("zstd:1,chunk_size:8k");
     let chunks: Vec<_> = layout(&file).into_iter().filter(|c| c.num_records > 0).collect();
-    let no_hashes = RecordReaderOptions { verify_hashes: false, ..Default::default() };
+    let no_hashes = RecordReaderOptions {
+        chunks: riegeli_records::ChunkReadOptions { verify_hashes: false, ..Default::default() },
+        ..Default::default()
+    };
     for (step, victims) in [(0, [3usize, 4]), (1, [7, 15]), (2, [1, 20])] {
         let mut damaged = file.clone();
         // Data damage (a hash failure on the calling thread, or with hashes

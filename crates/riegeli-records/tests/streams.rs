@@ -35,5 +35,11 @@ fn truncated_stream_gives_complete_chunks_then_an_error() {
         }
     };
     assert!(got > 0 && got < records.len());
-    assert!(matches!(err.kind(), riegeli_records::ErrorKind::Truncated { .. }), "{err}");
+    assert!(
+        matches!(
+            err.kind(),
+            riegeli_records::ErrorKind::Corrupt { cause: riegeli_records::Corruption::Truncated { .. }, .. }
+        ),
+        "{err}"
+    );
 }

@@ -2,16 +2,16 @@
 
 use std::io::{Read, Seek, Write};
 
-use riegeli_codec::{ChunkType, FieldProjection};
+use riegeli_codec::ChunkType;
 
-use super::layout::{looks_like_footer, looks_like_postscript};
 use super::options::ArrayRecordWriterOptions;
 use super::writer::ArrayRecordWriter;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
-use crate::error::{Error, Result};
-use crate::options::RecordReaderOptions;
-use crate::reader::ChunkDecoder;
+use crate::decode::{ChunkDecoder, check_signature};
+use crate::error::{Corruption, Error, Result};
+use crate::options::ChunkReadOptions;
 use crate::source::Source;
+use crate::trailer::{Disposition, TrailerDetector};
 
 /// What [`index_riegeli_file`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,17 +31,12 @@ pub struct IndexReport {
 }
 
 /// Reads the chunk at the source's position; `None` at the end of the file.
-fn next_chunk<R: Read>(source: &mut Source<R>, options: &RecordReaderOptions) -> Result<Option<RawChunk>> {
+fn next_chunk<R: Read>(source: &mut Source<R>, options: &ChunkReadOptions) -> Result<Option<RawChunk>> {
     match read_chunk(source, options) {
         Ok(chunk) => Ok(chunk),
         Err(ReadError::Io(e)) => Err(e),
         Err(ReadError::Damage(d)) => Err(d.error),
     }
-}
-
-fn is_data(chunk: &RawChunk) -> bool {
-    matches!(ChunkType::from_byte(chunk.header.chunk_type()), Some(ChunkType::Simple | ChunkType::Transposed))
-        && chunk.header.num_records() > 0
 }
 
 /// Writes an ArrayRecord file holding the records of the Riegeli/records file
@@ -63,7 +58,7 @@ fn is_data(chunk: &RawChunk) -> bool {
 /// ```
 /// use std::io::Cursor;
 /// use riegeli_records::{ArrayRecordReader, RecordWriter, RecordWriterOptions};
-/// use riegeli_records::array_record::index_riegeli_file;
+/// use riegeli_records::index_riegeli_file;
 ///
 /// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_chunk_size(Some(100)))?;
 /// for i in 0..50 {
@@ -81,48 +76,51 @@ pub fn index_riegeli_file<R: Read + Seek, W: Write>(
     output: W,
     options: ArrayRecordWriterOptions,
 ) -> Result<(W, IndexReport)> {
-    let read_options = RecordReaderOptions::default();
+    let read_options = ChunkReadOptions::default();
     let mut source = Source::new(input, 0);
-    let first = next_chunk(&mut source, &read_options)?
-        .ok_or_else(|| Error::invalid(0, "empty file: missing file signature"))?;
-    if first.header.chunk_type() != ChunkType::FileSignature.to_byte() {
-        return Err(Error::invalid(0, "missing file signature: not a Riegeli/records file"));
-    }
+    let first = next_chunk(&mut source, &read_options)?.ok_or(Error::corrupt(0, Corruption::MissingSignature))?;
+    check_signature(&first)?;
 
-    // Pass 1: the data chunks' record counts, and the last two data chunks
-    // (which may be an old ArrayRecord footer and postscript).
-    let mut chunks: Vec<u64> = Vec::new();
-    let mut last_two: Vec<RawChunk> = Vec::new();
+    // Pass 1: the data chunks' record counts, less an old ArrayRecord footer
+    // and postscript.
+    let decode = |chunk: &RawChunk| ChunkDecoder::new(&read_options).data_records(chunk, false).ok();
+    let mut trailer = TrailerDetector::lazy();
+    let mut held: Option<RawChunk> = None;
+    // Where each data chunk to keep begins, and its record count.
+    let mut kept: Vec<(u64, u64)> = Vec::new();
+    let mut dropped_old_trailer = false;
     let mut metadata: Option<RawChunk> = None;
+    let count = |chunk: &RawChunk| (chunk.begin, chunk.header.num_records());
     while let Some(chunk) = next_chunk(&mut source, &read_options)? {
-        if chunk.header.chunk_type() == ChunkType::FileMetadata.to_byte() && chunks.is_empty() && metadata.is_none() {
+        if chunk.chunk_type() == Some(ChunkType::FileMetadata) && kept.is_empty() && metadata.is_none() {
             metadata = Some(chunk);
             continue;
         }
-        if !is_data(&chunk) {
+        if !chunk.is_data() {
             continue;
         }
-        chunks.push(chunk.header.num_records());
-        if last_two.len() == 2 {
-            last_two.remove(0);
+        let step = trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
+        if let Some(previous) = held.take() {
+            if step.release_held {
+                kept.push(count(&previous));
+            } else {
+                dropped_old_trailer = true;
+            }
         }
-        last_two.push(chunk);
+        match step.this {
+            Disposition::Keep => kept.push(count(&chunk)),
+            Disposition::Hold => held = Some(chunk),
+            Disposition::Drop => dropped_old_trailer = true,
+        }
     }
-    let mut decoder = ChunkDecoder::new(FieldProjection::all());
-    let mut dropped_old_trailer = false;
-    if let [footer, postscript] = last_two.as_slice() {
-        let simple = |c: &RawChunk| c.header.chunk_type() == ChunkType::Simple.to_byte();
-        let records_of = |decoder: &mut ChunkDecoder, c: &RawChunk| decoder.decode(c, &read_options).ok().flatten();
-        let is_postscript = simple(postscript)
-            && records_of(&mut decoder, postscript)
-                .is_some_and(|r| looks_like_postscript(r.iter()) == Some(footer.begin));
-        let is_footer = simple(footer) && records_of(&mut decoder, footer).is_some_and(|r| looks_like_footer(r.iter()));
-        if is_postscript && is_footer {
-            chunks.truncate(chunks.len() - 2);
+    if let Some(last) = held.take() {
+        if trailer.finish(|| decode(&last)) {
             dropped_old_trailer = true;
+        } else {
+            kept.push(count(&last));
         }
     }
-    let end_of_data = if dropped_old_trailer { last_two.first().map(|c| c.begin) } else { None };
+    let chunks: Vec<u64> = kept.iter().map(|&(_, n)| n).collect();
 
     let group = chunks.first().copied().unwrap_or(options.group_size());
     let body = chunks.get(..chunks.len().saturating_sub(1)).unwrap_or_default();
@@ -144,21 +142,19 @@ pub fn index_riegeli_file<R: Read + Seek, W: Write>(
         group_size: writer.options().group_size(),
         dropped_old_trailer,
     };
+    let mut decoder = ChunkDecoder::new(&read_options);
+    let mut wanted = kept.iter().map(|&(begin, _)| begin).peekable();
     while let Some(chunk) = next_chunk(&mut source, &read_options)? {
-        if end_of_data.is_some_and(|end| chunk.begin >= end) {
-            break;
-        }
-        if !is_data(&chunk) {
+        if wanted.peek() != Some(&chunk.begin) {
+            // Not a data chunk, or a dropped trailer chunk.
             continue;
         }
+        wanted.next();
         if copy {
             writer.write_encoded_chunk(&chunk.header, &chunk.data)?;
             report.copied_chunks += 1;
         } else {
-            let records = decoder
-                .decode(&chunk, &read_options)
-                .map_err(|e| Error::codec(chunk.begin, e))?
-                .ok_or_else(|| Error::invalid(chunk.begin, "not a data chunk"))?;
+            let records = decoder.data_records(&chunk, false)?;
             for record in records.iter() {
                 writer.write_record(&record)?;
             }

@@ -6,21 +6,25 @@
 //! record and one `ArrayRecordFooter` record per data chunk), padding to a
 //! block boundary, a postscript chunk at `size - 65536` holding three copies
 //! of a `RiegeliPostscript` that points at the footer, and padding to the end.
+//!
+//! A layer on top of the Riegeli/records core: the writer composes the core's
+//! chunk sink and chunker with its own chunking policy (`group_size` records
+//! per chunk) and layout (every chunk remembered for the footer); the reader
+//! reads chunks through the index (`entry`) and decodes batches on the worker
+//! pool (`batch`).
 
+mod batch;
+mod entry;
 mod index;
-mod layout;
 mod options;
-mod pool;
 mod positional;
 mod reader;
 mod writer;
 
 pub use self::index::{IndexReport, index_riegeli_file};
-pub use self::layout::parse_postscript;
-pub(crate) use self::layout::{looks_like_footer, looks_like_postscript};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_SATURATION_DELAY_MS, DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_trailer};
+pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_array_record_trailer};
 pub use self::writer::ArrayRecordWriter;

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use riegeli_codec::{CompressionType, CompressorOptions};
 
 use crate::metadata::RecordsMetadata;
-use crate::options::{CompressionItems, ParseOptionsError, RecordReaderOptions, parse_bytes, parse_int};
+use crate::options::{ChunkReadOptions, CompressionItems, ParseOptionsError, parse_bytes, parse_int};
 
 /// Default records per chunk (C++ `kDefaultGroupSize`).
 pub const DEFAULT_GROUP_SIZE: u64 = 1;
@@ -401,8 +401,8 @@ impl fmt::Display for ArrayRecordWriterOptions {
 /// Options of an [`ArrayRecordReader`](crate::ArrayRecordReader).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ArrayRecordReaderOptions {
-    /// Limits and checks of chunk reading (the [`RecordReader`](crate::RecordReader)'s).
-    pub records: RecordReaderOptions,
+    /// Limits and checks of each chunk read.
+    pub chunks: ChunkReadOptions,
     /// Threads that decode chunks in the parallel batch reads, the calling
     /// thread included (`None`, the default: the number of available cores).
     /// The reader keeps `parallelism - 1` worker threads from its first

@@ -1,28 +1,28 @@
 //! `ArrayRecordReader`: random access to the records of an ArrayRecord file.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek};
 use std::ops::Range;
 use std::path::Path;
-use std::sync::mpsc;
 
 use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use super::layout::{
-    FooterEntry, POSTSCRIPT_SPAN, looks_like_footer, looks_like_postscript, parse_footer_metadata, parse_postscript,
-};
+use super::batch::{BatchPool, MIN_TASK_BYTES, TaskChunk, start_pool};
+use super::entry::{ChunkEntry, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
-use super::pool::{DecodePool, Done, Reading, Task, TaskChunk};
 use super::positional::SharedFile;
-use crate::chunk_reader::{LazyChunk, RawChunk, ReadError, read_chunk, read_lazy_chunk, skip_damage};
-use crate::error::{Error, ErrorKind, Result};
-use crate::options::RecordReaderOptions;
-use crate::reader::ChunkDecoder;
+use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
+use crate::decode::ChunkDecoder;
+use crate::error::{Corruption, Error, ErrorKind, Result};
+use crate::options::ChunkReadOptions;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::trailer::{
+    Disposition, FooterEntry, POSTSCRIPT_SPAN, TrailerDetector, looks_like_postscript, parse_footer_metadata,
+    parse_postscript,
+};
 
 /// Where an [`ArrayRecordReader`]'s chunk index comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,71 +51,35 @@ pub struct ArrayRecordTrailer {
 /// chunk is unreadable). Data hashes are not checked: this recognises, it
 /// does not validate ([`ArrayRecordReader`] does, and falls back to a scan).
 /// Only a chunk that fits in the last 64 KiB is read.
-pub fn find_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrailer>> {
+pub fn find_array_record_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrailer>> {
     let size = src.seek(std::io::SeekFrom::End(0))?;
     let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else { return Ok(None) };
-    let options =
-        RecordReaderOptions { verify_hashes: false, max_chunk_data_size: POSTSCRIPT_SPAN, ..Default::default() };
+    let options = ChunkReadOptions { verify_hashes: false, max_chunk_data_size: POSTSCRIPT_SPAN, ..Default::default() };
     src.seek(std::io::SeekFrom::Start(postscript_pos))?;
     let mut source = Source::new(src, postscript_pos);
-    let chunk = match chunk_at(&mut source, postscript_pos, &options).map(LazyChunk::gather) {
-        Ok(chunk) => chunk,
+    let chunk = match chunk_at(&mut source, postscript_pos, &options) {
+        Ok(chunk) => chunk.gather(),
         Err(e) if e.is_corruption() => return Ok(None),
         Err(e) => return Err(e),
     };
-    if chunk.header.chunk_type() != ChunkType::Simple.to_byte() {
+    if chunk.chunk_type() != Some(ChunkType::Simple) {
         return Ok(None);
     }
-    let Ok(records) = decode(&mut ChunkDecoder::new(FieldProjection::all()), &chunk, &options) else { return Ok(None) };
+    let Ok(records) = ChunkDecoder::new(&options).data_records(&chunk, false) else { return Ok(None) };
     let footer_offset = records.iter().next().and_then(|record| parse_postscript(&record));
     Ok(footer_offset
         .filter(|&offset| offset < postscript_pos)
         .map(|footer_offset| ArrayRecordTrailer { footer_offset, postscript_pos }))
 }
 
-/// One data chunk of the index.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ChunkEntry {
-    /// Where the chunk begins.
-    pub(super) offset: u64,
-    /// Where its byte range ends (the next chunk's offset, or the footer's).
-    pub(super) limit: u64,
-    num_records: u64,
-    /// From the footer (checked against the chunk header) or the header itself.
-    decoded_data_size: u64,
-    /// Index of the chunk's first record.
-    first_record: u64,
-}
-
-/// The most raw chunk bytes a parallel batch holds read but not yet decoded
-/// and handed out.
-const WINDOW_BYTES: u64 = 64 << 20;
-
 /// Parallel reads decode serially below this estimated decoded size (from the
 /// index), where handing work to another thread costs more than it saves.
 const MIN_PARALLEL_BYTES: u64 = 128 << 10;
-
-/// A parallel batch is cut into about this many tasks per thread (for balance),
-/// within [`MIN_TASK_BYTES`] and [`MAX_TASK_BYTES`] of decoded data each.
-const TASKS_PER_THREAD: u64 = 8;
-/// The least decoded data per task (a task is at least one chunk).
-const MIN_TASK_BYTES: u64 = 64 << 10;
-/// The most decoded data per task (unless one chunk holds more).
-const MAX_TASK_BYTES: u64 = 1 << 20;
 
 /// Reads by index copy the records they want out of a chunk when these are
 /// less than 1/`COPY_BELOW` of its decoded data, rather than keeping the whole
 /// chunk alive through slices of it.
 const COPY_BELOW: usize = 4;
-
-/// The decoded size the index gives for chunks `ks`; a chunk whose size the
-/// index lacks counts as [`MIN_TASK_BYTES`].
-fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
-    ks.iter()
-        .filter_map(|&k| chunks.get(k))
-        .map(|c| if c.decoded_data_size == u64::MAX { MIN_TASK_BYTES } else { c.decoded_data_size })
-        .fold(0, u64::saturating_add)
-}
 
 /// Reads an ArrayRecord file (google/array_record): any record by its index,
 /// ranges and lists of indices, and batches decoded on several threads.
@@ -125,10 +89,10 @@ fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize]) -> u64 {
 /// footer, and checks the index more strictly than C++ does: every chunk but
 /// the last holds the same number of records, the counts add up, offsets
 /// increase and lie before the footer, no entry counts more than
-/// [`max_num_records`](crate::RecordReaderOptions::max_num_records); each
+/// [`max_num_records`](crate::ChunkReadOptions::max_num_records); each
 /// chunk's header must agree with its footer entry when it is read. Every
 /// other allocation sized by the file is bounded by the
-/// [`RecordReaderOptions`] limits, as for
+/// [`ChunkReadOptions`] limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged, the file is read as plain Riegeli/records instead: one
 /// sequential scan of the chunk headers builds the index
@@ -196,12 +160,10 @@ pub struct ArrayRecordReader<R> {
 struct Parallel {
     /// Worker threads, started by the first parallel read that is worth it
     /// and joined on drop.
-    pool: Option<DecodePool>,
+    pool: Option<BatchPool>,
     /// For a reader opened on a `File` (where the platform allows): the file,
     /// which the decoding threads read their chunks from themselves.
     file: Option<SharedFile>,
-    /// The calling thread's cursor over `file`, for the tasks it decodes.
-    reading: Reading,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -211,30 +173,6 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
             .field("num_chunks", &self.chunks.len())
             .field("index_source", &self.index_source)
             .finish_non_exhaustive()
-    }
-}
-
-/// The chunk at `pos`, data hash verified (as the options say), its data
-/// left to gather.
-fn chunk_at<R: Read + Seek>(source: &mut Source<R>, pos: u64, options: &RecordReaderOptions) -> Result<LazyChunk> {
-    source.seek(pos)?;
-    match read_lazy_chunk(source, options) {
-        Ok(Some(chunk)) => Ok(chunk),
-        Ok(None) => Err(ErrorKind::Truncated { pos, end: pos }.into()),
-        Err(ReadError::Io(e)) => Err(e),
-        Err(ReadError::Damage(d)) => Err(d.error),
-    }
-}
-
-/// The records of a chunk (an error for chunks of other types).
-fn decode(decoder: &mut ChunkDecoder, chunk: &RawChunk, options: &RecordReaderOptions) -> Result<DecodedRecords> {
-    match decoder.decode(chunk, options) {
-        Ok(Some(records)) => Ok(records),
-        Ok(None) => Err(Error::invalid(
-            chunk.begin,
-            format!("chunk type {:#04x} is not a data chunk", chunk.header.chunk_type()),
-        )),
-        Err(e) => Err(Error::codec(chunk.begin, e)),
     }
 }
 
@@ -259,7 +197,6 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let size = source.size()?;
         let mut reader = Self {
             source,
-            options,
             chunks: Vec::new(),
             num_records: 0,
             index_source: IndexSource::Footer,
@@ -267,9 +204,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             writer_options: None,
             skipped: Vec::new(),
             projection: FieldProjection::all(),
-            decoder: ChunkDecoder::new(FieldProjection::all()),
+            decoder: ChunkDecoder::new(&options.chunks),
             cached: None,
             parallel: Parallel::default(),
+            options,
         };
         match reader.read_index(size) {
             Ok(index) => {
@@ -289,15 +227,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// Reads the postscript and the footer.
     fn read_index(&mut self, size: u64) -> Result<FooterIndex> {
+        let index = |pos, problem: String| Error::corrupt(pos, Corruption::Index(problem));
         let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else {
-            return Err(Error::invalid(size, "an ArrayRecord file is at least 64 KiB long"));
+            return Err(index(size, "an ArrayRecord file is at least 64 KiB long".into()));
         };
-        let strict = self.options.records.clone();
+        let strict = self.options.chunks.clone();
         let (offsets, first_error) = match self.postscript_offsets(postscript_pos, &strict) {
             Ok(offsets) => (offsets, None),
             Err(e) if e.is_corruption() => {
                 // The chunk is damaged: its records may still hold an intact copy.
-                let lenient = RecordReaderOptions { verify_hashes: false, ..strict.clone() };
+                let lenient = ChunkReadOptions { verify_hashes: false, ..strict.clone() };
                 (self.postscript_offsets(postscript_pos, &lenient).unwrap_or_default(), Some(e))
             }
             Err(e) => return Err(e),
@@ -310,14 +249,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 Err(e) => return Err(e),
             }
         }
-        Err(last_error.unwrap_or_else(|| Error::invalid(postscript_pos, "no valid postscript record")))
+        Err(last_error.unwrap_or_else(|| index(postscript_pos, "no valid postscript record".into())))
     }
 
     /// The distinct footer offsets named by postscript records of the chunk at `pos`.
-    fn postscript_offsets(&mut self, pos: u64, options: &RecordReaderOptions) -> Result<Vec<u64>> {
+    fn postscript_offsets(&mut self, pos: u64, options: &ChunkReadOptions) -> Result<Vec<u64>> {
         let chunk = chunk_at(&mut self.source, pos, options)?.gather();
-        let mut decoder = ChunkDecoder::new(FieldProjection::all());
-        let records = decode(&mut decoder, &chunk, options)?;
+        let records = ChunkDecoder::new(options).data_records(&chunk, false)?;
         let mut offsets = Vec::new();
         for record in records.iter() {
             if let Some(offset) = looks_like_postscript(std::iter::once(record))
@@ -327,30 +265,27 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             }
         }
         if offsets.is_empty() {
-            return Err(Error::invalid(pos, "the chunk at size - 65536 holds no ArrayRecord postscript"));
+            let problem = "the chunk at size - 65536 holds no ArrayRecord postscript".into();
+            return Err(Error::corrupt(pos, Corruption::Index(problem)));
         }
         Ok(offsets)
     }
 
     /// Reads and checks the footer at `footer_offset`, which must end by `end`.
     fn read_footer(&mut self, footer_offset: u64, end: u64) -> Result<FooterIndex> {
+        let bad = |message: String| Error::corrupt(footer_offset, Corruption::Index(format!("footer: {message}")));
         if footer_offset >= end {
-            return Err(Error::invalid(end, format!("footer offset {footer_offset} is not before the postscript")));
+            return Err(bad(format!("offset {footer_offset} is not before the postscript at {end}")));
         }
-        let options = self.options.records.clone();
+        let options = self.options.chunks.clone();
         let chunk = chunk_at(&mut self.source, footer_offset, &options)?.gather();
         if chunk.end > end {
-            return Err(Error::invalid(
-                footer_offset,
-                format!("footer chunk ends at {} past the postscript", chunk.end),
-            ));
+            return Err(bad(format!("chunk ends at {} past the postscript", chunk.end)));
         }
-        if chunk.header.chunk_type() != ChunkType::Simple.to_byte() {
-            return Err(Error::invalid(footer_offset, "footer chunk is not a simple chunk"));
+        if chunk.chunk_type() != Some(ChunkType::Simple) {
+            return Err(bad("not a simple chunk".into()));
         }
-        let mut decoder = ChunkDecoder::new(FieldProjection::all());
-        let records = decode(&mut decoder, &chunk, &options)?;
-        let bad = |message: String| Error::invalid(footer_offset, format!("footer: {message}"));
+        let records = ChunkDecoder::new(&options).data_records(&chunk, false)?;
         let (num_chunks, num_records, writer_options) = records
             .get_slice(0)
             .and_then(parse_footer_metadata)
@@ -409,40 +344,51 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         Ok(FooterIndex { chunks, num_records, writer_options })
     }
 
-    /// Builds the index from the chunk headers, reading the file from the beginning.
+    /// Builds the index from the chunk headers, reading the file from the
+    /// beginning; what remains of an ArrayRecord trailer is left out.
     fn scan(&mut self) -> Result<()> {
-        let options = self.options.records.clone();
+        let options = self.options.chunks.clone();
         self.source.seek(0)?;
-        let first = chunk_at(&mut self.source, 0, &options)
-            .map_err(|e| Error::invalid(0, format!("not an ArrayRecord or Riegeli/records file: {e}")))?;
+        let not_riegeli = |e: Error| {
+            let problem = format!("not an ArrayRecord or Riegeli/records file: {e}");
+            Error::corrupt(e.position().unwrap_or(0), Corruption::Index(problem))
+        };
+        let first = chunk_at(&mut self.source, 0, &options).map_err(not_riegeli)?;
         if first.header().chunk_type() != ChunkType::FileSignature.to_byte() {
-            return Err(Error::invalid(0, "not an ArrayRecord or Riegeli/records file: no file signature"));
+            return Err(not_riegeli(Error::corrupt(0, Corruption::MissingSignature)));
         }
-        let mut data_chunks: Vec<RawChunk> = Vec::new();
+        let entry = |chunk: &RawChunk| ChunkEntry {
+            offset: chunk.begin,
+            limit: chunk.end,
+            num_records: chunk.header.num_records(),
+            decoded_data_size: chunk.header.decoded_data_size(),
+            first_record: 0,
+        };
+        let decode = |chunk: &RawChunk| ChunkDecoder::new(&options).data_records(chunk, false).ok();
+        let mut trailer = TrailerDetector::lazy();
+        let mut held: Option<RawChunk> = None;
         self.chunks.clear();
         loop {
             match read_chunk(&mut self.source, &options) {
-                Ok(Some(chunk)) => {
-                    let kind = ChunkType::from_byte(chunk.header.chunk_type());
-                    if matches!(kind, Some(ChunkType::Simple | ChunkType::Transposed)) && chunk.header.num_records() > 0
-                    {
-                        self.chunks.push(ChunkEntry {
-                            offset: chunk.begin,
-                            limit: chunk.end,
-                            num_records: chunk.header.num_records(),
-                            decoded_data_size: chunk.header.decoded_data_size(),
-                            first_record: 0,
-                        });
-                        // Only the last two can be the trailer: keep them for the check below.
-                        if data_chunks.len() == 2 {
-                            data_chunks.remove(0);
-                        }
-                        data_chunks.push(chunk);
+                Ok(Some(chunk)) if chunk.is_data() => {
+                    let step =
+                        trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
+                    let previous = held.take();
+                    if step.release_held {
+                        self.chunks.extend(previous.as_ref().map(entry));
+                    }
+                    match step.this {
+                        Disposition::Keep => self.chunks.push(entry(&chunk)),
+                        Disposition::Hold => held = Some(chunk),
+                        Disposition::Drop => {}
                     }
                 }
+                Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(ReadError::Io(e)) => return Err(e),
                 Err(ReadError::Damage(damage)) => {
+                    // A held chunk stays held: the data chunk after the damage
+                    // (or the end of the file) decides what it is.
                     let message = damage.error.to_string();
                     let resumed = skip_damage(&mut self.source, damage.resume)?;
                     let end = resumed.unwrap_or(self.source.pos());
@@ -453,26 +399,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 }
             }
         }
-        // Drop what remains of the ArrayRecord trailer: the postscript, then the footer.
-        let mut decoder = ChunkDecoder::new(FieldProjection::all());
-        let mut is_trailer = |chunk: &RawChunk, postscript: bool| {
-            chunk.header.chunk_type() == ChunkType::Simple.to_byte()
-                && decode(&mut decoder, chunk, &options).is_ok_and(|records| {
-                    if postscript {
-                        looks_like_postscript(records.iter()).is_some()
-                    } else {
-                        looks_like_footer(records.iter())
-                    }
-                })
-        };
-        for postscript in [true, false] {
-            if let Some(last) = data_chunks.last()
-                && self.chunks.last().is_some_and(|c| c.offset == last.begin)
-                && is_trailer(last, postscript)
-            {
-                self.chunks.pop();
-                data_chunks.pop();
-            }
+        if !trailer.finish(|| held.as_ref().and_then(decode)) {
+            self.chunks.extend(held.as_ref().map(entry));
         }
         let mut first_record = 0u64;
         for chunk in &mut self.chunks {
@@ -485,7 +413,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// Reads only the given fields of transposed chunks (simple chunks are read whole).
     pub fn set_field_projection(&mut self, projection: FieldProjection) {
-        self.decoder = ChunkDecoder::new(projection.clone());
+        self.decoder = ChunkDecoder::with_projection(&self.options.chunks, projection.clone());
         self.projection = projection;
         self.cached = None;
         // The workers decode with the old projection: start new ones when needed.
@@ -547,7 +475,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             .into());
         }
         let k = self.chunks.partition_point(|c| c.first_record + c.num_records <= index);
-        let chunk = self.chunks.get(k).ok_or_else(|| Error::invalid(0, "record index not in the chunk index"))?;
+        let chunk = self.chunks.get(k).ok_or_else(not_indexed)?;
         Ok((k, (index - chunk.first_record) as usize))
     }
 
@@ -556,14 +484,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let (k, j) = self.locate(index)?;
         if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
             self.cached = None;
-            let chunk = read_chunk_in(&mut self.source, &self.options.records, &self.chunks, k)?.gather();
-            let records = decode_checked(&mut self.decoder, &chunk, &self.options.records)?;
+            let entry = self.chunks.get(k).ok_or_else(not_indexed)?;
+            let chunk = read_entry(&mut self.source, &self.options.chunks, entry)?.gather();
+            let records = self.decoder.data_records(&chunk, self.options.chunks.verify_hashes)?;
             self.cached = Some((k, records));
         }
-        self.cached
-            .as_ref()
-            .and_then(|(_, records)| records.get(j))
-            .ok_or_else(|| Error::invalid(0, "record missing from its chunk"))
+        // A chunk's record count is checked against the index when it is decoded.
+        self.cached.as_ref().and_then(|(_, records)| records.get(j)).ok_or_else(not_indexed)
     }
 
     /// Reads the records with indices in `range`, decoding each chunk once.
@@ -693,8 +620,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     }
 
     /// Reads and decodes chunks `ks` (ascending), handing each chunk's records
-    /// to `sink` with its position in `ks`, in order. With a `pool` (the
-    /// parallel reads), a batch worth it is decoded on the pool's workers and
+    /// to `sink` with its position in `ks`, in order. With `parallel` (the
+    /// parallel reads), a batch worth it is decoded on the pool's threads and
     /// the calling thread; the pool is started if it is not yet.
     ///
     /// Errors are those the serial reading would return: the first in file
@@ -711,45 +638,31 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let threads = options.effective_parallelism();
-        let estimate = estimated_decoded_size(chunks, ks);
-        match parallel {
-            Some(parallel) if threads > 1 && ks.len() > 1 && estimate >= MIN_PARALLEL_BYTES => {
-                let Parallel { pool, file, reading } = parallel;
-                let pool = pool
-                    .get_or_insert_with(|| DecodePool::new(threads - 1, projection, &options.records, file.as_ref()));
-                if pool.workers() > 0 {
-                    let task_bytes =
-                        (estimate / (threads as u64 * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
-                    if reading.is_none() {
-                        *reading = super::pool::reading(file.as_ref());
-                    }
-                    let positional = reading.is_some();
-                    let mut batch = Batch::new(pool, decoder, reading, projection, &options.records, sink);
-                    if positional {
-                        // The chunks are read where they are decoded.
-                        return batch.run(
-                            |k| chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed),
-                            chunks,
-                            ks,
-                            task_bytes,
-                        );
-                    }
-                    // The calling thread only reads: data hashes are checked
-                    // where the chunks are decoded (`decode_checked`).
-                    let read_options = RecordReaderOptions { verify_hashes: false, ..options.records.clone() };
-                    return batch.run(
-                        |k| read_chunk_in(source, &read_options, chunks, k).map(TaskChunk::Read),
-                        chunks,
-                        ks,
-                        task_bytes,
-                    );
-                }
+        let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
+        if let Some(Parallel { pool, file }) = parallel
+            && threads > 1
+            && ks.len() > 1
+            && estimate >= MIN_PARALLEL_BYTES
+        {
+            let pool = pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file.as_ref()));
+            if file.is_some() {
+                // The chunks are read where they are decoded.
+                let read = |k: usize| chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed);
+                return super::batch::run(pool, read, chunks, ks, sink);
             }
-            _ => {}
+            // The calling thread only reads: data hashes are checked where
+            // the chunks are decoded.
+            let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
+            let read = |k: usize| {
+                let entry = chunks.get(k).ok_or_else(not_indexed)?;
+                read_entry(source, &read_options, entry).map(TaskChunk::Read)
+            };
+            return super::batch::run(pool, read, chunks, ks, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
-            let chunk = read_chunk_in(source, &options.records, chunks, k)?.gather();
-            sink(i, decode_checked(decoder, &chunk, &options.records)?);
+            let entry = chunks.get(k).ok_or_else(not_indexed)?;
+            let chunk = read_entry(source, &options.chunks, entry)?.gather();
+            sink(i, decoder.data_records(&chunk, options.chunks.verify_hashes)?);
         }
         Ok(())
     }
@@ -774,236 +687,9 @@ impl ArrayRecordReader<File> {
     }
 }
 
+/// An index lookup that cannot fail: the index was checked when it was built.
 fn not_indexed() -> Error {
-    Error::invalid(0, "chunk not in the index")
-}
-
-/// Reads chunk `k` of the index and checks it against its entry.
-fn read_chunk_in<S: Read + Seek>(
-    source: &mut Source<S>,
-    options: &RecordReaderOptions,
-    chunks: &[ChunkEntry],
-    k: usize,
-) -> Result<LazyChunk> {
-    read_entry(source, options, chunks.get(k).ok_or_else(not_indexed)?)
-}
-
-/// Reads the chunk of an index entry and checks it against the entry.
-pub(super) fn read_entry<S: Read + Seek>(
-    source: &mut Source<S>,
-    options: &RecordReaderOptions,
-    entry: &ChunkEntry,
-) -> Result<LazyChunk> {
-    let chunk = chunk_at(source, entry.offset, options)?;
-    check_against_index(&chunk, entry)?;
-    Ok(chunk)
-}
-
-/// Checks a chunk's header and extent against its index entry.
-fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
-    let header = chunk.header();
-    let mismatch = |what: &str, header: u64, index: u64| {
-        Error::invalid(entry.offset, format!("chunk header {what} {header} differs from the index's {index}"))
-    };
-    if chunk.end() > entry.limit {
-        return Err(Error::invalid(
-            entry.offset,
-            format!("chunk ends at {}, past the next indexed chunk or the footer at {}", chunk.end(), entry.limit),
-        ));
-    }
-    if header.num_records() != entry.num_records {
-        return Err(mismatch("num_records", header.num_records(), entry.num_records));
-    }
-    if entry.decoded_data_size != u64::MAX && header.decoded_data_size() != entry.decoded_data_size {
-        return Err(mismatch("decoded_data_size", header.decoded_data_size(), entry.decoded_data_size));
-    }
-    Ok(())
-}
-
-/// One parallel batch: raw chunks go out as [`Task`]s to the pool, and come
-/// back decoded, in any order; `sink` gets them in file order.
-struct Batch<'a> {
-    pool: &'a DecodePool,
-    /// The calling thread's decoder and reading state, for the tasks it decodes itself.
-    decoder: &'a mut ChunkDecoder,
-    reading: &'a mut Reading,
-    projection: &'a FieldProjection,
-    options: &'a RecordReaderOptions,
-    sink: &'a mut dyn FnMut(usize, DecodedRecords),
-    /// The batch's own channel: results of an earlier, failed batch cannot arrive here.
-    reply: mpsc::Sender<Done>,
-    results: mpsc::Receiver<Done>,
-    /// For each submitted task: the batch position and file position of its first chunk.
-    firsts: Vec<(usize, u64)>,
-    /// `waiting[i]` is task `emitted + i`, once decoded.
-    waiting: VecDeque<Option<Done>>,
-    /// Tasks handed to `sink` so far.
-    emitted: usize,
-    /// Raw bytes of the tasks submitted and not yet handed to `sink`.
-    in_flight: u64,
-}
-
-impl<'a> Batch<'a> {
-    fn new(
-        pool: &'a DecodePool,
-        decoder: &'a mut ChunkDecoder,
-        reading: &'a mut Reading,
-        projection: &'a FieldProjection,
-        options: &'a RecordReaderOptions,
-        sink: &'a mut dyn FnMut(usize, DecodedRecords),
-    ) -> Self {
-        let (reply, results) = mpsc::channel();
-        Self {
-            pool,
-            decoder,
-            reading,
-            projection,
-            options,
-            sink,
-            reply,
-            results,
-            firsts: Vec::new(),
-            waiting: VecDeque::new(),
-            emitted: 0,
-            in_flight: 0,
-        }
-    }
-
-    /// Decodes chunks `ks` of the index `chunks`, which `read` reads (or
-    /// leaves to be read), in tasks of about `task_bytes` decoded bytes.
-    fn run(
-        &mut self,
-        read: impl FnMut(usize) -> Result<TaskChunk>,
-        chunks: &[ChunkEntry],
-        ks: &[usize],
-        task_bytes: u64,
-    ) -> Result<()> {
-        let result = self.run_inner(read, chunks, ks, task_bytes);
-        if result.is_err() {
-            // Nobody wants the rest of this batch.
-            self.pool.clear();
-        }
-        result
-    }
-
-    fn run_inner(
-        &mut self,
-        mut read: impl FnMut(usize) -> Result<TaskChunk>,
-        chunks: &[ChunkEntry],
-        ks: &[usize],
-        task_bytes: u64,
-    ) -> Result<()> {
-        let mut current = Vec::new();
-        let mut current_first = 0;
-        let mut current_bytes = 0u64;
-        for (i, &k) in ks.iter().enumerate() {
-            let chunk = match read(k) {
-                Ok(chunk) => chunk,
-                Err(e) => {
-                    // Errors of earlier chunks come first, as when reading serially.
-                    self.submit(current_first, std::mem::take(&mut current));
-                    self.finish()?;
-                    return Err(e);
-                }
-            };
-            if current.is_empty() {
-                current_first = i;
-            }
-            current_bytes = current_bytes.saturating_add(estimated_decoded_size(chunks, &[k]));
-            current.push(chunk);
-            if current_bytes >= task_bytes {
-                self.submit(current_first, std::mem::take(&mut current));
-                current_bytes = 0;
-                // Read ahead only a little: decode here too when the workers lag behind.
-                while self.pool.queued() > 2 * self.pool.workers() || self.in_flight > WINDOW_BYTES {
-                    self.step()?;
-                }
-                self.poll()?;
-            }
-        }
-        self.submit(current_first, current);
-        self.finish()
-    }
-
-    fn submit(&mut self, first: usize, chunks: Vec<TaskChunk>) {
-        let Some(begin) = chunks.first().map(TaskChunk::begin) else { return };
-        self.in_flight += chunks.iter().map(TaskChunk::raw_bytes).sum::<u64>();
-        let seq = self.firsts.len();
-        self.firsts.push((first, begin));
-        self.pool.submit(Task { seq, chunks, reply: self.reply.clone() });
-    }
-
-    /// Decodes a queued task on this thread, or waits for a worker's result.
-    fn step(&mut self) -> Result<()> {
-        if let Some(task) = self.pool.take() {
-            let (_, done) = super::pool::run(task, self.decoder, self.reading, self.projection, self.options);
-            return self.accept(done);
-        }
-        // Workers never unwind (`pool::run` catches panics), so each task
-        // taken sends its result; `recv` fails only if that breaks.
-        match self.results.recv() {
-            Ok(done) => self.accept(done),
-            Err(_) => {
-                let pos = self.firsts.get(self.emitted).map_or(0, |&(_, begin)| begin);
-                Err(Error::invalid(pos, "the decoding threads stopped"))
-            }
-        }
-    }
-
-    /// Takes the results that have arrived, without waiting.
-    fn poll(&mut self) -> Result<()> {
-        while let Ok(done) = self.results.try_recv() {
-            self.accept(done)?;
-        }
-        Ok(())
-    }
-
-    /// Waits for every submitted task.
-    fn finish(&mut self) -> Result<()> {
-        while self.emitted < self.firsts.len() {
-            self.step()?;
-        }
-        Ok(())
-    }
-
-    /// Files a decoded task, and hands to `sink` what is now next in order.
-    fn accept(&mut self, done: Done) -> Result<()> {
-        let Some(slot) = done.seq.checked_sub(self.emitted) else { return Ok(()) };
-        if self.waiting.len() <= slot {
-            self.waiting.resize_with(slot + 1, || None);
-        }
-        if let Some(waiting) = self.waiting.get_mut(slot) {
-            *waiting = Some(done);
-        }
-        while self.waiting.front().is_some_and(Option::is_some) {
-            let Some(Some(done)) = self.waiting.pop_front() else { break };
-            let first = self.firsts.get(done.seq).map_or(0, |&(first, _)| first);
-            self.in_flight = self.in_flight.saturating_sub(done.raw_bytes);
-            self.emitted += 1;
-            for (j, result) in done.results.into_iter().enumerate() {
-                (self.sink)(first + j, result?);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Decodes a chunk that [`check_against_index`] accepted, checking its data
-/// hash first if `options` ask for it and reading did not (parallel reads
-/// hash on the decoding threads).
-pub(super) fn decode_checked(
-    decoder: &mut ChunkDecoder,
-    chunk: &RawChunk,
-    options: &RecordReaderOptions,
-) -> Result<DecodedRecords> {
-    if options.verify_hashes && !chunk.hash_verified {
-        riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
-    }
-    let records = decode(decoder, chunk, options)?;
-    if records.len() as u64 != chunk.header.num_records() {
-        return Err(Error::invalid(chunk.begin, "chunk decoded to a different number of records"));
-    }
-    Ok(records)
+    Error::internal("a chunk or record missing from the checked index")
 }
 
 #[cfg(all(test, feature = "zstd"))]
@@ -1042,7 +728,7 @@ mod tests {
         assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
         assert!(reader.parallel.pool.is_none());
         assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
-        assert_eq!(reader.parallel.pool.as_ref().map(DecodePool::workers), Some(2));
+        assert_eq!(reader.parallel.pool.as_ref().map(BatchPool::threads), Some(2));
         // Serial reads never start it.
         let mut serial = open(&file, 3);
         assert_eq!(serial.read_all().unwrap().len(), 1000);
@@ -1059,16 +745,16 @@ mod tests {
         let mut reader = open(&file, 4);
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
         let pool = reader.parallel.pool.as_ref().unwrap();
-        assert_eq!(pool.workers(), 3);
-        // Every worker holds the pool's shared state until its thread ends.
-        let liveness = pool.liveness();
+        assert_eq!(pool.threads(), 3);
+        // Every thread holds the pool's liveness token until it ends.
+        let liveness = pool.alive();
         drop(reader);
         assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
 
         // A new projection replaces the pool, joining the old workers.
         let mut reader = open(&file, 2);
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let liveness = reader.parallel.pool.as_ref().unwrap().liveness();
+        let liveness = reader.parallel.pool.as_ref().unwrap().alive();
         reader.set_field_projection(FieldProjection::all());
         assert!(liveness.upgrade().is_none());
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);

@@ -5,11 +5,42 @@ use std::io::Write;
 use riegeli_codec::{ChunkType, CompressorOptions, SimpleChunkEncoder};
 use riegeli_framing::ChunkHeader;
 
-use super::layout::{ArrayRecordMetadata, FooterEntry, FooterMetadata, POSTSCRIPT_COPIES, VERSION, encode_postscript};
 use super::options::ArrayRecordWriterOptions;
-use crate::error::{Error, ErrorKind, Result};
-use crate::options::RecordWriterOptions;
-use crate::writer::{Grouping, RecordWriter};
+use crate::chunker::{Chunker, EncoderConfig, Layout};
+use crate::error::{EncodeError, Error, ErrorKind, Result};
+use crate::sink::{ChunkSink, Dest, encode_error};
+use crate::trailer::{ArrayRecordMetadata, FooterEntry, FooterMetadata, POSTSCRIPT_COPIES, VERSION, encode_postscript};
+use crate::write_behind::WriteBehind;
+use crate::writer::start_file;
+
+/// The ArrayRecord layout: every data chunk is remembered for the footer,
+/// and padded after if asked.
+#[derive(Debug)]
+struct Indexed {
+    /// Every data chunk written, in file order: its footer entry.
+    written: Vec<FooterEntry>,
+    pad_to_block_boundary: bool,
+}
+
+impl Layout for Indexed {
+    fn chunk_written<W: Write>(
+        &mut self,
+        sink: &mut ChunkSink<W>,
+        _: u64,
+        begin: u64,
+        header: &ChunkHeader,
+    ) -> Result<()> {
+        self.written.push(FooterEntry {
+            chunk_offset: Some(begin),
+            decoded_data_size: Some(header.decoded_data_size()),
+            num_records: Some(header.num_records()),
+        });
+        if self.pad_to_block_boundary {
+            sink.pad_to_block_boundary()?;
+        }
+        Ok(())
+    }
+}
 
 /// Writes an ArrayRecord file: records in chunks of `group_size`, then a
 /// footer chunk indexing the chunks and a postscript pointing at the footer,
@@ -42,9 +73,11 @@ use crate::writer::{Grouping, RecordWriter};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ArrayRecordWriter<W: Write> {
-    inner: Option<RecordWriter<W>>,
+    chunker: Chunker<W, Indexed>,
     options: ArrayRecordWriterOptions,
     num_records: u64,
+    /// Set by `close` (or a failure of it): nothing more is written.
+    closed: bool,
 }
 
 impl<W: Write> std::fmt::Debug for ArrayRecordWriter<W> {
@@ -56,39 +89,11 @@ impl<W: Write> std::fmt::Debug for ArrayRecordWriter<W> {
     }
 }
 
-/// The RecordWriter options that encode chunks as `options` asks.
-fn record_writer_options(options: &ArrayRecordWriterOptions) -> RecordWriterOptions {
-    let compressor = options.compressor_options();
-    let base = RecordWriterOptions::new().set_transpose(options.transpose());
-    let base = match compressor.compression_type {
-        riegeli_codec::CompressionType::None => base.set_uncompressed(),
-        riegeli_codec::CompressionType::Brotli => base.set_brotli(compressor.level),
-        riegeli_codec::CompressionType::Snappy => base.set_snappy(CompressorOptions::SNAPPY_DEFAULT_LEVEL),
-        _ => base.set_zstd(compressor.level),
-    };
-    let parallelism = options.effective_parallelism() as usize;
-    base.set_window_log(compressor.window_log)
-        .set_parallelism(if parallelism > 1 { parallelism } else { 0 })
-        .set_metadata(options.metadata().cloned())
-}
-
-/// How the records of an ArrayRecord file are grouped into chunks.
-fn grouping(options: &ArrayRecordWriterOptions) -> Result<Grouping> {
-    options.compressor_options().validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
-    Ok(Grouping {
-        group_size: options.group_size(),
-        bucket_size: options.transpose_bucket_size(),
-        pad_to_block_boundary: options.pad_to_block_boundary(),
-    })
-}
-
 impl<W: Write + Send + 'static> ArrayRecordWriter<W> {
     /// [`new`](Self::new), writing to `dest` on a thread of its own (see
-    /// [`RecordWriter::with_io_thread`]).
+    /// [`RecordWriter::with_io_thread`](crate::RecordWriter::with_io_thread)).
     pub fn with_io_thread(dest: W, options: ArrayRecordWriterOptions) -> Result<Self> {
-        let grouping = grouping(&options)?;
-        let inner = RecordWriter::grouped_with_io_thread(dest, record_writer_options(&options), grouping)?;
-        Ok(Self { inner: Some(inner), options, num_records: 0 })
+        Self::start(Dest::Behind(WriteBehind::new(dest)?), options)
     }
 }
 
@@ -96,9 +101,22 @@ impl<W: Write> ArrayRecordWriter<W> {
     /// Starts a new file: writes the file signature and, if the options carry
     /// metadata, the metadata chunk.
     pub fn new(dest: W, options: ArrayRecordWriterOptions) -> Result<Self> {
-        let grouping = grouping(&options)?;
-        let inner = RecordWriter::grouped(dest, record_writer_options(&options), grouping)?;
-        Ok(Self { inner: Some(inner), options, num_records: 0 })
+        Self::start(Dest::Direct(dest), options)
+    }
+
+    fn start(dest: Dest<W>, options: ArrayRecordWriterOptions) -> Result<Self> {
+        let compressor = options.compressor_options();
+        compressor.validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+        let mut sink = ChunkSink::new(dest, 0);
+        start_file(&mut sink, options.metadata(), compressor, 0)?;
+        let config =
+            EncoderConfig { transpose: options.transpose(), compressor, bucket_size: options.transpose_bucket_size() };
+        let parallelism = options.effective_parallelism() as usize;
+        let threads = if parallelism > 1 { parallelism } else { 0 };
+        let layout = Indexed { written: Vec::new(), pad_to_block_boundary: options.pad_to_block_boundary() };
+        // Chunks hold `group_size` records: their size is unknown here.
+        let chunker = Chunker::new(sink, layout, config, threads, 0);
+        Ok(Self { chunker, options, num_records: 0, closed: false })
     }
 
     /// The options.
@@ -111,14 +129,21 @@ impl<W: Write> ArrayRecordWriter<W> {
         self.num_records
     }
 
-    fn inner(&mut self) -> Result<&mut RecordWriter<W>> {
-        self.inner.as_mut().ok_or(Error::new(ErrorKind::Usage("writer already closed")))
+    fn check_open(&self) -> Result<()> {
+        if self.closed {
+            return Err(Error::new(ErrorKind::Usage("writer already closed")));
+        }
+        Ok(())
     }
 
     /// Writes one record; it gets the next index.
     pub fn write_record(&mut self, record: &[u8]) -> Result<()> {
-        self.inner()?.write_record(record)?;
+        self.check_open()?;
+        self.chunker.add_record(record)?;
         self.num_records += 1;
+        if self.chunker.num_records() >= self.options.group_size() {
+            self.chunker.close_chunk()?;
+        }
         Ok(())
     }
 
@@ -133,6 +158,7 @@ impl<W: Write> ArrayRecordWriter<W> {
     /// records; after a chunk of fewer than `group_size` records nothing more
     /// can be written.
     pub(crate) fn write_encoded_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        self.check_open()?;
         let group_size = self.options.group_size();
         if !self.num_records.is_multiple_of(group_size) {
             return Err(Error::new(ErrorKind::Usage("a copied chunk must begin a group")));
@@ -144,17 +170,18 @@ impl<W: Write> ArrayRecordWriter<W> {
             ))
             .into());
         }
-        self.inner()?.write_encoded_data_chunk(header, data)?;
+        self.chunker.write_encoded_chunk(header, data)?;
         self.num_records += header.num_records();
         Ok(())
     }
 
     /// Writes a metadata chunk copied from another file; only before any record.
     pub(crate) fn write_metadata_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        self.check_open()?;
         if self.num_records > 0 {
             return Err(Error::new(ErrorKind::Usage("a metadata chunk must come before the records")));
         }
-        self.inner()?.write_other_chunk(header.chunk_type(), data, header.num_records(), header.decoded_data_size())
+        self.chunker.sink.write_chunk(header, data).map(|_| ())
     }
 
     /// Finishes the file (last chunk, footer, padding, postscript, padding),
@@ -164,65 +191,59 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     fn finish(&mut self) -> Result<W> {
-        let mut inner = self.inner.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
-        let result = self.write_trailer(&mut inner);
-        match result {
-            Ok(()) => inner.into_dest(),
-            Err(e) => {
-                inner.abandon();
-                Err(e)
-            }
+        self.check_open()?;
+        self.closed = true;
+        let result = self.write_trailer();
+        if result.is_err() {
+            self.chunker.sink.fail();
         }
+        result?;
+        self.chunker.sink.take_dest()
     }
 
-    fn write_trailer(&self, inner: &mut RecordWriter<W>) -> Result<()> {
-        inner.finish_data()?;
-        let footer_offset = inner.framed_pos();
-        let chunks = inner.written_chunks();
+    fn write_trailer(&mut self) -> Result<()> {
+        self.chunker.finish_data()?;
+        let sink = &mut self.chunker.sink;
+        let footer_offset = sink.pos();
+        let chunks = &self.chunker.layout.written;
         // As C++: the stored options say how many threads encoded the chunks.
         let stored = self.options.clone().set_max_parallelism(Some(self.options.effective_parallelism()));
         let metadata = FooterMetadata {
             array_record_metadata: Some(ArrayRecordMetadata {
                 version: Some(VERSION),
                 num_chunks: Some(chunks.len() as u64),
-                num_records: Some(chunks.iter().map(|c| c.num_records).sum()),
+                num_records: Some(chunks.iter().filter_map(|c| c.num_records).sum()),
                 writer_options: Some(stored.to_string()),
             }),
         };
         let mut footer = SimpleChunkEncoder::new(self.options.compressor_options());
         footer.add_record(&prost::Message::encode_to_vec(&metadata));
-        for chunk in chunks {
-            let entry = FooterEntry {
-                chunk_offset: Some(chunk.begin),
-                decoded_data_size: Some(chunk.decoded_data_size),
-                num_records: Some(chunk.num_records),
-            };
-            footer.add_record(&prost::Message::encode_to_vec(&entry));
+        for entry in chunks {
+            footer.add_record(&prost::Message::encode_to_vec(entry));
         }
-        write_simple_chunk(inner, &mut footer, footer_offset)?;
-        inner.pad_to_block_boundary()?;
-        let postscript_pos = inner.framed_pos();
+        write_simple_chunk(sink, &mut footer)?;
+        sink.pad_to_block_boundary()?;
         let mut postscript = SimpleChunkEncoder::new(CompressorOptions::uncompressed());
         let record = encode_postscript(footer_offset);
         for _ in 0..POSTSCRIPT_COPIES {
             postscript.add_record(&record);
         }
-        write_simple_chunk(inner, &mut postscript, postscript_pos)?;
-        inner.pad_to_block_boundary()
+        write_simple_chunk(sink, &mut postscript)?;
+        sink.pad_to_block_boundary()
     }
 }
 
-/// Encodes and writes the records of `encoder` as one simple chunk at `pos`.
-fn write_simple_chunk<W: Write>(inner: &mut RecordWriter<W>, encoder: &mut SimpleChunkEncoder, pos: u64) -> Result<()> {
+/// Encodes and writes the records of `encoder` as one simple chunk.
+fn write_simple_chunk<W: Write>(sink: &mut ChunkSink<W>, encoder: &mut SimpleChunkEncoder) -> Result<()> {
     let (num_records, decoded) = (encoder.num_records(), encoder.decoded_data_size());
     let mut data = Vec::new();
-    encoder.encode(&mut data).map_err(|e| Error::codec(pos, e))?;
-    inner.write_other_chunk(ChunkType::Simple.to_byte(), &data, num_records, decoded)
+    encoder.encode(&mut data).map_err(|e| encode_error(sink.pos(), EncodeError::Codec(e)))?;
+    sink.write_new_chunk(ChunkType::Simple, &data, num_records, decoded).map(|_| ())
 }
 
 impl<W: Write> Drop for ArrayRecordWriter<W> {
     fn drop(&mut self) {
-        if self.inner.is_some() {
+        if !self.closed && self.chunker.sink.is_open() {
             // Best effort: errors can only be reported by `close`.
             let _ = self.finish();
         }
@@ -292,7 +313,7 @@ mod tests {
         // The postscript chunk's data: 00 03 L L L, then the records.
         let at = serial.len() - 65536 + 24 + 40;
         let len = usize::from(serial[at + 2]);
-        let footer_offset = super::super::layout::parse_postscript(&serial[at + 5..at + 5 + len]).unwrap();
+        let footer_offset = crate::trailer::parse_postscript(&serial[at + 5..at + 5 + len]).unwrap();
         assert!(footer_offset > 1000);
         assert!(footer as u64 >= footer_offset, "data chunks differ at {footer}, footer at {footer_offset}");
         let all = reader.read_all().unwrap();

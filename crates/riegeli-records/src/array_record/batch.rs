@@ -1,0 +1,228 @@
+//! Parallel batch reads of an [`ArrayRecordReader`](super::ArrayRecordReader):
+//! the reader's client of the [worker pool](crate::pool).
+//!
+//! The calling thread groups the chunks of a batch into tasks of consecutive
+//! chunks and submits them; a thread (or the caller, while it waits) decodes
+//! a task with the decoder it keeps from task to task, after reading its
+//! chunks itself by positional reads when the reader was opened on a file.
+//! Results come back in file order; the first error ends the batch, and the
+//! tasks still queued or running are abandoned.
+
+use std::collections::VecDeque;
+
+use riegeli_codec::{DecodedRecords, FieldProjection};
+
+use super::entry::{ChunkEntry, estimated_decoded_size, read_entry};
+use super::positional::{AtCursor, SharedFile};
+use crate::chunk_reader::LazyChunk;
+use crate::decode::ChunkDecoder;
+use crate::error::{Error, Result};
+use crate::options::ChunkReadOptions;
+use crate::pool::{Help, Pool, Worker};
+use crate::source::Source;
+
+/// The most raw chunk bytes a batch holds read but not yet decoded and
+/// handed out.
+const WINDOW_BYTES: u64 = 64 << 20;
+
+/// A batch is cut into about this many tasks per thread (for balance),
+/// within [`MIN_TASK_BYTES`] and [`MAX_TASK_BYTES`] of decoded data each.
+const TASKS_PER_THREAD: u64 = 8;
+/// The least decoded data per task (a task is at least one chunk); also what
+/// a chunk whose size the index lacks counts as.
+pub(crate) const MIN_TASK_BYTES: u64 = 64 << 10;
+/// The most decoded data per task (unless one chunk holds more).
+const MAX_TASK_BYTES: u64 = 1 << 20;
+
+/// A chunk of a task: read by the calling thread, or to be read (by
+/// positional reads of the shared file) where it is decoded.
+pub(crate) enum TaskChunk {
+    Read(LazyChunk),
+    At(ChunkEntry),
+}
+
+impl TaskChunk {
+    /// The chunk's raw size (for a chunk not read yet, the room the index gives it).
+    fn raw_bytes(&self) -> u64 {
+        match self {
+            Self::Read(chunk) => chunk.end() - chunk.begin(),
+            Self::At(entry) => entry.raw_bytes(),
+        }
+    }
+}
+
+/// What a task yields: one result per chunk, in order, ending at the first error.
+pub(crate) struct TaskDone {
+    results: Vec<Result<DecodedRecords>>,
+}
+
+/// A decoding thread's state: its decoder, and its cursor over the shared
+/// file when chunks are read where they are decoded.
+pub(crate) struct BatchWorker {
+    decoder: ChunkDecoder,
+    reading: Option<Source<AtCursor>>,
+    options: ChunkReadOptions,
+}
+
+impl Worker for BatchWorker {
+    type Job = Vec<TaskChunk>;
+    type Output = TaskDone;
+
+    /// Reads (if needed) and decodes a task's chunks; stops at the first error.
+    fn run(&mut self, chunks: Vec<TaskChunk>) -> TaskDone {
+        let mut results = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            let chunk = match chunk {
+                TaskChunk::Read(chunk) => Ok(chunk),
+                TaskChunk::At(entry) => match self.reading.as_mut() {
+                    Some(source) => read_entry(source, &self.options, &entry),
+                    None => Err(Error::internal("a decoding thread has no file to read")),
+                },
+            };
+            let result = chunk.and_then(|chunk| self.decoder.data_records(&chunk.gather(), self.options.verify_hashes));
+            let failed = result.is_err();
+            results.push(result);
+            if failed {
+                break;
+            }
+        }
+        TaskDone { results }
+    }
+}
+
+/// The pool of an [`ArrayRecordReader`](super::ArrayRecordReader)'s parallel reads.
+pub(crate) type BatchPool = Pool<BatchWorker>;
+
+/// Starts `threads` decoding threads (fewer if some cannot be spawned),
+/// decoding with `projection` and reading chunks given as [`TaskChunk::At`]
+/// from `file`.
+pub(crate) fn start_pool(
+    threads: usize,
+    projection: &FieldProjection,
+    options: &ChunkReadOptions,
+    file: Option<&SharedFile>,
+) -> BatchPool {
+    let (projection, options, file) = (projection.clone(), options.clone(), file.cloned());
+    Pool::new("array-record-decode", threads, Help::Always, move || BatchWorker {
+        decoder: ChunkDecoder::with_projection(&options, projection.clone()),
+        reading: file.as_ref().map(|file| Source::new(AtCursor::new(std::sync::Arc::clone(file)), 0)),
+        options: options.clone(),
+    })
+}
+
+/// A submitted task: the batch position of its first chunk, its ticket and raw bytes.
+struct Submitted {
+    first: usize,
+    ticket: u64,
+    raw_bytes: u64,
+}
+
+/// One parallel batch: decodes chunks `ks` of the index `chunks` in tasks on
+/// the pool and hands each chunk's records to `sink` with its position in
+/// `ks`, in order. `read` reads chunk `k` (or leaves it to be read where it
+/// is decoded). Errors are those serial reading would return: the first in
+/// file order, whether reading or decoding failed.
+pub(crate) fn run(
+    pool: &mut BatchPool,
+    mut read: impl FnMut(usize) -> Result<TaskChunk>,
+    chunks: &[ChunkEntry],
+    ks: &[usize],
+    sink: &mut dyn FnMut(usize, DecodedRecords),
+) -> Result<()> {
+    let threads = pool.threads() as u64 + 1;
+    let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
+    let task_bytes = (estimate / (threads * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
+    let mut batch = Batch { pool, sink, submitted: VecDeque::new(), in_flight: 0 };
+    let result = (|| {
+        let mut task = Vec::new();
+        let mut task_first = 0;
+        let mut task_bytes_so_far = 0u64;
+        for (i, &k) in ks.iter().enumerate() {
+            let chunk = match read(k) {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    // Errors of earlier chunks come first, as when reading serially.
+                    batch.submit(task_first, std::mem::take(&mut task));
+                    batch.finish()?;
+                    return Err(e);
+                }
+            };
+            if task.is_empty() {
+                task_first = i;
+            }
+            task_bytes_so_far = task_bytes_so_far.saturating_add(estimated_decoded_size(chunks, &[k], MIN_TASK_BYTES));
+            task.push(chunk);
+            if task_bytes_so_far >= task_bytes {
+                batch.submit(task_first, std::mem::take(&mut task));
+                task_bytes_so_far = 0;
+                // Read ahead only a little: decode here too when the threads lag behind.
+                while batch.pool.queued() > 2 * batch.pool.threads() || batch.in_flight > WINDOW_BYTES {
+                    batch.emit_next()?;
+                }
+                batch.poll()?;
+            }
+        }
+        batch.submit(task_first, task);
+        batch.finish()
+    })();
+    if result.is_err() {
+        // Nobody wants the rest of this batch.
+        batch.pool.abandon();
+    }
+    result
+}
+
+struct Batch<'a> {
+    pool: &'a mut BatchPool,
+    sink: &'a mut dyn FnMut(usize, DecodedRecords),
+    /// Tasks submitted and not yet handed to `sink`, in order.
+    submitted: VecDeque<Submitted>,
+    /// Raw bytes of those tasks.
+    in_flight: u64,
+}
+
+impl Batch<'_> {
+    fn submit(&mut self, first: usize, chunks: Vec<TaskChunk>) {
+        if chunks.is_empty() {
+            return;
+        }
+        let raw_bytes = chunks.iter().map(TaskChunk::raw_bytes).sum::<u64>();
+        self.in_flight += raw_bytes;
+        let ticket = self.pool.submit(chunks);
+        self.submitted.push_back(Submitted { first, ticket, raw_bytes });
+    }
+
+    /// Waits for the oldest task (decoding here meanwhile) and hands it out.
+    fn emit_next(&mut self) -> Result<()> {
+        let Some(ticket) = self.submitted.front().map(|task| task.ticket) else { return Ok(()) };
+        let outcome = self.pool.wait(ticket).ok_or_else(|| Error::internal("a batch task was abandoned"))?;
+        self.emit(outcome.map_err(|_| Error::internal("a chunk decoding thread panicked"))?)
+    }
+
+    /// Hands out the tasks that have finished in order, without waiting.
+    fn poll(&mut self) -> Result<()> {
+        while !self.submitted.is_empty() {
+            let Some(outcome) = self.pool.try_next() else { break };
+            self.emit(outcome.map_err(|_| Error::internal("a chunk decoding thread panicked"))?)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every submitted task.
+    fn finish(&mut self) -> Result<()> {
+        while !self.submitted.is_empty() {
+            self.emit_next()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the oldest task's records to `sink`.
+    fn emit(&mut self, done: TaskDone) -> Result<()> {
+        let Some(task) = self.submitted.pop_front() else { return Ok(()) };
+        self.in_flight = self.in_flight.saturating_sub(task.raw_bytes);
+        for (j, result) in done.results.into_iter().enumerate() {
+            (self.sink)(task.first + j, result?);
+        }
+        Ok(())
+    }
+}

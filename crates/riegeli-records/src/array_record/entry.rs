@@ -1,0 +1,84 @@
+//! ArrayRecord index entries: where each data chunk is, and reading a chunk
+//! checked against its entry.
+
+use std::io::{Read, Seek};
+
+use crate::chunk_reader::{LazyChunk, ReadError, read_lazy_chunk};
+use crate::error::{Corruption, Error, Result};
+use crate::options::ChunkReadOptions;
+use crate::source::Source;
+
+/// One data chunk of the index.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChunkEntry {
+    /// Where the chunk begins.
+    pub(crate) offset: u64,
+    /// Where its byte range ends (the next chunk's offset, or the footer's).
+    pub(crate) limit: u64,
+    pub(crate) num_records: u64,
+    /// From the footer (checked against the chunk header) or the header
+    /// itself; `u64::MAX` if the footer does not say.
+    pub(crate) decoded_data_size: u64,
+    /// Index of the chunk's first record.
+    pub(crate) first_record: u64,
+}
+
+impl ChunkEntry {
+    /// The raw bytes the entry allows its chunk.
+    pub(crate) fn raw_bytes(&self) -> u64 {
+        self.limit.saturating_sub(self.offset)
+    }
+}
+
+/// The decoded size the index gives for chunks `ks`; a chunk whose size the
+/// index lacks counts as `unknown`.
+pub(crate) fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize], unknown: u64) -> u64 {
+    ks.iter()
+        .filter_map(|&k| chunks.get(k))
+        .map(|c| if c.decoded_data_size == u64::MAX { unknown } else { c.decoded_data_size })
+        .fold(0, u64::saturating_add)
+}
+
+/// The chunk at `pos`, data hash verified (as the options say), its data
+/// left to gather.
+pub(crate) fn chunk_at<R: Read + Seek>(
+    source: &mut Source<R>,
+    pos: u64,
+    options: &ChunkReadOptions,
+) -> Result<LazyChunk> {
+    source.seek(pos)?;
+    match read_lazy_chunk(source, options) {
+        Ok(Some(chunk)) => Ok(chunk),
+        Ok(None) => Err(Error::corrupt(pos, Corruption::Truncated { end: pos })),
+        Err(ReadError::Io(e)) => Err(e),
+        Err(ReadError::Damage(d)) => Err(d.error),
+    }
+}
+
+/// Reads the chunk of an index entry and checks it against the entry.
+pub(crate) fn read_entry<S: Read + Seek>(
+    source: &mut Source<S>,
+    options: &ChunkReadOptions,
+    entry: &ChunkEntry,
+) -> Result<LazyChunk> {
+    let chunk = chunk_at(source, entry.offset, options)?;
+    check_against_index(&chunk, entry)?;
+    Ok(chunk)
+}
+
+/// Checks a chunk's header and extent against its index entry.
+fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
+    let header = chunk.header();
+    let mismatch =
+        |field, header, index| Error::corrupt(entry.offset, Corruption::IndexMismatch { field, header, index });
+    if chunk.end() > entry.limit {
+        return Err(mismatch("end", chunk.end(), entry.limit));
+    }
+    if header.num_records() != entry.num_records {
+        return Err(mismatch("num_records", header.num_records(), entry.num_records));
+    }
+    if entry.decoded_data_size != u64::MAX && header.decoded_data_size() != entry.decoded_data_size {
+        return Err(mismatch("decoded_data_size", header.decoded_data_size(), entry.decoded_data_size));
+    }
+    Ok(())
+}

@@ -1,0 +1,444 @@
+//! `Chunker`: records in, framed chunks out. It encodes the open chunk
+//! (serially, or in batches on the [worker pool](crate::pool) with
+//! `parallelism`), writes finished chunks to a [`ChunkSink`] in order, and
+//! tells a [`Layout`] about each data chunk written. When a chunk closes is
+//! not its business: [`RecordWriter`](crate::RecordWriter) closes chunks by
+//! size, [`ArrayRecordWriter`](crate::ArrayRecordWriter) by record count.
+
+use std::io::Write;
+
+use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
+use riegeli_framing::ChunkHeader;
+
+use crate::error::{EncodeError, Error, Result};
+use crate::pool::{Help, Pool, Worker};
+use crate::sink::{ChunkSink, encode_error};
+
+/// How data chunks are encoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EncoderConfig {
+    pub(crate) transpose: bool,
+    pub(crate) compressor: CompressorOptions,
+    pub(crate) bucket_size: u64,
+}
+
+/// What a file layout does after each data chunk is written (e.g. remember
+/// where it begins, pad after it).
+pub(crate) trait Layout {
+    /// The data chunk number `seq` (counted from 0 in file order) was framed
+    /// at `begin` with `header`.
+    fn chunk_written<W: Write>(
+        &mut self,
+        sink: &mut ChunkSink<W>,
+        seq: u64,
+        begin: u64,
+        header: &ChunkHeader,
+    ) -> Result<()>;
+}
+
+/// Encodes one chunk's records as they are added (simple chunks gather them;
+/// transposed chunks parse them).
+enum Immediate {
+    Simple(SimpleChunkEncoder),
+    Transposed(Box<TransposedChunkEncoder>),
+}
+
+impl Immediate {
+    fn new(config: &EncoderConfig) -> Self {
+        if config.transpose {
+            Self::Transposed(Box::new(TransposedChunkEncoder::new(config.compressor, config.bucket_size)))
+        } else {
+            Self::Simple(SimpleChunkEncoder::new(config.compressor))
+        }
+    }
+
+    fn add_record(&mut self, record: &[u8]) -> std::result::Result<(), CodecError> {
+        match self {
+            Self::Simple(e) => {
+                e.add_record(record);
+                Ok(())
+            }
+            Self::Transposed(e) => e.add_record(record),
+        }
+    }
+
+    /// Encodes the chunk (resetting the encoder) into a header and data,
+    /// filling `data` (a recycled buffer: its contents are discarded, and an
+    /// uncompressed simple chunk may swap it for the encoder's own). Hashing
+    /// the data for the header happens here too, so that with parallel
+    /// encoding it is the background thread's work.
+    fn encode(&mut self, mut data: Vec<u8>) -> Encoded {
+        let (chunk_type, num_records, decoded, offset) = match self {
+            Self::Simple(e) => {
+                let counts = (e.num_records(), e.decoded_data_size());
+                let offset = e.encode_reusing(&mut data).map_err(EncodeError::Codec)?;
+                (ChunkType::Simple, counts.0, counts.1, offset)
+            }
+            Self::Transposed(e) => {
+                let counts = (e.num_records(), e.decoded_data_size());
+                data.clear();
+                e.encode(&mut data).map_err(EncodeError::Codec)?;
+                (ChunkType::Transposed, counts.0, counts.1, 0)
+            }
+        };
+        let payload = data.get(offset..).unwrap_or_default();
+        let header =
+            ChunkHeader::for_data(chunk_type.to_byte(), payload, num_records, decoded).map_err(EncodeError::Framing)?;
+        Ok(EncodedChunk { header, data, offset })
+    }
+}
+
+/// The encoder of a chunk.
+enum ChunkEncoder {
+    Now(Immediate),
+    /// A transposed chunk's records, to be parsed and encoded by a pool thread.
+    Deferred(Deferred),
+}
+
+impl ChunkEncoder {
+    fn new(config: &EncoderConfig, defer: bool) -> Self {
+        if config.transpose && defer { Self::Deferred(Deferred::default()) } else { Self::Now(Immediate::new(config)) }
+    }
+
+    fn add_record(&mut self, record: &[u8]) -> std::result::Result<(), CodecError> {
+        match self {
+            Self::Now(e) => e.add_record(record),
+            Self::Deferred(d) => {
+                d.values.extend_from_slice(record);
+                d.ends.push(d.values.len());
+                Ok(())
+            }
+        }
+    }
+
+    fn num_records(&self) -> u64 {
+        match self {
+            Self::Now(Immediate::Simple(e)) => e.num_records(),
+            Self::Now(Immediate::Transposed(e)) => e.num_records(),
+            Self::Deferred(d) => d.ends.len() as u64,
+        }
+    }
+
+    fn decoded_data_size(&self) -> u64 {
+        match self {
+            Self::Now(Immediate::Simple(e)) => e.decoded_data_size(),
+            Self::Now(Immediate::Transposed(e)) => e.decoded_data_size(),
+            Self::Deferred(d) => d.values.len() as u64,
+        }
+    }
+
+    /// Encodes the chunk as [`Immediate::encode`] does, resetting the encoder.
+    /// A deferred chunk's records are fed to `helper`, the encoding thread's
+    /// transposed encoder (made on first use, dropped if encoding fails).
+    fn encode(&mut self, data: Vec<u8>, helper: &mut Option<Immediate>, config: &EncoderConfig) -> Encoded {
+        #[cfg(test)]
+        tests::maybe_panic(self.decoded_data_size());
+        let deferred = match self {
+            Self::Now(e) => return e.encode(data),
+            Self::Deferred(deferred) => deferred,
+        };
+        let encoder = helper.get_or_insert_with(|| Immediate::new(config));
+        let mut start = 0;
+        let mut result = Ok(());
+        for &end in &deferred.ends {
+            result = encoder.add_record(deferred.values.get(start..end).unwrap_or_default());
+            if result.is_err() {
+                break;
+            }
+            start = end;
+        }
+        deferred.values.clear();
+        deferred.ends.clear();
+        let encoded = match result {
+            Ok(()) => encoder.encode(data),
+            Err(e) => Err(EncodeError::Codec(e)),
+        };
+        if encoded.is_err() {
+            *helper = None;
+        }
+        encoded
+    }
+}
+
+/// The records of a transposed chunk, gathered by the caller and encoded
+/// later on a pool thread (as C++ `DeferredEncoder`): parsing them as
+/// protocol buffers is most of a transposed chunk's work. The limit on
+/// records per chunk is checked by the transposed encoder they are fed to.
+#[derive(Debug, Default)]
+struct Deferred {
+    values: Vec<u8>,
+    /// Where each record ends in `values`.
+    ends: Vec<usize>,
+}
+
+/// A chunk ready to frame: its header and data `data[offset..]`.
+struct EncodedChunk {
+    header: ChunkHeader,
+    data: Vec<u8>,
+    offset: usize,
+}
+
+impl EncodedChunk {
+    fn data(&self) -> &[u8] {
+        self.data.get(self.offset..).unwrap_or_default()
+    }
+}
+
+type Encoded = std::result::Result<EncodedChunk, EncodeError>;
+
+/// Chunks are handed to the pool in batches of at least this many decoded
+/// bytes (or one chunk, if larger): a batch costs two thread hand-offs, which
+/// would cost more than encoding a 4 KiB chunk.
+const BATCH_BYTES: u64 = 1 << 20;
+
+/// A pool thread's state: its transposed encoder for deferred chunks.
+struct Encoding {
+    helper: Option<Immediate>,
+    config: EncoderConfig,
+}
+
+impl Worker for Encoding {
+    /// Consecutive chunks, each with its full encoder and a recycled buffer for its data.
+    type Job = Vec<(ChunkEncoder, Vec<u8>)>;
+    /// Their results in order, with the encoders returned for reuse.
+    type Output = Vec<(Encoded, ChunkEncoder)>;
+
+    fn run(&mut self, chunks: Self::Job) -> Self::Output {
+        chunks
+            .into_iter()
+            .map(|(mut encoder, data)| (encoder.encode(data, &mut self.helper, &self.config), encoder))
+            .collect()
+    }
+}
+
+/// Parallel encoding: the pool, and the batch being gathered for it.
+struct Parallel {
+    pool: Pool<Encoding>,
+    /// Encoders of chunks written, to reuse.
+    spare: Vec<ChunkEncoder>,
+    /// Batches encoded at once at most (besides the one the caller may encode).
+    parallelism: usize,
+    /// Closed chunks not yet handed over, and their decoded size.
+    batch: Vec<(ChunkEncoder, Vec<u8>)>,
+    batch_bytes: u64,
+    /// Every batch is encoded by the caller (tests: the caller's share of the
+    /// work, whatever the timing).
+    #[cfg(test)]
+    all_here: bool,
+}
+
+/// Encodes chunks and writes them, in order, to a [`ChunkSink`].
+pub(crate) struct Chunker<W: Write, L> {
+    pub(crate) sink: ChunkSink<W>,
+    pub(crate) layout: L,
+    config: EncoderConfig,
+    /// The open chunk's encoder.
+    encoder: ChunkEncoder,
+    parallel: Option<Parallel>,
+    /// Sequence number of the open chunk; chunks are written in this order.
+    open_seq: u64,
+    /// The next sequence number to write.
+    next_to_write: u64,
+    /// Chunk data buffers already written, kept to encode later chunks into:
+    /// without them every chunk would allocate (and page-fault) a fresh buffer.
+    spare_data: Vec<Vec<u8>>,
+    /// Total capacity of `spare_data`, and the most it keeps.
+    spare_bytes: usize,
+    keep_bytes: u64,
+}
+
+impl<W: Write, L: Layout> Chunker<W, L> {
+    /// Encodes chunks as `config` says, on `parallelism` pool threads (0:
+    /// on the calling thread), into `sink`. `chunk_size` is about the decoded
+    /// size of a chunk (it bounds the buffers kept for reuse).
+    pub(crate) fn new(
+        sink: ChunkSink<W>,
+        layout: L,
+        config: EncoderConfig,
+        parallelism: usize,
+        chunk_size: u64,
+    ) -> Self {
+        let parallel = (parallelism > 0).then(|| {
+            // The caller encodes a batch itself when every thread is busy, if
+            // the machine has a core left for it besides theirs (with none,
+            // that measured slower: three encoders on two cores).
+            let spare_core = std::thread::available_parallelism().is_ok_and(|cores| cores.get() > parallelism);
+            let help = if spare_core { Help::Always } else { Help::WantedOnly };
+            Parallel {
+                pool: Pool::new("riegeli-encode", parallelism, help, move || Encoding { helper: None, config }),
+                spare: Vec::new(),
+                parallelism,
+                batch: Vec::new(),
+                batch_bytes: 0,
+                #[cfg(test)]
+                all_here: false,
+            }
+        });
+        Self {
+            sink,
+            layout,
+            encoder: ChunkEncoder::new(&config, parallelism > 0),
+            config,
+            parallel,
+            open_seq: 0,
+            next_to_write: 0,
+            spare_data: Vec::new(),
+            spare_bytes: 0,
+            keep_bytes: (parallelism as u64 + 1).saturating_mul(chunk_size.max(BATCH_BYTES)),
+        }
+    }
+
+    /// Adds a record to the open chunk.
+    pub(crate) fn add_record(&mut self, record: &[u8]) -> Result<()> {
+        self.sink.check_usable()?;
+        self.encoder.add_record(record).map_err(|e| encode_error(self.sink.pos(), EncodeError::Codec(e)))
+    }
+
+    /// Records in the open chunk.
+    pub(crate) fn num_records(&self) -> u64 {
+        self.encoder.num_records()
+    }
+
+    /// Sequence number of the open chunk.
+    pub(crate) fn open_seq(&self) -> u64 {
+        self.open_seq
+    }
+
+    /// Ends the open chunk (if it has records): encodes and writes it now,
+    /// or adds it to the batch for the pool.
+    pub(crate) fn close_chunk(&mut self) -> Result<()> {
+        self.sink.check_usable()?;
+        if self.encoder.num_records() == 0 {
+            return Ok(());
+        }
+        let seq = self.open_seq;
+        self.open_seq += 1;
+        let data = self.take_spare_data();
+        let Some(parallel) = &mut self.parallel else {
+            // Serially no chunk is deferred: no helper encoder is needed.
+            let encoded = self.encoder.encode(data, &mut None, &self.config);
+            return self.write_encoded(seq, encoded);
+        };
+        let fresh = parallel.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.config, true));
+        let full = std::mem::replace(&mut self.encoder, fresh);
+        parallel.batch_bytes = parallel.batch_bytes.saturating_add(full.decoded_data_size());
+        parallel.batch.push((full, data));
+        if parallel.batch_bytes < BATCH_BYTES {
+            return Ok(());
+        }
+        self.submit();
+        let parallelism = self.parallel.as_ref().map_or(0, |p| p.parallelism);
+        self.drain(parallelism)
+    }
+
+    /// Hands the open batch to the pool.
+    fn submit(&mut self) {
+        let Some(parallel) = &mut self.parallel else { return };
+        if parallel.batch.is_empty() {
+            return;
+        }
+        let chunks = std::mem::take(&mut parallel.batch);
+        parallel.batch_bytes = 0;
+        #[cfg(test)]
+        if parallel.all_here {
+            parallel.pool.submit_here(chunks);
+            return;
+        }
+        parallel.pool.submit(chunks);
+    }
+
+    /// Writes the chunks encoded so far, in order, and waits (helping, if
+    /// the caller may) until at most `max_in_flight` batches are being
+    /// encoded. With 0, every closed chunk is written.
+    pub(crate) fn drain(&mut self, max_in_flight: usize) -> Result<()> {
+        if max_in_flight == 0 {
+            self.submit();
+        }
+        loop {
+            let Some(parallel) = &mut self.parallel else { return Ok(()) };
+            if let Some(outcome) = parallel.pool.try_next() {
+                let Ok(results) = outcome else {
+                    self.sink.fail();
+                    return Err(Error::internal("a chunk encoding thread panicked; the writer stops"));
+                };
+                for (result, encoder) in results {
+                    if let Some(parallel) = &mut self.parallel {
+                        parallel.spare.push(encoder);
+                    }
+                    self.write_encoded(self.next_to_write, result)?;
+                }
+                continue;
+            }
+            let busy = if max_in_flight == 0 { parallel.pool.pending() } else { parallel.pool.in_flight() };
+            if busy <= max_in_flight {
+                return Ok(());
+            }
+            parallel.pool.step();
+        }
+    }
+
+    /// Writes the open chunk and waits for every chunk being encoded: all
+    /// records given so far are then framed at known positions.
+    pub(crate) fn finish_data(&mut self) -> Result<()> {
+        self.close_chunk()?;
+        self.drain(0)
+    }
+
+    /// Writes an already encoded data chunk (e.g. copied from another file)
+    /// after every chunk given so far.
+    pub(crate) fn write_encoded_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
+        self.finish_data()?;
+        let seq = self.open_seq;
+        self.open_seq += 1;
+        let begin = self.sink.write_chunk(header, data)?;
+        self.next_to_write = self.open_seq;
+        self.layout.chunk_written(&mut self.sink, seq, begin, header)
+    }
+
+    /// A recycled buffer for a chunk's data.
+    fn take_spare_data(&mut self) -> Vec<u8> {
+        let data = self.spare_data.pop().unwrap_or_default();
+        self.spare_bytes -= data.capacity();
+        data
+    }
+
+    /// Writes chunk `seq` (the next in order), or fails the writer with its error.
+    fn write_encoded(&mut self, seq: u64, encoded: Encoded) -> Result<()> {
+        let chunk = match encoded {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                self.sink.fail();
+                return Err(encode_error(self.sink.pos(), e));
+            }
+        };
+        self.next_to_write = seq + 1;
+        let begin = self.sink.write_chunk(&chunk.header, chunk.data())?;
+        // Keep the buffer for a later chunk, up to about what can be in flight at once.
+        if (self.spare_bytes + chunk.data.capacity()) as u64 <= self.keep_bytes {
+            self.spare_bytes += chunk.data.capacity();
+            self.spare_data.push(chunk.data);
+        }
+        self.layout.chunk_written(&mut self.sink, seq, begin, &chunk.header)
+    }
+
+    /// Makes the caller encode every batch (tests).
+    #[cfg(test)]
+    pub(crate) fn encode_all_here(&mut self) {
+        if let Some(parallel) = &mut self.parallel {
+            parallel.all_here = true;
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Encoding a chunk of this decoded size panics (tests of what the threads
+    /// do with a panicking job: give it a size no other test's chunk has).
+    pub(crate) static PANIC_ON_DECODED_SIZE: AtomicU64 = AtomicU64::new(u64::MAX);
+
+    pub(super) fn maybe_panic(decoded_data_size: u64) {
+        assert_ne!(decoded_data_size, PANIC_ON_DECODED_SIZE.load(Ordering::SeqCst), "an encoder bug (test hook)");
+    }
+}

@@ -1,0 +1,193 @@
+//! Chunk decoding, in one place: every reader (sequential, read-ahead,
+//! ArrayRecord, the CLI's inspection through [`ChunkDecoder`]) turns a chunk
+//! read from the file into records, metadata or a checked signature here.
+
+use bytes::Bytes;
+use riegeli_codec::{
+    ChunkType, CodecError, DecodeLimits, DecodedRecords, FieldProjection, SimpleChunkDecoder, TransposedChunkDecoder,
+};
+
+use crate::chunk_reader::{Chunk, RawChunk};
+use crate::error::{Corruption, Error, Result};
+use crate::metadata::RecordsMetadata;
+use crate::options::ChunkReadOptions;
+
+/// Decodes chunk data into records, reusing its buffers from chunk to chunk.
+///
+/// The readers use one internally; inspection tools use one on the chunks a
+/// [`ChunkReader`](crate::ChunkReader) returns:
+/// ```
+/// use riegeli_records::{ChunkDecoder, ChunkReadOptions, ChunkReader, RecordWriter, RecordWriterOptions};
+///
+/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_zstd(3))?;
+/// writer.write_record(b"hello")?;
+/// let file = writer.close()?;
+///
+/// let options = ChunkReadOptions::default();
+/// let mut chunks = ChunkReader::new(&file[..], options.clone());
+/// let mut decoder = ChunkDecoder::new(&options);
+/// let mut records = Vec::new();
+/// while let Some(chunk) = chunks.read_chunk()? {
+///     if let Some(decoded) = decoder.records(&chunk)? {
+///         records.extend(decoded.iter());
+///     }
+/// }
+/// assert_eq!(records, [&b"hello"[..]]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ChunkDecoder {
+    simple: SimpleChunkDecoder,
+    transposed: TransposedChunkDecoder,
+    projection: FieldProjection,
+    limits: DecodeLimits,
+    /// Whether the records last handed out came from the transposed decoder.
+    last_transposed: bool,
+}
+
+impl ChunkDecoder {
+    /// A decoder of whole records, within the limits of `options`.
+    pub fn new(options: &ChunkReadOptions) -> Self {
+        Self::with_projection(options, FieldProjection::all())
+    }
+
+    /// A decoder reading the fields `projection` selects from transposed chunks.
+    pub(crate) fn with_projection(options: &ChunkReadOptions, projection: FieldProjection) -> Self {
+        Self {
+            simple: SimpleChunkDecoder::new(),
+            transposed: TransposedChunkDecoder::new(),
+            projection,
+            limits: options.decode_limits(),
+            last_transposed: false,
+        }
+    }
+
+    /// Reads only the fields `projection` selects from later transposed chunks.
+    pub fn set_field_projection(&mut self, projection: FieldProjection) {
+        self.projection = projection;
+    }
+
+    /// The records of a chunk, or `None` for chunks without records (signature,
+    /// metadata, padding, unknown types without records).
+    pub fn records(&mut self, chunk: &Chunk) -> Result<Option<DecodedRecords>> {
+        let raw = chunk.raw();
+        match self.decode(raw) {
+            Ok(records) => Ok(records),
+            Err(e) => Err(Error::codec(raw.begin, e)),
+        }
+    }
+
+    /// The serialized `RecordsMetadata` of a metadata chunk, checked to parse.
+    pub fn serialized_metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
+        let serialized = self.metadata(chunk.raw())?;
+        parse_metadata(serialized.clone(), chunk.begin())?;
+        Ok(serialized)
+    }
+
+    /// Gives a finished chunk's buffers back to the decoder that made the
+    /// records last handed out.
+    pub(crate) fn recycle(&mut self, records: DecodedRecords) {
+        self.recycle_as(records, self.last_transposed);
+    }
+
+    /// Gives a finished chunk's buffers to the transposed or the simple decoder.
+    pub(crate) fn recycle_as(&mut self, records: DecodedRecords, transposed: bool) {
+        if transposed {
+            self.transposed.recycle(records);
+        } else {
+            self.simple.recycle(records);
+        }
+    }
+
+    /// Whether the records last handed out came from the transposed decoder.
+    pub(crate) fn last_transposed(&self) -> bool {
+        self.last_transposed
+    }
+
+    /// The records of a chunk, or `None` for chunks without records.
+    pub(crate) fn decode(&mut self, chunk: &RawChunk) -> std::result::Result<Option<DecodedRecords>, CodecError> {
+        let header = &chunk.header;
+        #[cfg(test)]
+        tests::maybe_panic(header.decoded_data_size());
+        let data = chunk.data.clone();
+        match ChunkType::from_byte(header.chunk_type()) {
+            Some(ChunkType::Simple) => {
+                self.last_transposed = false;
+                self.simple.decode(data, header.num_records(), header.decoded_data_size(), &self.limits).map(Some)
+            }
+            Some(ChunkType::Transposed) => {
+                self.last_transposed = true;
+                let (n, size) = (header.num_records(), header.decoded_data_size());
+                self.transposed.decode(data, n, size, &self.limits, &self.projection).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The records of a data chunk read through an index (ArrayRecord):
+    /// checks the data hash if reading did not, requires records, and checks
+    /// their number against the header.
+    pub(crate) fn data_records(&mut self, chunk: &RawChunk, verify_hashes: bool) -> Result<DecodedRecords> {
+        if verify_hashes && !chunk.hash_verified {
+            riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
+        }
+        let records = match self.decode(chunk) {
+            Ok(Some(records)) => records,
+            Ok(None) => {
+                let chunk_type = chunk.header.chunk_type();
+                return Err(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }));
+            }
+            Err(e) => return Err(Error::codec(chunk.begin, e)),
+        };
+        let (header, decoded) = (chunk.header.num_records(), records.len() as u64);
+        if decoded != header {
+            return Err(Error::corrupt(chunk.begin, Corruption::RecordCount { header, decoded }));
+        }
+        Ok(records)
+    }
+
+    /// The serialized `RecordsMetadata` of a metadata chunk.
+    pub(crate) fn metadata(&mut self, chunk: &RawChunk) -> Result<Bytes> {
+        let h = &chunk.header;
+        self.transposed
+            .decode_metadata_chunk(chunk.data.clone(), h.num_records(), h.decoded_data_size(), &self.limits)
+            .map_err(|e| Error::codec(chunk.begin, e))
+    }
+}
+
+/// Parses serialized metadata read from the metadata chunk at `pos`.
+pub(crate) fn parse_metadata(serialized: Bytes, pos: u64) -> Result<RecordsMetadata> {
+    <RecordsMetadata as prost::Message>::decode(serialized)
+        .map_err(|e| Error::corrupt(pos, Corruption::Metadata(e.to_string())))
+}
+
+/// Checks that the chunk at position 0 is a file signature.
+pub(crate) fn check_signature(chunk: &RawChunk) -> Result<()> {
+    let h = &chunk.header;
+    if ChunkType::from_byte(h.chunk_type()) != Some(ChunkType::FileSignature)
+        || h.data_size() != 0
+        || h.num_records() != 0
+        || h.decoded_data_size() != 0
+    {
+        return Err(Error::corrupt(chunk.begin, Corruption::MissingSignature));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A chunk header with this decoded size makes the decoder panic (to test
+    /// what the threads do with a panicking job).
+    pub(crate) const PANIC_ON_DECODED_SIZE: u64 = 0xdead_beef;
+
+    /// A chunk of this decoded size makes the decoder panic too: for tests
+    /// whose files are real (give it a size no other test's chunk has).
+    pub(crate) static PANIC_ON_DECODED: AtomicU64 = AtomicU64::new(PANIC_ON_DECODED_SIZE);
+
+    pub(super) fn maybe_panic(decoded_data_size: u64) {
+        assert_ne!(decoded_data_size, PANIC_ON_DECODED_SIZE, "a decoder bug (test hook)");
+        assert_ne!(decoded_data_size, PANIC_ON_DECODED.load(Ordering::SeqCst), "a decoder bug (test hook)");
+    }
+}

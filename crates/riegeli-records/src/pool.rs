@@ -1,0 +1,457 @@
+//! The one worker pool of riegeli-records: read-ahead decoding, ArrayRecord
+//! batch reads and parallel chunk encoding all run their jobs here.
+//!
+//! - **Threads** are persistent and each owns its state (a chunk decoder, an
+//!   encoder with its scratch), made by the client's factory; the caller owns
+//!   one more, made when it first runs a job itself.
+//! - **Jobs** go into one FIFO ([`WorkQueue`]) and get consecutive tickets;
+//!   results come back through one channel and are handed out **in ticket
+//!   order** by one reorder buffer ([`Pool::wait`]).
+//! - **The caller helps**: waiting for a ticket whose job no thread has taken
+//!   yet, it takes the job back and runs it itself; with
+//!   [`Help::Always`] it also runs the newest queued job rather than sleep
+//!   while threads work on the one it wants.
+//! - **Spawning**: threads that cannot be started are left out; with none,
+//!   the caller runs every job (on [`wait`](Pool::wait)).
+//! - **Panics**: a job that panics (a bug) yields [`Panicked`] for its ticket
+//!   and its thread's state is rebuilt; the pool never hangs on it. Clients
+//!   report it as an internal error, never as corruption.
+//! - **Abandoning**: [`abandon`](Pool::abandon) drops the queued jobs and
+//!   forgets the results of those running, without waiting for them.
+//! - **Drop** closes the queue and joins every thread (each finishes at most
+//!   its current job).
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use crate::work_queue::WorkQueue;
+
+/// The state a thread keeps from job to job, and what it does with a job.
+pub(crate) trait Worker: Send + 'static {
+    /// What a job carries.
+    type Job: Send + 'static;
+    /// What a job yields.
+    type Output: Send + 'static;
+    /// Runs one job.
+    fn run(&mut self, job: Self::Job) -> Self::Output;
+}
+
+/// A job panicked (a bug): its output is lost and its worker state rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Panicked;
+
+/// What a job yields, or [`Panicked`].
+pub(crate) type Outcome<W> = Result<<W as Worker>::Output, Panicked>;
+
+/// When the caller runs queued jobs itself while it waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Help {
+    /// Only the job it waits for, if no thread has taken it yet.
+    WantedOnly,
+    /// Also the newest queued job, rather than sleep while a thread works on
+    /// the one it waits for.
+    Always,
+}
+
+/// Makes a worker state: for each thread, for the caller, and again after a panic.
+type Factory<W> = Arc<dyn Fn() -> W + Send + Sync>;
+
+/// Worker threads running jobs of one kind; see the module docs.
+pub(crate) struct Pool<W: Worker> {
+    queue: Arc<WorkQueue<(u64, W::Job)>>,
+    /// In a mutex only to keep the pool `Sync`; reached through `get_mut`, never locked.
+    results: Mutex<Receiver<(u64, Outcome<W>)>>,
+    threads: Vec<JoinHandle<()>>,
+    factory: Factory<W>,
+    /// The caller's own state, for the jobs it runs itself.
+    caller: Option<W>,
+    help: Help,
+    /// The ticket of the next job submitted.
+    next_ticket: u64,
+    /// Tickets below this were handed out or abandoned.
+    floor: u64,
+    /// `ready[i]` is the outcome of ticket `floor + i`, once it has arrived.
+    ready: VecDeque<Option<Outcome<W>>>,
+    /// Jobs submitted whose outcome has not arrived (queued or running).
+    in_flight: usize,
+    /// Each thread holds a clone while it runs (tests of thread shutdown).
+    #[cfg(test)]
+    alive: Arc<()>,
+}
+
+impl<W: Worker> std::fmt::Debug for Pool<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("threads", &self.threads.len())
+            .field("in_flight", &self.in_flight)
+            .field("next_ticket", &self.next_ticket)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Worker> Pool<W> {
+    /// Starts up to `threads` threads named `name-i`, each with a state from
+    /// `factory`. Threads that cannot be spawned are left out.
+    pub(crate) fn new(name: &str, threads: usize, help: Help, factory: impl Fn() -> W + Send + Sync + 'static) -> Self {
+        let factory: Factory<W> = Arc::new(factory);
+        let queue = Arc::new(WorkQueue::new());
+        let (done, results) = channel();
+        #[cfg(test)]
+        let alive = Arc::new(());
+        let threads = (0..threads)
+            .map_while(|i| {
+                let queue = Arc::clone(&queue);
+                let done = done.clone();
+                let factory = Arc::clone(&factory);
+                #[cfg(test)]
+                let alive = Arc::clone(&alive);
+                std::thread::Builder::new()
+                    .name(format!("{name}-{i}"))
+                    .spawn(move || {
+                        #[cfg(test)]
+                        let _alive = alive;
+                        work(&queue, &done, &factory);
+                    })
+                    .ok()
+            })
+            .collect();
+        Self {
+            queue,
+            results: Mutex::new(results),
+            threads,
+            factory,
+            caller: None,
+            help,
+            next_ticket: 0,
+            floor: 0,
+            ready: VecDeque::new(),
+            in_flight: 0,
+            #[cfg(test)]
+            alive,
+        }
+    }
+
+    /// The number of threads running (those that could be started).
+    pub(crate) fn threads(&self) -> usize {
+        self.threads.len()
+    }
+
+    /// Jobs submitted whose outcome has not been handed out or abandoned.
+    pub(crate) fn pending(&self) -> usize {
+        usize::try_from(self.next_ticket - self.floor).unwrap_or(usize::MAX)
+    }
+
+    /// Jobs queued that no thread has taken yet.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Queues a job; returns its ticket.
+    pub(crate) fn submit(&mut self, job: W::Job) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.in_flight += 1;
+        self.ready.push_back(None);
+        self.queue.push((ticket, job));
+        ticket
+    }
+
+    /// Jobs submitted whose outcome has not arrived yet (queued or running).
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Submits a job and runs it at once on the calling thread; its outcome
+    /// is handed out in its ticket's turn.
+    #[cfg(test)]
+    pub(crate) fn submit_here(&mut self, job: W::Job) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.ready.push_back(None);
+        let outcome = self.run_here(job);
+        self.file(ticket, outcome);
+        ticket
+    }
+
+    /// Makes progress on the jobs in flight: runs the newest queued job here
+    /// (with [`Help::Always`]), or else waits for one outcome to arrive.
+    /// Does nothing if no job is in flight.
+    pub(crate) fn step(&mut self) {
+        if self.in_flight == 0 {
+            return;
+        }
+        if self.help == Help::Always
+            && let Some((ticket, job)) = self.queue.pop_back()
+        {
+            self.in_flight -= 1;
+            let outcome = self.run_here(job);
+            self.file(ticket, outcome);
+            return;
+        }
+        match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
+            Ok((ticket, outcome)) => {
+                self.in_flight -= 1;
+                self.file(ticket, outcome);
+            }
+            // The threads end only when the pool drops; with none, every job
+            // is queued and taken above or by `wait`.
+            Err(_) => {
+                if let Some((ticket, job)) = self.queue.pop_front() {
+                    self.in_flight -= 1;
+                    let outcome = self.run_here(job);
+                    self.file(ticket, outcome);
+                }
+            }
+        }
+    }
+
+    /// Runs a job on the calling thread, catching a panic as a thread does.
+    fn run_here(&mut self, job: W::Job) -> Outcome<W> {
+        let factory = &self.factory;
+        let state = self.caller.get_or_insert_with(|| factory());
+        run(state, job, factory)
+    }
+
+    /// The outcome of `ticket`, waiting for it; older tickets not handed out
+    /// yet are abandoned. Runs the job here if no thread has taken it, and
+    /// (with [`Help::Always`]) the newest queued job rather than sleep.
+    /// `None` if `ticket` was abandoned or never submitted.
+    pub(crate) fn wait(&mut self, ticket: u64) -> Option<Outcome<W>> {
+        if ticket < self.floor || ticket >= self.next_ticket {
+            return None;
+        }
+        while self.floor < ticket {
+            self.floor += 1;
+            self.ready.pop_front();
+        }
+        loop {
+            if let Some(outcome) = self.ready.front_mut().and_then(Option::take) {
+                self.ready.pop_front();
+                self.floor += 1;
+                return Some(outcome);
+            }
+            let mine = self.queue.take(|(t, _)| *t == ticket);
+            let other = match (&mine, self.help) {
+                (None, Help::Always) => self.queue.pop_back(),
+                _ => None,
+            };
+            if let Some((t, job)) = mine.or(other) {
+                self.in_flight -= 1;
+                let outcome = self.run_here(job);
+                self.file(t, outcome);
+                continue;
+            }
+            match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
+                Ok((t, outcome)) => {
+                    self.in_flight -= 1;
+                    self.file(t, outcome);
+                }
+                // Every thread is gone with the job (they end only when the
+                // pool drops, and catch every panic): cannot happen.
+                Err(_) => return Some(Err(Panicked)),
+            }
+        }
+    }
+
+    /// Files the outcomes that have arrived, without waiting; returns the
+    /// oldest ticket's if it is among them.
+    pub(crate) fn try_next(&mut self) -> Option<Outcome<W>> {
+        while let Ok((t, outcome)) = self.results.get_mut().unwrap_or_else(PoisonError::into_inner).try_recv() {
+            self.in_flight -= 1;
+            self.file(t, outcome);
+        }
+        let outcome = self.ready.front_mut().and_then(Option::take)?;
+        self.ready.pop_front();
+        self.floor += 1;
+        Some(outcome)
+    }
+
+    /// Files an outcome in its ticket's slot (dropped if abandoned).
+    fn file(&mut self, ticket: u64, outcome: Outcome<W>) {
+        let Some(slot) = ticket.checked_sub(self.floor).and_then(|i| usize::try_from(i).ok()) else { return };
+        if let Some(entry) = self.ready.get_mut(slot) {
+            *entry = Some(outcome);
+        }
+    }
+
+    /// Drops the queued jobs and forgets every ticket not yet handed out: the
+    /// jobs still running finish in the background and their outcomes are
+    /// dropped when they arrive.
+    pub(crate) fn abandon(&mut self) {
+        let dropped = self.queue.clear();
+        self.in_flight -= dropped.len();
+        drop(dropped);
+        self.ready.clear();
+        self.floor = self.next_ticket;
+    }
+
+    /// The liveness token every thread holds while it runs (tests of thread shutdown).
+    #[cfg(test)]
+    pub(crate) fn alive(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.alive)
+    }
+}
+
+impl<W: Worker> Drop for Pool<W> {
+    fn drop(&mut self) {
+        // Threads end after their current job once the queue is closed.
+        self.queue.close();
+        for thread in self.threads.drain(..) {
+            // `work` catches every panic of a job: a thread cannot have panicked.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs a job on `state`; a panic rebuilds the state and yields [`Panicked`].
+fn run<W: Worker>(state: &mut W, job: W::Job, factory: &Factory<W>) -> Outcome<W> {
+    match catch_unwind(AssertUnwindSafe(|| state.run(job))) {
+        Ok(output) => Ok(output),
+        Err(_) => {
+            *state = factory();
+            Err(Panicked)
+        }
+    }
+}
+
+/// A thread: runs queued jobs until the pool drops.
+fn work<W: Worker>(queue: &WorkQueue<(u64, W::Job)>, done: &Sender<(u64, Outcome<W>)>, factory: &Factory<W>) {
+    let mut state = factory();
+    while let Some((ticket, job)) = queue.wait_pop() {
+        let outcome = run(&mut state, job, factory);
+        if done.send((ticket, outcome)).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Squares numbers; panics on 13.
+    struct Squarer;
+
+    impl Worker for Squarer {
+        type Job = u64;
+        type Output = (u64, std::thread::ThreadId);
+        fn run(&mut self, job: u64) -> Self::Output {
+            assert_ne!(job, 13, "an injected bug");
+            (job * job, std::thread::current().id())
+        }
+    }
+
+    fn pool(threads: usize, help: Help) -> (Pool<Squarer>, Arc<AtomicUsize>) {
+        let made = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&made);
+        let pool = Pool::new("test", threads, help, move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Squarer
+        });
+        (pool, made)
+    }
+
+    #[test]
+    fn outcomes_come_in_ticket_order_and_panics_are_typed() {
+        for threads in [0, 1, 3] {
+            for help in [Help::WantedOnly, Help::Always] {
+                let (mut pool, made) = pool(threads, help);
+                let tickets: Vec<u64> = (0..40).map(|i| pool.submit(i)).collect();
+                for (i, ticket) in tickets.into_iter().enumerate() {
+                    let outcome = pool.wait(ticket).unwrap();
+                    if i == 13 {
+                        assert_eq!(outcome.map(|o| o.0), Err(Panicked));
+                    } else {
+                        assert_eq!(outcome.map(|o| o.0), Ok((i * i) as u64), "{threads} threads, {help:?}");
+                    }
+                }
+                assert_eq!(pool.pending(), 0);
+                // The state that panicked was rebuilt, and work goes on.
+                let ticket = pool.submit(4);
+                assert_eq!(pool.wait(ticket).unwrap().map(|o| o.0), Ok(16));
+                if threads == 0 {
+                    // The caller's state, and the one that replaced it after the panic.
+                    assert_eq!(made.load(Ordering::SeqCst), 2, "the state was not rebuilt");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn with_no_thread_the_caller_runs_everything() {
+        let (mut pool, _) = pool(0, Help::WantedOnly);
+        assert_eq!(pool.threads(), 0);
+        let a = pool.submit(2);
+        let b = pool.submit(3);
+        let here = std::thread::current().id();
+        assert_eq!(pool.wait(a), Some(Ok((4, here))));
+        assert_eq!(pool.wait(b), Some(Ok((9, here))));
+    }
+
+    #[test]
+    fn abandoned_tickets_are_skipped_without_waiting() {
+        let (mut pool, _) = pool(2, Help::WantedOnly);
+        for i in 0..10 {
+            pool.submit(i);
+        }
+        pool.abandon();
+        assert_eq!(pool.pending(), 0);
+        let ticket = pool.submit(5);
+        assert_eq!(ticket, 10);
+        assert_eq!(pool.wait(3), None, "abandoned");
+        assert_eq!(pool.wait(ticket).unwrap().map(|o| o.0), Ok(25));
+        // Waiting for a later ticket skips the earlier ones.
+        let first = pool.submit(6);
+        let second = pool.submit(7);
+        assert_eq!(pool.wait(second).unwrap().map(|o| o.0), Ok(49));
+        assert_eq!(pool.wait(first), None, "skipped by waiting for a later one");
+        assert_eq!(pool.pending(), 0);
+        // try_next hands out nothing when nothing is pending.
+        assert!(pool.try_next().is_none());
+    }
+
+    #[test]
+    fn stepping_and_running_here_keep_the_order() {
+        for (threads, help) in [(0, Help::WantedOnly), (1, Help::WantedOnly), (2, Help::Always)] {
+            let (mut pool, _) = pool(threads, help);
+            let mut expected = Vec::new();
+            for i in (0..30u64).filter(|&i| i != 13) {
+                if i % 3 == 0 {
+                    pool.submit_here(i);
+                } else {
+                    pool.submit(i);
+                }
+                expected.push(i * i);
+                if pool.in_flight() > 2 {
+                    pool.step();
+                }
+            }
+            let mut got = Vec::new();
+            while pool.pending() > 0 {
+                match pool.try_next() {
+                    Some(outcome) => got.push(outcome.unwrap().0),
+                    None => pool.step(),
+                }
+            }
+            assert_eq!(got, expected, "{threads} threads, {help:?}");
+            assert_eq!(pool.in_flight(), 0);
+        }
+    }
+
+    #[test]
+    fn dropping_joins_the_threads() {
+        let (mut pool, _) = pool(3, Help::Always);
+        for i in 0..100 {
+            pool.submit(i);
+        }
+        let alive = pool.alive();
+        assert!(alive.upgrade().is_some());
+        drop(pool);
+        assert!(alive.upgrade().is_none(), "a thread outlived its pool");
+    }
+}
