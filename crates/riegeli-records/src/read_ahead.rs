@@ -399,4 +399,43 @@ mod tests {
         assert!(matches!(ahead.take(bad), Some(Err(Panicked))));
         assert!(matches!(ahead.take(good), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
     }
+
+    #[test]
+    fn a_panicking_decoding_thread_is_an_internal_error_and_the_chunk_is_read_again() {
+        // Records of 1039 bytes, one of 1040: the chunk holding it has a size of its own.
+        let records: Vec<Vec<u8>> = (0..600u32)
+            .map(|i| format!("{i:>width$}", width = if i == 300 { 1040 } else { 1039 }).into_bytes())
+            .collect();
+        let options: RecordWriterOptions = "zstd:1,chunk_size:64k".parse().unwrap();
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        let file = writer.close().unwrap();
+        let mut chunks = crate::ChunkReader::new(&file[..], crate::ChunkReadOptions::default());
+        let size = std::iter::from_fn(|| chunks.read_chunk().unwrap())
+            .filter(crate::Chunk::is_data)
+            .map(|chunk| chunk.header().decoded_data_size())
+            .find(|size| size % 1039 == 1)
+            .unwrap();
+        let options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
+        let mut reader = crate::RecordReader::with_options(&file[..], options);
+        let mut got = Vec::new();
+        let hook = crate::decode::tests::panic_on_decoded(size);
+        let error = loop {
+            match reader.read_record() {
+                Ok(Some(record)) => got.push(record),
+                Ok(None) => panic!("no chunk panicked"),
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(error.kind(), crate::ErrorKind::Internal(_)), "{error}");
+        assert!(!error.is_corruption());
+        drop(hook);
+        // The chunk whose decoding panicked is decoded again by the next read.
+        while let Some(record) = reader.read_record().unwrap() {
+            got.push(record);
+        }
+        assert!(got.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
+    }
 }

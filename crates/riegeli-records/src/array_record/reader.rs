@@ -773,4 +773,34 @@ mod tests {
             assert_eq!(record, format!("{i:0>1000}").as_bytes());
         }
     }
+
+    #[test]
+    fn a_panicking_decoding_thread_fails_the_batch_as_internal() {
+        // Chunks of 10 records of 1041 bytes; one record of 1042 gives its chunk a size of its own.
+        let records: Vec<Vec<u8>> = (0..1000u32)
+            .map(|i| format!("{i:>width$}", width = if i == 517 { 1042 } else { 1041 }).into_bytes())
+            .collect();
+        let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:10,zstd:1".parse().unwrap()).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        let file = writer.close().unwrap();
+        for threads in [2, 3] {
+            let mut reader = open(&file, threads);
+            {
+                let _hook = crate::decode::tests::panic_on_decoded(10 * 1041 + 1);
+                let error = reader.read_all_parallel().unwrap_err();
+                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+                assert!(!error.is_corruption());
+                // Enough chunks to go to the threads (a small batch is decoded serially).
+                let indices: Vec<u64> = (400..700).rev().collect();
+                let error = reader.read_parallel(&indices).unwrap_err();
+                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+            }
+            // The threads go on: the next batches read whole.
+            let all = reader.read_all_parallel().unwrap();
+            assert!(all.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
+            assert_eq!(reader.read_parallel(&[999, 517, 3]).unwrap(), [&records[999][..], &records[517], &records[3]]);
+        }
+    }
 }
