@@ -6,6 +6,9 @@
 //!   array-record 0.8.6 in the oracle venv) and with the `riegeli` 0.2.1 crate
 //!   (`bench-peers/src/bin/riegeli_rs_table.rs`), on the same records. For each option set the
 //!   three implementations run one after the other, so machine noise hits them alike.
+//! - `--baseline BIN` (both tables): also times an earlier build (a `riegeli` binary for
+//!   `records`, an `array_record_bench` example for `array-record`) in the same rounds, and adds a
+//!   before → now table.
 //! - `bench array-record [--large] [--megabytes N] [--record-size B] [--config OPTS]...
 //!   [--repeat N] [--batch N]`: our ArrayRecord reader (serial and parallel) and C++'s (through
 //!   the oracle venv) on the same generated file, one config after another: a batch of random
@@ -60,6 +63,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let mut megabytes = "50".to_owned();
     let mut repeat = "3".to_owned();
     let mut configs = Vec::new();
+    let mut baseline: Option<String> = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
@@ -68,6 +72,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             "--megabytes" => megabytes = value()?,
             "--repeat" => repeat = value()?,
             "--config" => configs.push(value()?),
+            "--baseline" => baseline = Some(value()?),
             other => bail!("unexpected argument {other:?}"),
         }
     }
@@ -93,12 +98,13 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let script = root.join("xtask/scripts/cxx_records_bench.py");
     let records = work.join("records.delimited");
     let mut rows = Vec::new();
+    let mut before_rows = Vec::new();
     let rounds: u32 = repeat.parse().with_context(|| format!("--repeat {repeat:?}"))?;
     for (i, config) in configs.iter().enumerate() {
         // Each implementation in turn, a round at a time, so that a slow spell of a
         // shared machine falls on all three rather than on one; two runs per process,
         // so that none is timed only cold.
-        let (mut ours, mut cxx, mut rr) = (None, None, None);
+        let (mut ours, mut cxx, mut rr, mut before) = (None, None, None, None);
         for round in 0..rounds.max(1) {
             crate::common::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
             let ours_json = work.join("ours.json");
@@ -112,6 +118,13 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             }
             cmd!(sh, "{riegeli} bench {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
             ours = Some(fastest(ours, first(&ours_json)?));
+            if let Some(baseline) = &baseline {
+                // The same records and options through an earlier build, in the same round.
+                let input = ["--input-delimited".to_owned(), records.display().to_string()];
+                let before_json = work.join("before.json");
+                cmd!(sh, "{baseline} bench {input...} --repeat 2 --config {config} --json {before_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+                before = Some(fastest(before, first(&before_json)?));
+            }
             let cxx_json = work.join("cxx.json");
             cmd!(sh, "{python} {script} {records} 2 {cxx_json} {files} {config}").run()?;
             cxx = Some(fastest(cxx, first(&cxx_json)?));
@@ -120,12 +133,18 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             rr = first(&rr_json).ok().map(|v| fastest(rr.take(), v));
         }
         let (Some(ours), Some(cxx)) = (ours, cxx) else { bail!("{config}: no figures") };
+        if let Some(before) = before {
+            before_rows.push((config.clone(), ours.clone(), before));
+        }
         rows.push((config.clone(), ours, cxx, rr));
     }
     if files != work {
         sh.remove_path(&files)?;
     }
-    let table = render(&rows, &repeat);
+    let mut table = render(&rows, &repeat);
+    if let Some(baseline) = &baseline {
+        table.push_str(&render_baseline(&before_rows, baseline));
+    }
     println!("{table}");
     let out = work.join("table.md");
     sh.write_file(&out, &table)?;
@@ -185,7 +204,7 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
          Python writer is single-threaded, so `parallelism` has no effect there); C++ read_all uses its \
          thread pool, read() is one record at a time with max_parallelism:0; ours 2 threads is \
-         RecordReader with `RecordReaderOptions::set_parallelism(1)` (one decoding thread besides the caller, which decodes too rather than wait). \
+         RecordReader with `RecordReaderOptions::parallelism` 1 (one decoding thread besides the caller, which decodes too rather than wait). \
          Ours io is `RecordWriter::with_io_thread` (file writes on a thread of their own), io+par the same with \
          `parallelism:2` added unless the options set one. rr = the `riegeli` 0.2.1 crate \
          (serial: no parallelism option).\n",
@@ -239,6 +258,49 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     out
 }
 
+/// Ours against `--baseline` (an earlier build), per configuration and measurement.
+fn render_baseline(rows: &[(String, Value, Value)], baseline: &str) -> String {
+    const KEYS: [(&str, &str); 5] = [
+        ("write", "write_real_s"),
+        ("write io", "io_write_real_s"),
+        ("write io+par", "io_par_write_real_s"),
+        ("read", "read_real_s"),
+        ("read 2 threads", "par_read_real_s"),
+    ];
+    let mbps = |v: &Value, key: &str| match (
+        v.get("payload_bytes").and_then(Value::as_f64),
+        v.get(key).and_then(Value::as_f64),
+    ) {
+        (Some(p), Some(s)) if s > 0.0 => Some(p / 1e6 / s),
+        _ => None,
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "\nAgainst the baseline `{baseline}` (MB/s before → now, change), in the same rounds:\n");
+    let _ = writeln!(out, "| options | {} |", KEYS.map(|(name, _)| name).join(" | "));
+    let _ = writeln!(out, "|---|{}", "---|".repeat(KEYS.len()));
+    let mut worst: Option<(f64, String)> = None;
+    for (config, ours, before) in rows {
+        let cells: Vec<String> = KEYS
+            .iter()
+            .map(|(name, key)| match (mbps(before, key), mbps(ours, key)) {
+                (Some(b), Some(n)) => {
+                    let change = 100.0 * (n / b - 1.0);
+                    if worst.as_ref().is_none_or(|(w, _)| change < *w) {
+                        worst = Some((change, format!("{config} {name}")));
+                    }
+                    format!("{b:.0} → {n:.0} ({change:+.1}%)")
+                }
+                _ => "-".to_owned(),
+            })
+            .collect();
+        let _ = writeln!(out, "| `{config}` | {} |", cells.join(" | "));
+    }
+    if let Some((change, what)) = worst {
+        let _ = writeln!(out, "\nLargest slowdown: {change:+.1}% ({what}).");
+    }
+    out
+}
+
 /// One timing line: `<impl> <name> <seconds> <records> <payload bytes>`.
 fn parse(output: &str) -> Result<Vec<Timing>> {
     output
@@ -274,6 +336,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     let mut configs = Vec::new();
     let mut repeat = "5".to_owned();
     let mut batch = "10000".to_owned();
+    let mut baseline: Option<String> = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
@@ -286,6 +349,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
             "--config" => configs.push(value()?),
             "--repeat" => repeat = value()?,
             "--batch" => batch = value()?,
+            "--baseline" => baseline = Some(value()?),
             other => bail!("unexpected argument {other:?}"),
         }
     }
@@ -300,14 +364,40 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     let example = crate::common::project_root().join("target/release/examples/array_record_bench");
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut report = String::new();
+    let mut baseline_report = String::new();
     for (n, config) in configs.iter().enumerate() {
         // One file per parameter set; the example writes it only when it is missing or stale.
         let path = dir.join(format!("bench-{n}.array_record"));
         crate::common::step(&format!("{config}: our reader, then C++'s (array-record 0.8.6), on {}", path.display()));
         let size = &size;
-        let ours = cmd!(sh, "{example} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
-            .read()
-            .context("our bench example failed")?;
+        let run = |example: &Path| {
+            cmd!(sh, "{example} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
+                .read()
+                .context("the bench example failed")
+        };
+        let ours = run(&example)?;
+        if let Some(baseline) = &baseline {
+            // Two rounds each, interleaved; the best of each row.
+            let mut now = parse(&ours)?;
+            let mut before = parse(&run(Path::new(baseline))?)?;
+            for (best, more) in [(&mut now, parse(&run(&example)?)?), (&mut before, parse(&run(Path::new(baseline))?)?)]
+            {
+                for (b, m) in best.iter_mut().zip(more) {
+                    b.seconds = b.seconds.min(m.seconds);
+                }
+            }
+            let _ = writeln!(
+                baseline_report,
+                "\n{config}: records/s before (`{baseline}`) → now, best of two interleaved rounds of {repeat}\n"
+            );
+            let _ = writeln!(baseline_report, "| read | before | now | change |");
+            let _ = writeln!(baseline_report, "|---|---:|---:|---:|");
+            for (b, n) in before.iter().zip(&now) {
+                let (rb, rn) = (b.records as f64 / b.seconds, n.records as f64 / n.seconds);
+                let _ =
+                    writeln!(baseline_report, "| {} | {rb:.0} | {rn:.0} | {:+.1}% |", n.name, 100.0 * (rn / rb - 1.0));
+            }
+        }
         let cpp = cmd!(sh, "{python} -c {CPP_TIMER} {path} {repeat}").read().context("the C++ timer failed")?;
         let file_size = std::fs::metadata(&path)?.len();
         let mut rows = parse(&ours)?;
@@ -330,6 +420,9 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     }
     println!("\nArrayRecord reads (load average before: {})", load.trim());
     println!("{report}");
+    if !baseline_report.is_empty() {
+        println!("{baseline_report}");
+    }
     println!(
         "C++: reader.read(indices) and reader.read_all() through the Python binding (its thread pool); \
          MB/s counts record payload bytes."
