@@ -55,7 +55,7 @@ impl Layout for Positions {
 /// does).
 /// Encoding errors are reported no later than [`flush`](Self::flush) or
 /// [`close`](Self::close); should an encoding thread panic (a bug), the
-/// writer reports an [`ErrorKind::Internal`](crate::ErrorKind::Internal)
+/// writer reports an [`ErrorKind::Internal`]
 /// error and writes nothing more. [`pos`](Self::pos) and [`last_pos`](Self::last_pos)
 /// then wait for earlier chunks to be written.
 ///
