@@ -215,9 +215,10 @@ impl<W: Write> ChunkSink<W> {
         })
     }
 
-    /// Flushes and returns the destination.
+    /// Returns the destination, after a [`flush`](Self::flush) (nothing
+    /// gathered since is lost: it is written first, without another flush).
     pub(crate) fn take_dest(&mut self) -> Result<W> {
-        self.flush()?;
+        self.guard(Self::write_out)?;
         let dest = self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
         dest.into_inner().map_err(|e| {
             self.failed = true;

@@ -57,6 +57,8 @@ pub struct WriteBehind<W> {
     errors: Receiver<io::Error>,
     /// Set once an error was seen: nothing more is written.
     failed: bool,
+    /// Whether bytes were given since the last flush.
+    unflushed: bool,
     thread: Option<JoinHandle<W>>,
 }
 
@@ -94,6 +96,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             spare,
             errors,
             failed: false,
+            unflushed: false,
             thread: Some(thread),
         })
     }
@@ -108,14 +111,19 @@ impl<W> WriteBehind<W> {
         self.send_buffer()?;
         let next = self.empty_buffer(buffer.capacity());
         if !buffer.is_empty() {
+            self.unflushed = true;
             self.send(Message::Data(buffer))?;
         }
         Ok(next)
     }
 
-    /// Flushes everything and returns the destination, or the first error.
+    /// Flushes everything (unless nothing was given since the last flush)
+    /// and returns the destination, or the first error.
     pub fn into_inner(mut self) -> io::Result<W> {
-        self.flush()?;
+        if self.unflushed {
+            self.flush()?;
+        }
+        self.check()?;
         self.stop().ok_or_else(|| io::Error::other("the write-behind thread panicked"))
     }
 
@@ -209,6 +217,7 @@ impl<W> Write for WriteBehind<W> {
         self.check()?;
         let room = self.capacity - self.buffer.len();
         let taken = data.len().min(room);
+        self.unflushed |= taken > 0;
         self.buffer.extend_from_slice(data.get(..taken).unwrap_or_default());
         if self.buffer.len() >= self.capacity {
             self.send_buffer()?;
@@ -225,13 +234,15 @@ impl<W> Write for WriteBehind<W> {
             self.failed = true;
             return Err(io::Error::other("the write-behind thread stopped"));
         }
-        self.check()
+        self.check()?;
+        self.unflushed = false;
+        Ok(())
     }
 }
 
 impl<W> Drop for WriteBehind<W> {
     fn drop(&mut self) {
-        if !self.failed {
+        if !self.failed && self.unflushed {
             let _ = self.flush();
         }
         self.stop();
@@ -294,6 +305,7 @@ mod tests {
         assert_eq!(*dest.flushes.lock().unwrap(), 1);
         writer.write_all(b"tail").unwrap();
         let back = writer.into_inner().unwrap();
+        assert_eq!(*back.flushes.lock().unwrap(), 2, "into_inner flushes what was written since");
         assert_eq!(back.bytes().len(), 10_004);
         assert_eq!(&back.bytes()[10_000..], b"tail");
     }

@@ -198,6 +198,7 @@ impl<W: Write> ArrayRecordWriter<W> {
             self.chunker.sink.fail();
         }
         result?;
+        self.chunker.sink.flush()?;
         self.chunker.sink.take_dest()
     }
 
