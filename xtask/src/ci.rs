@@ -56,11 +56,13 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
 /// workspace, `fuzz/` and `bench-peers/`. False positives are listed in the crate's
 /// `[package.metadata.cargo-machete] ignored`, with the reason.
 fn unused_dependencies(sh: &Shell) -> Result<()> {
-    if cmd!(sh, "cargo machete --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
+    // Called as `cargo-machete`, not `cargo machete`: under `cargo xtask` the latter takes its
+    // own name and flags for directories to scan.
+    if cmd!(sh, "cargo-machete --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
         cmd!(sh, "cargo install cargo-machete --version {CARGO_MACHETE_VERSION} --locked").run()?;
     }
     // cargo-machete exits 0 when it cannot read a manifest; that must fail too.
-    let output = cmd!(sh, "cargo machete --skip-target-dir").ignore_status().output()?;
+    let output = cmd!(sh, "cargo-machete --skip-target-dir .").ignore_status().output()?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     eprint!("{}{stderr}", String::from_utf8_lossy(&output.stdout));
     if !output.status.success() || stderr.lines().any(|line| line.starts_with("error")) {

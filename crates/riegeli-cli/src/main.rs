@@ -2,7 +2,7 @@
 //! files, Riegeli/records with a footer indexing the chunks).
 //!
 //! Exit codes: 0 success; 1 corrupt or unreadable data (or a failed check);
-//! 2 usage errors.
+//! 2 usage errors; 3 an internal error of the library (a bug: a thread panicked).
 #![forbid(unsafe_code)]
 #![allow(clippy::print_stdout, reason = "a command-line tool prints its results")]
 #![allow(clippy::print_stderr, reason = "a command-line tool prints its errors")]
@@ -28,7 +28,7 @@ use crate::exit::{Failed, Usage};
 /// Look into and work with Riegeli/records files.
 ///
 /// FILE arguments may be `-` for standard input. Exit codes: 0 success, 1 corrupt
-/// or unreadable data, 2 usage error.
+/// or unreadable data, 2 usage error, 3 internal error (a bug).
 #[derive(Debug, Parser)]
 #[command(name = "riegeli", version, about, long_about)]
 struct Cli {
@@ -99,7 +99,13 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("riegeli: {}", one_line(&err));
-            ExitCode::from(1)
+            let internal = err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<riegeli_records::Error>()
+                    .is_some_and(|e| matches!(e.kind(), riegeli_records::ErrorKind::Internal(_)))
+            });
+            // Not the file's fault: a bug of this program, worth reporting.
+            ExitCode::from(if internal { 3 } else { 1 })
         }
     }
 }
