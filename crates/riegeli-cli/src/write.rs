@@ -8,7 +8,7 @@ use base64::Engine;
 use clap::{Args, ValueEnum};
 use riegeli_codec::{CompressionType, CompressorOptions};
 use riegeli_records::{
-    ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReadOptions, ChunkReader, RecordReader, RecordWriter,
+    ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReadOptions, ChunkReader, ChunkType, RecordReader, RecordWriter,
     RecordWriterOptions, RecordsMetadata, index_riegeli_file,
 };
 
@@ -349,7 +349,9 @@ fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
         }
     };
     let h = chunk.header();
-    options = options.set_transpose(h.chunk_type() == b't').set_group_size(h.num_records().min(i32::MAX as u64));
+    options = options
+        .set_transpose(h.chunk_type() == ChunkType::Transposed.to_byte())
+        .set_group_size(h.num_records().min(i32::MAX as u64));
     options = match chunk.data().first().map(|&b| CompressionType::from_byte(b)) {
         Some(Ok(CompressionType::None)) => options.set_uncompressed(),
         Some(Ok(CompressionType::Brotli)) => options.set_brotli(CompressorOptions::BROTLI_DEFAULT_LEVEL),
@@ -357,11 +359,9 @@ fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
         _ => options,
     };
     let padded = chunk.end().is_multiple_of(BLOCK_SIZE)
-        || reader
-            .read_chunk()
-            .ok()
-            .flatten()
-            .is_some_and(|next| next.header().chunk_type() == b'p' && next.end().is_multiple_of(BLOCK_SIZE));
+        || reader.read_chunk().ok().flatten().is_some_and(|next| {
+            next.header().chunk_type() == ChunkType::Padding.to_byte() && next.end().is_multiple_of(BLOCK_SIZE)
+        });
     Ok(options.set_pad_to_block_boundary(padded))
 }
 

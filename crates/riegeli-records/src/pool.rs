@@ -8,9 +8,10 @@
 //!   results come back through one channel and are handed out **in ticket
 //!   order** by one reorder buffer ([`Pool::wait`]).
 //! - **The caller helps**: waiting for a ticket whose job no thread has taken
-//!   yet, it takes the job back and runs it itself; with
-//!   [`Help::Always`] it also runs the newest queued job rather than sleep
-//!   while threads work on the one it wants.
+//!   yet, it takes the job back and runs it itself; with [`Help::Always`] it
+//!   also runs another queued job rather than sleep while threads work on the
+//!   one it wants ([`wait`](Pool::wait): the newest, as far as possible from
+//!   the threads; [`step`](Pool::step): the oldest, wanted soonest).
 //! - **Spawning**: threads that cannot be started are left out; with none,
 //!   the caller runs every job (on [`wait`](Pool::wait)).
 //! - **Panics**: a job that panics (a bug) yields [`Panicked`] for its ticket
@@ -176,15 +177,15 @@ impl<W: Worker> Pool<W> {
         ticket
     }
 
-    /// Makes progress on the jobs in flight: runs the newest queued job here
-    /// (with [`Help::Always`]), or else waits for one outcome to arrive.
-    /// Does nothing if no job is in flight.
+    /// Makes progress on the jobs in flight: runs the oldest queued job here
+    /// (with [`Help::Always`]: the one whose outcome is wanted soonest), or
+    /// else waits for one outcome to arrive. Does nothing if no job is in flight.
     pub(crate) fn step(&mut self) {
         if self.in_flight == 0 {
             return;
         }
         if self.help == Help::Always
-            && let Some((ticket, job)) = self.queue.pop_back()
+            && let Some((ticket, job)) = self.queue.pop_front()
         {
             self.in_flight -= 1;
             let outcome = self.run_here(job);

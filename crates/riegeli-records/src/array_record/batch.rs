@@ -110,10 +110,10 @@ pub(crate) fn start_pool(
     })
 }
 
-/// A submitted task: the batch position of its first chunk, its ticket and raw bytes.
+/// A submitted task (its outcome comes in submission order): the batch
+/// position of its first chunk, and its raw bytes.
 struct Submitted {
     first: usize,
-    ticket: u64,
     raw_bytes: u64,
 }
 
@@ -157,7 +157,8 @@ pub(crate) fn run(
                 task_bytes_so_far = 0;
                 // Read ahead only a little: decode here too when the threads lag behind.
                 while batch.pool.queued() > 2 * batch.pool.threads() || batch.in_flight > WINDOW_BYTES {
-                    batch.emit_next()?;
+                    batch.pool.step();
+                    batch.poll()?;
                 }
                 batch.poll()?;
             }
@@ -188,15 +189,8 @@ impl Batch<'_> {
         }
         let raw_bytes = chunks.iter().map(TaskChunk::raw_bytes).sum::<u64>();
         self.in_flight += raw_bytes;
-        let ticket = self.pool.submit(chunks);
-        self.submitted.push_back(Submitted { first, ticket, raw_bytes });
-    }
-
-    /// Waits for the oldest task (decoding here meanwhile) and hands it out.
-    fn emit_next(&mut self) -> Result<()> {
-        let Some(ticket) = self.submitted.front().map(|task| task.ticket) else { return Ok(()) };
-        let outcome = self.pool.wait(ticket).ok_or_else(|| Error::internal("a batch task was abandoned"))?;
-        self.emit(outcome.map_err(|_| Error::internal("a chunk decoding thread panicked"))?)
+        self.pool.submit(chunks);
+        self.submitted.push_back(Submitted { first, raw_bytes });
     }
 
     /// Hands out the tasks that have finished in order, without waiting.
@@ -208,10 +202,15 @@ impl Batch<'_> {
         Ok(())
     }
 
-    /// Waits for every submitted task.
+    /// Waits for every submitted task, decoding queued ones here meanwhile.
     fn finish(&mut self) -> Result<()> {
+        self.poll()?;
         while !self.submitted.is_empty() {
-            self.emit_next()?;
+            if self.pool.pending() == 0 {
+                return Err(Error::internal("a batch task was lost"));
+            }
+            self.pool.step();
+            self.poll()?;
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ mod writer;
 pub use self::index::{IndexReport, index_riegeli_file};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
-    DEFAULT_SATURATION_DELAY_MS, DEFAULT_TRANSPOSE_BUCKET_SIZE,
+    DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
 pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_array_record_trailer};
 pub use self::writer::ArrayRecordWriter;

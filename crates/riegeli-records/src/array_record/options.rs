@@ -14,8 +14,6 @@ pub const DEFAULT_GROUP_SIZE: u64 = 1;
 pub const DEFAULT_TRANSPOSE_BUCKET_SIZE: u64 = 256;
 /// The zstd window log ArrayRecord uses unless told otherwise (C++ `kZstdDefaultWindowLog`).
 pub const ARRAY_RECORD_ZSTD_WINDOW_LOG: u32 = 20;
-/// Default `saturation_delay_ms` (C++ `kDefaultSaturationDelayMs`; accepted, no effect here).
-pub const DEFAULT_SATURATION_DELAY_MS: u32 = 10;
 
 /// Options of an [`ArrayRecordWriter`](crate::ArrayRecordWriter), with the
 /// option-string grammar of C++ `ArrayRecordWriterBase::Options::FromString`
@@ -72,7 +70,6 @@ pub struct ArrayRecordWriterOptions {
     window_log: Option<u32>,
     pad_to_block_boundary: bool,
     max_parallelism: Option<u32>,
-    saturation_delay_ms: u32,
     metadata: Option<RecordsMetadata>,
 }
 
@@ -87,7 +84,6 @@ impl Default for ArrayRecordWriterOptions {
             window_log: Some(ARRAY_RECORD_ZSTD_WINDOW_LOG),
             pad_to_block_boundary: false,
             max_parallelism: None,
-            saturation_delay_ms: DEFAULT_SATURATION_DELAY_MS,
             metadata: None,
         }
     }
@@ -192,11 +188,6 @@ impl ArrayRecordWriterOptions {
         self.max_parallelism = max_parallelism;
         self
     }
-    /// C++'s `saturation_delay_ms` (accepted for compatibility; no effect here).
-    pub fn set_saturation_delay_ms(mut self, delay_ms: u32) -> Self {
-        self.saturation_delay_ms = delay_ms.max(1);
-        self
-    }
     /// File metadata, written as a metadata chunk after the file signature
     /// (C++ `Options::set_metadata`; the Python binding never writes one).
     pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
@@ -239,10 +230,6 @@ impl ArrayRecordWriterOptions {
     /// The threads that encode chunks: `max_parallelism`, 1 for `auto`.
     pub fn effective_parallelism(&self) -> u32 {
         self.max_parallelism.unwrap_or(1)
-    }
-    /// The `saturation_delay_ms`.
-    pub fn saturation_delay_ms(&self) -> u32 {
-        self.saturation_delay_ms
     }
     /// The metadata, if any.
     pub fn metadata(&self) -> Option<&RecordsMetadata> {
@@ -314,7 +301,9 @@ impl FromStr for ArrayRecordWriterOptions {
                     }
                 }
                 "saturation_delay_ms" => {
-                    options.saturation_delay_ms = parse_number(token, value, 1, i64::from(i32::MAX))? as u32;
+                    // How long C++'s pool waits for work: there is no such wait here, so
+                    // the value is only checked (C++ option strings parse).
+                    parse_number(token, value, 1, i64::from(i32::MAX))?;
                 }
                 "transpose" => options.transpose = parse_flag(token, value, true)?,
                 "transpose_bucket_size" => {
@@ -491,7 +480,7 @@ mod tests {
         assert_eq!(parse("max_parallelism:4").max_parallelism(), Some(4));
         assert_eq!(parse("max_parallelism:4").effective_parallelism(), 4);
         assert_eq!(parse("max_parallelism:auto").effective_parallelism(), 1);
-        assert_eq!(parse("saturation_delay_ms:7").saturation_delay_ms(), 7);
+        assert_eq!(parse("saturation_delay_ms:7"), ArrayRecordWriterOptions::default(), "checked, has no effect");
         assert_eq!(parse("zstd:0").compression_level(), 0);
         // A trailing space after a value is accepted, as by C++.
         assert_eq!(parse("group_size:7 ").group_size(), 7);
