@@ -194,6 +194,15 @@ pub(crate) mod tests {
         assert_ne!(decoded_data_size, PANIC_ON_DECODED.load(Ordering::SeqCst), "a decoder bug (test hook)");
     }
 
+    /// The decoded sizes of a file's data chunks, in file order.
+    pub(crate) fn data_chunk_sizes(file: &[u8]) -> Vec<u64> {
+        let mut chunks = crate::ChunkReader::new(file, crate::ChunkReadOptions::default());
+        std::iter::from_fn(|| chunks.read_chunk().unwrap())
+            .filter(crate::Chunk::is_data)
+            .map(|chunk| chunk.header().decoded_data_size())
+            .collect()
+    }
+
     /// Makes decoding a chunk of `size` decoded bytes panic until the guard
     /// drops (one test at a time; give it a size no other test's chunk has).
     pub(crate) fn panic_on_decoded(size: u64) -> impl Drop {

@@ -184,36 +184,15 @@ impl<W: Worker> Pool<W> {
         if self.in_flight == 0 {
             return;
         }
-        if self.help == Help::Always
-            && let Some((ticket, job)) = self.queue.pop_front()
+        let queued = if self.help == Help::Always { self.queue.pop_front() } else { None };
+        if let Some(entry) = queued {
+            self.run_queued(entry);
+        } else if !self.receive()
+            && let Some(entry) = self.queue.pop_front()
         {
-            self.in_flight -= 1;
-            let outcome = self.run_here(job);
-            self.file(ticket, outcome);
-            return;
+            // No thread is left (none could be started): the caller runs the jobs.
+            self.run_queued(entry);
         }
-        match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
-            Ok((ticket, outcome)) => {
-                self.in_flight -= 1;
-                self.file(ticket, outcome);
-            }
-            // The threads end only when the pool drops; with none, every job
-            // is queued and taken above or by `wait`.
-            Err(_) => {
-                if let Some((ticket, job)) = self.queue.pop_front() {
-                    self.in_flight -= 1;
-                    let outcome = self.run_here(job);
-                    self.file(ticket, outcome);
-                }
-            }
-        }
-    }
-
-    /// Runs a job on the calling thread, catching a panic as a thread does.
-    fn run_here(&mut self, job: W::Job) -> Outcome<W> {
-        let factory = &self.factory;
-        let state = self.caller.get_or_insert_with(|| factory());
-        run(state, job, factory)
     }
 
     /// The outcome of `ticket`, waiting for it; older tickets not handed out
@@ -229,9 +208,7 @@ impl<W: Worker> Pool<W> {
             self.ready.pop_front();
         }
         loop {
-            if let Some(outcome) = self.ready.front_mut().and_then(Option::take) {
-                self.ready.pop_front();
-                self.floor += 1;
+            if let Some(outcome) = self.pop_ready() {
                 return Some(outcome);
             }
             let mine = self.queue.take(|(t, _)| *t == ticket);
@@ -239,20 +216,12 @@ impl<W: Worker> Pool<W> {
                 (None, Help::Always) => self.queue.pop_back(),
                 _ => None,
             };
-            if let Some((t, job)) = mine.or(other) {
-                self.in_flight -= 1;
-                let outcome = self.run_here(job);
-                self.file(t, outcome);
-                continue;
-            }
-            match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
-                Ok((t, outcome)) => {
-                    self.in_flight -= 1;
-                    self.file(t, outcome);
-                }
+            if let Some(entry) = mine.or(other) {
+                self.run_queued(entry);
+            } else if !self.receive() {
                 // Every thread is gone with the job (they end only when the
                 // pool drops, and catch every panic): cannot happen.
-                Err(_) => return Some(Err(Panicked)),
+                return Some(Err(Panicked));
             }
         }
     }
@@ -260,10 +229,42 @@ impl<W: Worker> Pool<W> {
     /// Files the outcomes that have arrived, without waiting; returns the
     /// oldest ticket's if it is among them.
     pub(crate) fn try_next(&mut self) -> Option<Outcome<W>> {
-        while let Ok((t, outcome)) = self.results.get_mut().unwrap_or_else(PoisonError::into_inner).try_recv() {
+        while let Ok((ticket, outcome)) = self.results.get_mut().unwrap_or_else(PoisonError::into_inner).try_recv() {
             self.in_flight -= 1;
-            self.file(t, outcome);
+            self.file(ticket, outcome);
         }
+        self.pop_ready()
+    }
+
+    /// Runs a job on the calling thread, catching a panic as a thread does.
+    fn run_here(&mut self, job: W::Job) -> Outcome<W> {
+        let factory = &self.factory;
+        let state = self.caller.get_or_insert_with(|| factory());
+        run(state, job, factory)
+    }
+
+    /// Runs a job taken back from the queue here, and files its outcome.
+    fn run_queued(&mut self, (ticket, job): (u64, W::Job)) {
+        self.in_flight -= 1;
+        let outcome = self.run_here(job);
+        self.file(ticket, outcome);
+    }
+
+    /// Waits for one outcome from the threads and files it; false if no
+    /// thread is left to send one.
+    fn receive(&mut self) -> bool {
+        match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
+            Ok((ticket, outcome)) => {
+                self.in_flight -= 1;
+                self.file(ticket, outcome);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The oldest ticket's outcome, if it has arrived; the ticket is then handed out.
+    fn pop_ready(&mut self) -> Option<Outcome<W>> {
         let outcome = self.ready.front_mut().and_then(Option::take)?;
         self.ready.pop_front();
         self.floor += 1;

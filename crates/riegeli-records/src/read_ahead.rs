@@ -412,12 +412,8 @@ mod tests {
             writer.write_record(record).unwrap();
         }
         let file = writer.close().unwrap();
-        let mut chunks = crate::ChunkReader::new(&file[..], crate::ChunkReadOptions::default());
-        let size = std::iter::from_fn(|| chunks.read_chunk().unwrap())
-            .filter(crate::Chunk::is_data)
-            .map(|chunk| chunk.header().decoded_data_size())
-            .find(|size| size % 1039 == 1)
-            .unwrap();
+        let sizes = crate::decode::tests::data_chunk_sizes(&file);
+        let size = sizes.into_iter().find(|size| size % 1039 == 1).unwrap();
         let options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
         let mut reader = crate::RecordReader::with_options(&file[..], options);
         let mut got = Vec::new();

@@ -306,12 +306,8 @@ mod tests {
         let serial = write(&records, options, false);
         // Encoding the one chunk holding the longer record panics; the others
         // are encoded (on the threads that did not panic, among others).
-        let mut chunks = crate::ChunkReader::new(&serial[..], crate::ChunkReadOptions::default());
-        let size = std::iter::from_fn(|| chunks.read_chunk().unwrap())
-            .filter(crate::Chunk::is_data)
-            .map(|chunk| chunk.header().decoded_data_size())
-            .find(|size| size % 1037 == 1)
-            .unwrap();
+        let sizes = crate::decode::tests::data_chunk_sizes(&serial);
+        let size = sizes.into_iter().find(|size| size % 1037 == 1).unwrap();
         crate::chunker::tests::PANIC_ON_DECODED_SIZE.store(size, Ordering::SeqCst);
         for threads in [1, 2] {
             for all_here in [false, true] {
