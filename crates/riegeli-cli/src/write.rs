@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use riegeli_codec::{CompressionType, CompressorOptions};
 use riegeli_records::{
     ArrayRecordWriter, ArrayRecordWriterOptions, ChunkReadOptions, ChunkReader, ChunkType, RecordReader, RecordWriter,
-    RecordWriterOptions, RecordsMetadata, index_riegeli_file,
+    RecordWriterOptions, RecordsMetadata, index_riegeli_file, set_record_type,
 };
 
 use crate::exit::Usage;
@@ -256,15 +256,13 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
         let set = <prost_types::FileDescriptorSet as prost::Message>::decode(bytes.as_slice()).map_err(|e| {
             Usage(format!("--descriptor-set {}: not a serialized FileDescriptorSet: {e}", set_path.display()))
         })?;
-        // Check now that the type is defined, rather than leave an unreadable file.
-        let desc = crate::proto::message_type(
-            set.file.clone(),
-            record_type,
-            &format!("--descriptor-set {}", set_path.display()),
-        )
-        .map_err(|e| Usage(format!("{e:#}")))?;
-        metadata.record_type_name = desc.full_name().to_owned();
-        metadata.file_descriptor = set.file;
+        // Check now that the descriptors build and define the type, rather
+        // than leave an unreadable file (and name the types they define).
+        let source = format!("--descriptor-set {}", set_path.display());
+        let desc =
+            crate::proto::message_type(set.file.clone(), record_type, &source).map_err(|e| Usage(format!("{e:#}")))?;
+        // The type's file and its dependencies, dependencies first.
+        set_record_type(&mut metadata, desc.full_name(), &set.file).map_err(|e| Usage(format!("{source}: {e}")))?;
         has_metadata = true;
     }
     let metadata = has_metadata.then_some(metadata);

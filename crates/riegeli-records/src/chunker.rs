@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
-use riegeli_framing::ChunkHeader;
+use riegeli_framing::{CHUNK_HEADER_SIZE, ChunkHeader, add_with_overhead, chunk_end};
 
 use crate::error::{EncodeError, Error, Result};
 use crate::pool::{Help, Pool, Worker};
@@ -245,6 +245,14 @@ pub(crate) struct Chunker<W: Write, L> {
     /// Total capacity of `spare_data`, and the most it keeps.
     spare_bytes: usize,
     keep_bytes: u64,
+    /// Closed chunks not yet written (with parallel encoding), and the sum of
+    /// their decoded sizes: for [`estimated_end`](Self::estimated_end).
+    pending_chunks: u64,
+    pending_decoded: u64,
+    /// Decoded and encoded (`data_size`) bytes of the data chunks this
+    /// chunker encoded and wrote: their ratio estimates the open chunk's size.
+    written_decoded: u64,
+    written_encoded: u64,
 }
 
 impl<W: Write, L: Layout> Chunker<W, L> {
@@ -285,6 +293,10 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             spare_data: Vec::new(),
             spare_bytes: 0,
             keep_bytes: (parallelism as u64 + 1).saturating_mul(chunk_size.max(BATCH_BYTES)),
+            pending_chunks: 0,
+            pending_decoded: 0,
+            written_decoded: 0,
+            written_encoded: 0,
         }
     }
 
@@ -321,6 +333,8 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         };
         let fresh = parallel.spare.pop().unwrap_or_else(|| ChunkEncoder::new(&self.config, true));
         let full = std::mem::replace(&mut self.encoder, fresh);
+        self.pending_chunks += 1;
+        self.pending_decoded = self.pending_decoded.saturating_add(full.decoded_data_size());
         parallel.batch_bytes = parallel.batch_bytes.saturating_add(full.decoded_data_size());
         parallel.batch.push((full, data));
         if parallel.batch_bytes < BATCH_BYTES {
@@ -365,6 +379,10 @@ impl<W: Write, L: Layout> Chunker<W, L> {
                     if let Some(parallel) = &mut self.parallel {
                         parallel.spare.push(encoder);
                     }
+                    if let Ok(chunk) = &result {
+                        self.pending_chunks = self.pending_chunks.saturating_sub(1);
+                        self.pending_decoded = self.pending_decoded.saturating_sub(chunk.header.decoded_data_size());
+                    }
                     self.write_encoded(self.next_to_write, result)?;
                 }
                 continue;
@@ -382,6 +400,41 @@ impl<W: Write, L: Layout> Chunker<W, L> {
     pub(crate) fn finish_data(&mut self) -> Result<()> {
         self.close_chunk()?;
         self.drain(0)
+    }
+
+    /// An estimate, without waiting for anything, of where the file would
+    /// end if every record given so far were written now: the position
+    /// after everything framed, plus the chunks being encoded and the open
+    /// chunk, each a chunk header and its records' decoded size scaled by
+    /// the ratio of encoded to decoded bytes of the chunks written so far
+    /// (before the first: the decoded size, and for the open chunk a byte
+    /// per record for the sizes), with the block headers these would meet.
+    pub(crate) fn estimated_end(&self) -> u64 {
+        let scaled = |decoded: u64| {
+            if self.written_decoded == 0 {
+                return decoded;
+            }
+            let scaled = u128::from(decoded) * u128::from(self.written_encoded) / u128::from(self.written_decoded);
+            u64::try_from(scaled).unwrap_or(u64::MAX)
+        };
+        let mut pos = self.sink.pos();
+        if self.pending_chunks > 0 {
+            let pending =
+                self.pending_chunks.saturating_mul(CHUNK_HEADER_SIZE).saturating_add(scaled(self.pending_decoded));
+            pos = add_with_overhead(pos, pending).unwrap_or(u64::MAX);
+        }
+        let num_records = self.encoder.num_records();
+        if num_records == 0 {
+            return pos;
+        }
+        let decoded = self.encoder.decoded_data_size();
+        let data_size = if self.written_decoded > 0 {
+            scaled(decoded)
+        } else {
+            // Compression type, the sizes' length, a byte per size, the records.
+            decoded.saturating_add(num_records).saturating_add(2)
+        };
+        chunk_end(pos, data_size, num_records).unwrap_or(u64::MAX)
     }
 
     /// Writes an already encoded data chunk (e.g. copied from another file)
@@ -413,6 +466,8 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         };
         self.next_to_write = seq + 1;
         let begin = self.sink.write_chunk(&chunk.header, chunk.data())?;
+        self.written_decoded = self.written_decoded.saturating_add(chunk.header.decoded_data_size());
+        self.written_encoded = self.written_encoded.saturating_add(chunk.header.data_size());
         // Keep the buffer for a later chunk, up to about what can be in flight at once.
         if (self.spare_bytes + chunk.data.capacity()) as u64 <= self.keep_bytes {
             self.spare_bytes += chunk.data.capacity();

@@ -39,6 +39,7 @@ mod chunk_reader;
 mod chunker;
 mod decode;
 mod error;
+mod flush;
 mod metadata;
 mod options;
 mod pool;
@@ -62,7 +63,8 @@ pub use crate::{
     chunk_reader::{Chunk, ChunkReader},
     decode::ChunkDecoder,
     error::{Corruption, EncodeError, Error, ErrorKind, Result},
-    metadata::RecordsMetadata,
+    flush::{FlushType, SyncWrite},
+    metadata::{RecordsMetadata, record_type, set_record_type},
     options::{
         ChunkReadOptions, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,
         ParseOptionsError, RecordReaderOptions, RecordWriterOptions,

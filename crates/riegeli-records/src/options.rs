@@ -1,5 +1,6 @@
 //! `RecordWriterOptions` (with the C++ option-string grammar) and `RecordReaderOptions`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -50,7 +51,17 @@ pub struct RecordWriterOptions {
     initial_padding: u64,
     final_padding: u64,
     parallelism: usize,
-    metadata: Option<RecordsMetadata>,
+    metadata: Metadata,
+}
+
+/// The metadata a [`RecordWriterOptions`] carries: one setting, given as a
+/// message or as its serialized form.
+#[derive(Debug, Clone, PartialEq, Default)]
+enum Metadata {
+    #[default]
+    None,
+    Message(RecordsMetadata),
+    Serialized(Vec<u8>),
 }
 
 impl Default for RecordWriterOptions {
@@ -65,7 +76,7 @@ impl Default for RecordWriterOptions {
             initial_padding: 1,
             final_padding: 1,
             parallelism: 0,
-            metadata: None,
+            metadata: Metadata::None,
         }
     }
 }
@@ -155,8 +166,24 @@ impl RecordWriterOptions {
         self
     }
     /// File metadata, written as a metadata chunk after the file signature.
+    ///
+    /// This and [`set_serialized_metadata`](Self::set_serialized_metadata)
+    /// are one setting: the one called last wins.
     pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
-        self.metadata = metadata;
+        self.metadata = metadata.map_or(Metadata::None, Metadata::Message);
+        self
+    }
+    /// File metadata as a serialized `RecordsMetadata` message, written as
+    /// the metadata chunk exactly (extensions and unknown fields kept, which
+    /// [`RecordsMetadata`] would drop), as C++ `set_serialized_metadata`.
+    /// The bytes are not checked: bytes that do not parse as a
+    /// `RecordsMetadata` make a file whose
+    /// [`read_metadata`](crate::RecordReader::read_metadata) fails.
+    ///
+    /// This and [`set_metadata`](Self::set_metadata) are one setting: the
+    /// one called last wins.
+    pub fn set_serialized_metadata(mut self, serialized: Option<Vec<u8>>) -> Self {
+        self.metadata = serialized.map_or(Metadata::None, Metadata::Serialized);
         self
     }
 
@@ -211,9 +238,23 @@ impl RecordWriterOptions {
     pub fn parallelism(&self) -> usize {
         self.parallelism
     }
-    /// The metadata, if any.
+    /// The metadata, if it was given by [`set_metadata`](Self::set_metadata)
+    /// (`None` if [`set_serialized_metadata`](Self::set_serialized_metadata)
+    /// was called last; see [`serialized_metadata`](Self::serialized_metadata)).
     pub fn metadata(&self) -> Option<&RecordsMetadata> {
-        self.metadata.as_ref()
+        match &self.metadata {
+            Metadata::Message(metadata) => Some(metadata),
+            Metadata::None | Metadata::Serialized(_) => None,
+        }
+    }
+    /// The bytes the metadata chunk will hold, however the metadata was
+    /// given; `None` if there is none.
+    pub fn serialized_metadata(&self) -> Option<Cow<'_, [u8]>> {
+        match &self.metadata {
+            Metadata::None => None,
+            Metadata::Message(metadata) => Some(Cow::Owned(prost::Message::encode_to_vec(metadata))),
+            Metadata::Serialized(bytes) => Some(Cow::Borrowed(bytes)),
+        }
     }
 
     /// The compressor options these options imply.

@@ -772,7 +772,73 @@ impl<R: Read + Seek> RecordReader<R> {
     /// positioned at the earliest greater record if none is equal;
     /// `Some(Less)` positioned at the end if every ordered record is less;
     /// `None` positioned at the end if no record is ordered.
+    ///
+    /// This is Python's `search_for_record`; [`search_messages`](Self::search_messages)
+    /// gives `test` parsed messages, and [`search_with`](Self::search_with)
+    /// the reader itself.
     pub fn search(&mut self, mut test: impl FnMut(&Bytes) -> Option<Ordering>) -> Result<Option<Ordering>> {
+        self.bisect(|this, _, i| Ok(this.records.get(i).and_then(|record| test(&record))))
+    }
+
+    /// [`search`](Self::search) with records parsed as messages of type `M`
+    /// (Python's `search_for_message`): a record that does not parse as an
+    /// `M` is one `test` cannot tell (`None`), and is skipped.
+    ///
+    /// ```
+    /// use std::cmp::Ordering;
+    /// use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+    ///
+    /// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_uncompressed())?;
+    /// for key in 0..100u64 {
+    ///     writer.write_message(&key)?;
+    /// }
+    /// let mut reader = RecordReader::new(std::io::Cursor::new(writer.close()?));
+    /// assert_eq!(reader.search_messages(|key: &u64| Some(key.cmp(&42)))?, Some(Ordering::Equal));
+    /// assert_eq!(reader.read_message::<u64>()?, Some(42));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search_messages<M: prost::Message + Default>(
+        &mut self,
+        mut test: impl FnMut(&M) -> Option<Ordering>,
+    ) -> Result<Option<Ordering>> {
+        self.search(|record| M::decode(record.clone()).ok().and_then(|message| test(&message)))
+    }
+
+    /// [`search`](Self::search) whose `test` reads the record itself, as
+    /// C++ `RecordReader::Search(test)` and Python's `search`: `test` is
+    /// given the reader positioned at the record to judge, and may read it
+    /// (and the records after it: [`read_record`](Self::read_record),
+    /// [`read_message`](Self::read_message), [`pos`](Self::pos), ...) before
+    /// it answers. An error it returns ends the search with that error.
+    ///
+    /// `test` is not called twice for one record. Where the reader is left
+    /// by `test` does not matter: the search puts it back where it needs it.
+    pub fn search_with(
+        &mut self,
+        mut test: impl FnMut(&mut Self) -> Result<Option<Ordering>>,
+    ) -> Result<Option<Ordering>> {
+        self.bisect(|this, chunk, i| {
+            this.index = i;
+            this.last_pos = None;
+            let verdict = test(this)?;
+            // Back to the chunk if `test` moved elsewhere (reading past its end).
+            if this.records.is_empty() || this.chunk_begin != chunk {
+                this.jump_to(chunk)?;
+                if !this.load_chunk_here()? || this.records.len() <= i {
+                    return Err(Error::internal("a chunk read again during a search changed"));
+                }
+            }
+            Ok(verdict)
+        })
+    }
+
+    /// The search of [`search`](Self::search): `judge(self, chunk, i)` tells
+    /// where record `i` of the chunk at `chunk` (loaded, with the source at
+    /// its end) is; it must leave that chunk loaded.
+    fn bisect(
+        &mut self,
+        mut judge: impl FnMut(&mut Self, u64, usize) -> Result<Option<Ordering>>,
+    ) -> Result<Option<Ordering>> {
         self.last_pos = None;
         let size = self.size()?;
         let mut low = 0u64;
@@ -800,8 +866,13 @@ impl<R: Read + Seek> RecordReader<R> {
                     continue;
                 }
                 let next = self.source.pos();
-                let verdict =
-                    (0..self.records.len()).find_map(|i| self.records.get(i).and_then(|r| test(&r)).map(|o| (i, o)));
+                let mut verdict = None;
+                for i in 0..self.records.len() {
+                    if let Some(ordering) = judge(self, chunk, i)? {
+                        verdict = Some((i, ordering));
+                        break;
+                    }
+                }
                 match verdict {
                     Some((i, Ordering::Less)) => {
                         less = Some((chunk, i + 1));
@@ -812,7 +883,9 @@ impl<R: Read + Seek> RecordReader<R> {
                         if ordering == Ordering::Equal {
                             break 'bisect;
                         }
-                        high = chunk;
+                        // The chunks in [first, chunk) are unordered: no
+                        // need to judge them again.
+                        high = first;
                     }
                     None => {
                         chunk = next;
@@ -828,12 +901,19 @@ impl<R: Read + Seek> RecordReader<R> {
         {
             self.jump_to(chunk)?;
             if self.load_chunk_here()? {
-                // Binary search over the records after the last known less one.
+                // Binary search over the records after the last known less
+                // one; each record is judged once.
                 let (mut lo, mut hi) = (start, self.records.len());
                 let mut found: Option<(usize, Ordering)> = None;
                 while lo < hi {
                     let mid = lo + (hi - lo) / 2;
-                    let judged = (mid..hi).find_map(|i| self.records.get(i).and_then(|r| test(&r)).map(|o| (i, o)));
+                    let mut judged = None;
+                    for i in mid..hi {
+                        if let Some(ordering) = judge(self, chunk, i)? {
+                            judged = Some((i, ordering));
+                            break;
+                        }
+                    }
                     match judged {
                         Some((i, Ordering::Less)) => lo = i + 1,
                         Some((i, ordering)) => {

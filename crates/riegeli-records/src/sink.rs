@@ -12,6 +12,7 @@ use riegeli_framing::{
 };
 
 use crate::error::{EncodeError, Error, ErrorKind, Result};
+use crate::flush::{FlushType, SyncWrite};
 use crate::write_behind::WriteBehind;
 
 /// Bytes gathered before writing to the destination: a write of 1 MiB costs
@@ -32,6 +33,15 @@ impl<W: Write> Dest<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Self::Direct(dest) => dest.flush(),
+            Self::Behind(behind) => behind.flush(),
+        }
+    }
+
+    /// Hands over to the destination what was given so far: nothing to do
+    /// for a direct one; an I/O thread is waited for (and flushes).
+    fn write_through(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Direct(_) => Ok(()),
             Self::Behind(behind) => behind.flush(),
         }
     }
@@ -215,6 +225,21 @@ impl<W: Write> ChunkSink<W> {
         })
     }
 
+    /// Writes everything gathered to the destination and pushes it as far
+    /// as `flush_type` says ([`FlushType::FromMachine`] also syncs it: [`SyncWrite::sync`]).
+    pub(crate) fn flush_to(&mut self, flush_type: FlushType) -> Result<()> {
+        match flush_type {
+            FlushType::FromObject => self.guard(|sink| {
+                sink.write_out()?;
+                match sink.dest.as_mut() {
+                    Some(dest) => dest.write_through().map_err(Error::from),
+                    None => Ok(()),
+                }
+            }),
+            _ => self.flush(),
+        }
+    }
+
     /// Returns the destination, after a [`flush`](Self::flush) (nothing
     /// gathered since is lost: it is written first, without another flush).
     pub(crate) fn take_dest(&mut self) -> Result<W> {
@@ -233,6 +258,25 @@ impl<W: Write> ChunkSink<W> {
     }
 }
 
+impl<W: SyncWrite> ChunkSink<W> {
+    /// [`flush_to`](Self::flush_to), and with [`FlushType::FromMachine`]
+    /// then makes the destination's bytes durable.
+    pub(crate) fn flush_or_sync(&mut self, flush_type: FlushType) -> Result<()> {
+        self.flush_to(flush_type)?;
+        if flush_type != FlushType::FromMachine {
+            return Ok(());
+        }
+        self.guard(|sink| {
+            let result = match sink.dest.as_mut() {
+                Some(Dest::Direct(dest)) => dest.sync(),
+                Some(Dest::Behind(behind)) => behind.sync(),
+                None => Ok(()),
+            };
+            result.map_err(Error::from)
+        })
+    }
+}
+
 /// An error of encoding or framing the chunk at `pos`.
 pub(crate) fn encode_error(pos: u64, source: EncodeError) -> Error {
     Error::new(ErrorKind::Encode { pos, source })
@@ -240,7 +284,7 @@ pub(crate) fn encode_error(pos: u64, source: EncodeError) -> Error {
 
 /// C++ `PosAfterPadding`: the first position after `pos` that is a multiple of
 /// `padding`, leaves room for a chunk header, and is a possible chunk boundary.
-fn pos_after_padding(pos: u64, padding: u64) -> Option<u64> {
+pub(crate) fn pos_after_padding(pos: u64, padding: u64) -> Option<u64> {
     if padding <= 1 {
         return Some(pos);
     }

@@ -5,6 +5,8 @@ use std::io::{self, Write};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, channel, sync_channel};
 use std::thread::JoinHandle;
 
+use crate::flush::{SyncWrite, flush_and_sync};
+
 /// Default size of each buffer handed to the background thread.
 const DEFAULT_BUFFER: usize = 1 << 20;
 /// Buffers queued for the background thread at most (besides the one it is
@@ -12,11 +14,12 @@ const DEFAULT_BUFFER: usize = 1 << 20;
 const QUEUED: usize = 2;
 
 /// What the caller sends to the I/O thread.
-enum Message {
+enum Message<W> {
     /// Bytes to write.
     Data(Vec<u8>),
-    /// Flush the destination and answer with the first error since the last flush.
-    Flush(SyncSender<()>),
+    /// Run this on the destination (flush it, or flush and sync it) and
+    /// answer; its error, like any other, is sent on the error channel.
+    Call(fn(&mut W) -> io::Result<()>, SyncSender<()>),
 }
 
 /// Writes to `W` on a background thread.
@@ -50,7 +53,7 @@ pub struct WriteBehind<W> {
     /// The buffer being filled.
     buffer: Vec<u8>,
     capacity: usize,
-    to_thread: Option<SyncSender<Message>>,
+    to_thread: Option<SyncSender<Message<W>>>,
     /// Buffers the thread has written, to fill again.
     spare: Receiver<Vec<u8>>,
     /// The thread's first write error, sent once.
@@ -60,6 +63,9 @@ pub struct WriteBehind<W> {
     /// Whether bytes were given since the last flush.
     unflushed: bool,
     thread: Option<JoinHandle<W>>,
+    /// `Write::flush` of the destination (kept here so that `Write` and
+    /// `Drop` need no bound on `W`).
+    flush_dest: fn(&mut W) -> io::Result<()>,
 }
 
 impl<W> std::fmt::Debug for WriteBehind<W> {
@@ -83,7 +89,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
     /// least 1). Fails if the thread cannot be started (`dest` is then dropped).
     pub fn with_capacity(capacity: usize, dest: W) -> io::Result<Self> {
         let capacity = capacity.max(1);
-        let (to_thread, messages) = sync_channel::<Message>(QUEUED);
+        let (to_thread, messages) = sync_channel::<Message<W>>(QUEUED);
         let (spare_tx, spare) = channel::<Vec<u8>>();
         let (error_tx, errors) = channel::<io::Error>();
         let thread = std::thread::Builder::new()
@@ -98,6 +104,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
             failed: false,
             unflushed: false,
             thread: Some(thread),
+            flush_dest: <W as Write>::flush,
         })
     }
 }
@@ -172,7 +179,7 @@ impl<W> WriteBehind<W> {
         }
     }
 
-    fn send(&mut self, message: Message) -> io::Result<()> {
+    fn send(&mut self, message: Message<W>) -> io::Result<()> {
         let sent = self.to_thread.as_ref().is_some_and(|tx| tx.send(message).is_ok());
         if !sent {
             self.failed = true;
@@ -185,7 +192,7 @@ impl<W> WriteBehind<W> {
 /// The background thread: writes what arrives until the sender goes away.
 fn run<W: Write>(
     mut dest: W,
-    messages: &Receiver<Message>,
+    messages: &Receiver<Message<W>>,
     spare: &std::sync::mpsc::Sender<Vec<u8>>,
     errors: &std::sync::mpsc::Sender<io::Error>,
 ) -> W {
@@ -198,7 +205,7 @@ fn run<W: Write>(
                 let _ = spare.send(buffer);
                 (result, None)
             }
-            Message::Flush(reply) => (if failed { Ok(()) } else { dest.flush() }, Some(reply)),
+            Message::Call(call, reply) => (if failed { Ok(()) } else { call(&mut dest) }, Some(reply)),
         };
         if let Err(e) = result {
             failed = true;
@@ -210,6 +217,25 @@ fn run<W: Write>(
         }
     }
     dest
+}
+
+impl<W> WriteBehind<W> {
+    /// Hands over the buffer, has the thread run `call` on the destination
+    /// after everything before it, and waits for it: its error, or an
+    /// earlier one, is returned.
+    fn call(&mut self, call: fn(&mut W) -> io::Result<()>) -> io::Result<()> {
+        self.check()?;
+        self.send_buffer()?;
+        let (reply_tx, reply) = sync_channel(1);
+        self.send(Message::Call(call, reply_tx))?;
+        if reply.recv().is_err() {
+            self.failed = true;
+            return Err(io::Error::other("the write-behind thread stopped"));
+        }
+        self.check()?;
+        self.unflushed = false;
+        Ok(())
+    }
 }
 
 impl<W> Write for WriteBehind<W> {
@@ -226,17 +252,15 @@ impl<W> Write for WriteBehind<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.check()?;
-        self.send_buffer()?;
-        let (reply_tx, reply) = sync_channel(1);
-        self.send(Message::Flush(reply_tx))?;
-        if reply.recv().is_err() {
-            self.failed = true;
-            return Err(io::Error::other("the write-behind thread stopped"));
-        }
-        self.check()?;
-        self.unflushed = false;
-        Ok(())
+        self.call(self.flush_dest)
+    }
+}
+
+impl<W: SyncWrite> SyncWrite for WriteBehind<W> {
+    /// Waits until every byte given so far is written, then flushes and
+    /// syncs the destination on its thread.
+    fn sync(&mut self) -> io::Result<()> {
+        self.call(flush_and_sync::<W>)
     }
 }
 
@@ -285,6 +309,27 @@ mod tests {
             *self.flushes.lock().unwrap() += 1;
             Ok(())
         }
+    }
+
+    impl SyncWrite for Shared {
+        /// Counts as a flush too, noting the bytes written by then.
+        fn sync(&mut self) -> io::Result<()> {
+            *self.flushes.lock().unwrap() += 1000;
+            self.bytes.lock().unwrap().push(b'!');
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn sync_runs_on_the_thread_after_every_byte() {
+        let dest = Shared::new(usize::MAX);
+        let mut writer = WriteBehind::with_capacity(4, dest.clone()).unwrap();
+        writer.write_all(b"0123456789").unwrap();
+        writer.sync().unwrap();
+        assert_eq!(dest.bytes(), b"0123456789!");
+        assert_eq!(*dest.flushes.lock().unwrap(), 1001, "flushed, then synced");
+        // Nothing given since: `into_inner` does not flush again.
+        assert_eq!(*writer.into_inner().unwrap().flushes.lock().unwrap(), 1001);
     }
 
     fn pattern(len: usize) -> Vec<u8> {

@@ -9,10 +9,10 @@ use riegeli_framing::ChunkHeader;
 
 use crate::chunker::{Chunker, EncoderConfig, Layout};
 use crate::error::{EncodeError, Error, ErrorKind, Result};
-use crate::metadata::RecordsMetadata;
+use crate::flush::{FlushType, SyncWrite};
 use crate::options::RecordWriterOptions;
 use crate::position::RecordPosition;
-use crate::sink::{ChunkSink, Dest, encode_error};
+use crate::sink::{ChunkSink, Dest, encode_error, pos_after_padding};
 use crate::write_behind::WriteBehind;
 
 /// Largest number of records a chunk header can count.
@@ -125,7 +125,8 @@ impl<W: Write> RecordWriter<W> {
 
     fn start(dest: Dest<W>, pos: u64, options: RecordWriterOptions) -> Result<Self> {
         let mut sink = ChunkSink::new(dest, pos);
-        start_file(&mut sink, options.metadata(), options.compressor_options(), options.initial_padding())?;
+        let metadata = options.serialized_metadata();
+        start_file(&mut sink, metadata.as_deref(), options.compressor_options(), options.initial_padding())?;
         let desired_chunk_size = options.effective_chunk_size().min(MAX_NUM_RECORDS.saturating_mul(8));
         let config = EncoderConfig {
             transpose: options.transpose(),
@@ -192,13 +193,39 @@ impl<W: Write> RecordWriter<W> {
         Ok(RecordPosition::new(begin, index))
     }
 
+    /// An estimate of the size the file would have if it were closed now,
+    /// without closing the open chunk and without waiting for anything.
+    ///
+    /// It counts the bytes framed so far (written, or gathered to be
+    /// written), then the chunks being encoded with `parallelism` and the
+    /// open chunk, each as a chunk header and its records' decoded size
+    /// scaled by the ratio of encoded to decoded bytes of the chunks written
+    /// so far (before the first chunk is written: the decoded size, which
+    /// overestimates compressed chunks), then the block headers all of these
+    /// would meet, and the final padding. Uncompressed, it is within a few
+    /// bytes per chunk of the size.
+    ///
+    /// C++ `RecordWriter::EstimatedSize` (and Python's `estimated_size`)
+    /// counts only the bytes framed so far, an underestimate; the exact size
+    /// is [`flush`](Self::flush) then [`pos`](Self::pos).
+    pub fn estimated_size(&self) -> u64 {
+        let end = self.chunker.estimated_end();
+        pos_after_padding(end, self.options.final_padding()).unwrap_or(end)
+    }
+
     /// Writes the open chunk, pads to `final_padding`, and flushes the
-    /// destination: everything written so far becomes readable.
+    /// destination: everything written so far becomes readable
+    /// ([`FlushType::FromProcess`]; see [`flush_with`](Self::flush_with)).
     pub fn flush(&mut self) -> Result<()> {
+        self.flush_chunks()?;
+        self.chunker.sink.flush()
+    }
+
+    /// Writes the open chunk and every chunk being encoded, and pads to `final_padding`.
+    fn flush_chunks(&mut self) -> Result<()> {
         self.close_chunk()?;
         self.chunker.drain(0)?;
-        self.chunker.sink.write_padding(self.options.final_padding())?;
-        self.chunker.sink.flush()
+        self.chunker.sink.write_padding(self.options.final_padding())
     }
 
     /// Finishes the file (open chunk, final padding, flush) and returns the destination.
@@ -214,12 +241,37 @@ impl<W: Write> RecordWriter<W> {
     }
 }
 
+impl<W: SyncWrite> RecordWriter<W> {
+    /// Writes the open chunk, pads to `final_padding`, and pushes the bytes
+    /// as far as `flush_type` says: to the destination
+    /// ([`FlushType::FromObject`]), through its `flush`
+    /// ([`FlushType::FromProcess`], as [`flush`](Self::flush)), or to
+    /// durable storage ([`FlushType::FromMachine`]: then
+    /// [`SyncWrite::sync`], e.g. `fsync` of a [`File`](std::fs::File), also
+    /// behind [`with_io_thread`](Self::with_io_thread)).
+    ///
+    /// ```no_run
+    /// use riegeli_records::{FlushType, RecordWriter};
+    ///
+    /// let file = std::fs::File::create("records.riegeli")?;
+    /// let mut writer = RecordWriter::with_io_thread(file, "zstd".parse()?)?;
+    /// writer.write_record(b"hello")?;
+    /// writer.flush_with(FlushType::FromMachine)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn flush_with(&mut self, flush_type: FlushType) -> Result<()> {
+        self.flush_chunks()?;
+        self.chunker.sink.flush_or_sync(flush_type)
+    }
+}
+
 /// Writes the beginning of a file at the sink's position: at 0 the file
-/// signature and, if there is `metadata`, the metadata chunk (compressed with
-/// `compressor`); elsewhere (appending) `initial_padding`.
+/// signature and, if there is `metadata` (a serialized `RecordsMetadata`),
+/// the metadata chunk (compressed with `compressor`); elsewhere (appending)
+/// `initial_padding`.
 pub(crate) fn start_file<W: Write>(
     sink: &mut ChunkSink<W>,
-    metadata: Option<&RecordsMetadata>,
+    metadata: Option<&[u8]>,
     compressor: CompressorOptions,
     initial_padding: u64,
 ) -> Result<()> {
@@ -227,10 +279,9 @@ pub(crate) fn start_file<W: Write>(
         return sink.write_padding(initial_padding);
     }
     sink.write_new_chunk(ChunkType::FileSignature, &[], 0, 0)?;
-    if let Some(metadata) = metadata {
-        let serialized = prost::Message::encode_to_vec(metadata);
+    if let Some(serialized) = metadata {
         let mut data = Vec::new();
-        TransposedChunkEncoder::encode_metadata(&serialized, compressor, &mut data)
+        TransposedChunkEncoder::encode_metadata(serialized, compressor, &mut data)
             .map_err(|e| encode_error(sink.pos(), EncodeError::Codec(e)))?;
         sink.write_new_chunk(ChunkType::FileMetadata, &data, 0, serialized.len() as u64)?;
     }

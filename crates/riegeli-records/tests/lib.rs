@@ -12,4 +12,5 @@ mod parallel;
 mod roundtrip;
 mod search;
 mod streams;
+mod writer_api;
 mod writer_threads;

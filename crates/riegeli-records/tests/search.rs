@@ -58,3 +58,77 @@ fn search_calls_test_logarithmically_often() {
     // ~1300 chunks: about 11 chunk probes plus a binary search inside one chunk.
     assert!(calls < 60, "{calls} calls");
 }
+
+/// Sorted keys 0, 2, 4, ... as `u64` messages (field 1), every fifth record
+/// followed by one that does not parse (an invalid wire type).
+fn message_file(options: &str) -> Vec<u8> {
+    let mut records = Vec::new();
+    for i in 0..2000u64 {
+        records.push(prost::Message::encode_to_vec(&(i * 2)));
+        if i % 5 == 0 {
+            records.push(b"\x0f\xff\xff".to_vec());
+        }
+    }
+    write_file(&records, options)
+}
+
+#[test]
+fn search_messages_skips_records_that_do_not_parse() {
+    for options in ["uncompressed,chunk_size:1k", "zstd,chunk_size:4k", "transpose,snappy,chunk_size:2k"] {
+        let file = message_file(options);
+        let mut reader = RecordReader::new(Cursor::new(&file));
+        for i in [0u64, 1, 5, 777, 1998, 1999] {
+            let found = reader.search_messages(|key: &u64| Some(key.cmp(&(i * 2)))).unwrap();
+            assert_eq!(found, Some(Ordering::Equal), "{options} {i}");
+            assert_eq!(reader.read_message::<u64>().unwrap(), Some(i * 2), "{options} {i}");
+            let found = reader.search_messages(|key: &u64| Some(key.cmp(&(i * 2 + 1)))).unwrap();
+            if i == 1999 {
+                assert_eq!(found, Some(Ordering::Less), "{options}");
+                assert_eq!(reader.read_record().unwrap(), None);
+            } else {
+                assert_eq!(found, Some(Ordering::Greater), "{options} {i}");
+                // The earliest greater record parses: the one after a bad record is not skipped to.
+                assert_eq!(reader.read_message::<u64>().unwrap(), Some(i * 2 + 2), "{options} {i}");
+            }
+        }
+        // Every parsed record said "cannot tell": the end, as with no ordered record.
+        assert_eq!(reader.search_messages(|_: &u64| None).unwrap(), None);
+        assert_eq!(reader.read_record().unwrap(), None);
+    }
+}
+
+#[test]
+fn search_with_lets_the_test_read_the_record() {
+    for options in ["uncompressed,chunk_size:1k", "zstd,chunk_size:4k", "transpose,snappy,chunk_size:2k"] {
+        let file = message_file(options);
+        let mut reader = RecordReader::new(Cursor::new(&file));
+        for target in [0u64, 1, 10, 1555, 3998, 3999] {
+            let mut judged = std::collections::HashSet::new();
+            let found = reader
+                .search_with(|reader| {
+                    assert!(judged.insert(reader.pos()), "{options}: a record judged twice");
+                    let key = reader.read_message::<u64>().ok().flatten();
+                    // Read ahead past the record, across chunk ends and to the end of the file.
+                    for _ in 0..3 {
+                        let _ = reader.read_record()?;
+                    }
+                    Ok(key.map(|key| key.cmp(&target)))
+                })
+                .unwrap();
+            let want = match target {
+                3999 => Some(Ordering::Less),
+                t if t % 2 == 0 => Some(Ordering::Equal),
+                _ => Some(Ordering::Greater),
+            };
+            assert_eq!(found, want, "{options} {target}");
+            let next = reader.read_message::<u64>().unwrap();
+            let want_next = if target == 3999 { None } else { Some(target.next_multiple_of(2)) };
+            assert_eq!(next, want_next, "{options} {target}");
+        }
+        // An error of the test ends the search with it.
+        let error = reader
+            .search_with(|_| Err(riegeli_records::Error::from(std::io::Error::other("from the test"))))
+            .unwrap_err();
+        assert!(error.to_string().contains("from the test"), "{error}");
+    }
+}

@@ -108,7 +108,8 @@ impl<W: Write> ArrayRecordWriter<W> {
         let compressor = options.compressor_options();
         compressor.validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
         let mut sink = ChunkSink::new(dest, 0);
-        start_file(&mut sink, options.metadata(), compressor, 0)?;
+        let metadata = options.metadata().map(prost::Message::encode_to_vec);
+        start_file(&mut sink, metadata.as_deref(), compressor, 0)?;
         let config =
             EncoderConfig { transpose: options.transpose(), compressor, bucket_size: options.transpose_bucket_size() };
         let parallelism = options.effective_parallelism() as usize;
