@@ -13,6 +13,7 @@ const FEATURE_MATRIX: &[&str] = &["", "brotli", "brotli-c", "zstd", "snappy"];
 
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     let skip_interop = args.iter().any(|a| a == "--no-interop");
+    let skip_python = args.iter().any(|a| a == "--no-python");
     step("fmt");
     cmd!(sh, "cargo fmt --all --check").run()?;
     crate::tidy::run(sh)?;
@@ -47,6 +48,12 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     } else {
         step("interop with the C++ implementation");
         crate::python::interop(sh)?;
+    }
+    if skip_python {
+        step("python package skipped (--no-python)");
+    } else {
+        step("python package: pip install ./crates/riegeli-python, pytest");
+        crate::python::package_tests(sh)?;
     }
     step("ci passed");
     Ok(())

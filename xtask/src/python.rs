@@ -1,4 +1,5 @@
-//! The Python oracle: a venv with Google's C++ Riegeli (through array-record 0.8.6).
+//! The Python oracle: a venv with Google's C++ Riegeli (through array-record 0.8.6), where the
+//! Python package of this repository is also built and tested.
 
 use std::path::PathBuf;
 
@@ -8,19 +9,42 @@ use xshell::{Shell, cmd};
 /// The PyPI package that wraps Riegeli's C++ writer and reader.
 const ORACLE: &str = "array-record==0.8.6";
 
-/// Creates (once) `target/oracle-venv` with the oracle installed; returns its python.
+/// What the tests of the Python package (`crates/riegeli-python`) need besides the oracle.
+const PYTHON_TEST_DEPS: &[&str] = &["pytest", "protobuf"];
+
+/// Creates (once) `target/oracle-venv` with the oracle and the Python test dependencies
+/// installed; returns its python.
 pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
     let dir = crate::common::project_root().join("target").join("oracle-venv");
     let python = dir.join("bin").join("python");
     let stamp = dir.join(".installed");
-    if !stamp.exists() {
+    let wanted = format!("{ORACLE} {}", PYTHON_TEST_DEPS.join(" "));
+    if !python.exists() {
         crate::common::step(&format!("creating {} with {ORACLE}", dir.display()));
         let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
         cmd!(sh, "{python3} -m venv {dir}").run().context("python3 -m venv failed (is Python 3 installed?)")?;
-        cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {ORACLE}").run()?;
-        sh.write_file(&stamp, ORACLE)?;
+    }
+    // A venv made before the test dependencies were added gets them now.
+    if sh.read_file(&stamp).ok().as_deref() != Some(wanted.as_str()) {
+        cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {ORACLE} {PYTHON_TEST_DEPS...}").run()?;
+        sh.write_file(&stamp, &wanted)?;
     }
     Ok(python)
+}
+
+/// Builds and installs the Python package (`pip install ./crates/riegeli-python`: maturin
+/// from PyPI, a release build of the extension) into the oracle venv, and runs its pytest
+/// suite there, interop with array-record's C++ included.
+pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
+    let python = venv(sh)?;
+    cmd!(
+        sh,
+        "{python} -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps ./crates/riegeli-python"
+    )
+    .run()
+    .context("building the Python package failed")?;
+    cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests").run()?;
+    Ok(())
 }
 
 /// Runs the live interop tests: Rust tests marked `#[ignore]` whose names

@@ -1,0 +1,1 @@
+"""Riegeli/records: reading and writing files of records."""

@@ -1,0 +1,160 @@
+//! Python file objects as Rust `Read`/`Write`/`Seek`, and the two kinds of source and
+//! destination: a native file (a path was given) or a Python binary file object.
+//!
+//! The calling thread does not hold the GIL while Riegeli reads or writes; each call of a
+//! file object's method takes it for that call only.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::PythonIoError;
+
+/// A Python binary file object (`read`, `write`, `seek`, `tell`, `flush`).
+#[derive(Debug)]
+pub(crate) struct PyFile {
+    object: Py<PyAny>,
+}
+
+impl PyFile {
+    pub(crate) fn new(object: Py<PyAny>) -> Self {
+        Self { object }
+    }
+
+    /// `tell()` of the file object.
+    pub(crate) fn tell(&self, py: Python<'_>) -> PyResult<u64> {
+        self.object.call_method0(py, "tell")?.extract(py)
+    }
+}
+
+/// A Python exception as an `io::Error` that keeps it.
+fn wrap(error: PyErr) -> io::Error {
+    io::Error::other(PythonIoError(error))
+}
+
+impl Read for PyFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let data = self.object.call_method1(py, "read", (buf.len(),)).map_err(wrap)?;
+            if data.is_none(py) {
+                return Err(io::Error::new(io::ErrorKind::WouldBlock, "read() returned None (non-blocking file)"));
+            }
+            let data = data.bind(py);
+            let bytes = data.cast::<PyBytes>().map_err(|e| wrap(e.into()))?.as_bytes();
+            let out = buf.get_mut(..bytes.len()).ok_or_else(|| io::Error::other("read() returned too many bytes"))?;
+            out.copy_from_slice(bytes);
+            Ok(bytes.len())
+        })
+    }
+}
+
+impl Write for PyFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Python::attach(|py| {
+            let written = self.object.call_method1(py, "write", (PyBytes::new(py, buf),)).map_err(wrap)?;
+            // Raw files may write less and say so; buffered ones return None or the length.
+            if written.is_none(py) {
+                return Ok(buf.len());
+            }
+            let written: usize = written.extract(py).map_err(wrap)?;
+            Ok(written.min(buf.len()))
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Python::attach(|py| {
+            if self.object.bind(py).hasattr("flush").map_err(wrap)? {
+                self.object.call_method0(py, "flush").map_err(wrap)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Seek for PyFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let (offset, whence) = match pos {
+            SeekFrom::Start(offset) => (i128::from(offset), 0),
+            SeekFrom::Current(offset) => (i128::from(offset), 1),
+            SeekFrom::End(offset) => (i128::from(offset), 2),
+        };
+        Python::attach(|py| {
+            let pos = self.object.call_method1(py, "seek", (offset, whence)).map_err(wrap)?;
+            pos.extract(py).map_err(wrap)
+        })
+    }
+}
+
+/// Where a `RecordReader` reads from.
+#[derive(Debug)]
+pub(crate) enum Src {
+    /// A file opened by path.
+    File(File),
+    /// A Python file object.
+    Py(PyFile),
+}
+
+impl Read for Src {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::File(file) => file.read(buf),
+            Self::Py(file) => file.read(buf),
+        }
+    }
+}
+
+impl Seek for Src {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match self {
+            Self::File(file) => file.seek(pos),
+            Self::Py(file) => file.seek(pos),
+        }
+    }
+}
+
+/// Where a `RecordWriter` writes to.
+#[derive(Debug)]
+pub(crate) enum Dest {
+    /// A file created by path (written on an I/O thread).
+    File(File),
+    /// A Python file object.
+    Py(PyFile),
+}
+
+impl Write for Dest {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::File(file) => file.write(buf),
+            Self::Py(file) => file.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Self::File(file) => file.write_all(buf),
+            Self::Py(file) => file.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Self::File(file) => file.flush(),
+            Self::Py(file) => file.flush(),
+        }
+    }
+}
+
+/// A path given as `src`/`dest`: a `str` or an `os.PathLike` (bytes paths too).
+pub(crate) fn as_path(object: &Bound<'_, PyAny>) -> PyResult<Option<std::path::PathBuf>> {
+    let py = object.py();
+    let os = py.import("os")?;
+    let is_path = object.is_instance_of::<pyo3::types::PyString>()
+        || object.is_instance_of::<PyBytes>()
+        || object.is_instance(&os.getattr("PathLike")?)?;
+    if !is_path {
+        return Ok(None);
+    }
+    Ok(Some(os.call_method1("fsdecode", (object,))?.extract()?))
+}

@@ -1,0 +1,492 @@
+//! `RecordReader`: Google's Python `RecordReader` on `riegeli_records::RecordReader`.
+
+use std::cmp::Ordering;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions, SkippedRegion};
+
+use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
+use crate::position::RecordPosition;
+use crate::pyio::{PyFile, Src, as_path};
+
+type Inner = riegeli_records::RecordReader<Src>;
+
+/// A search's judgement of one record, in Python.
+type SearchTest<'a> = dyn Fn(Python<'_>, &[u8]) -> PyResult<Option<Ordering>> + Sync + 'a;
+
+/// What the recovery function left for the caller when it did not return normally.
+#[derive(Debug, Default)]
+struct RecoveryOutcome {
+    /// It raised this exception: the read that called it raises it.
+    exception: Option<PyErr>,
+    /// It raised `StopIteration`: reading ends.
+    stopped: bool,
+}
+
+#[derive(Debug)]
+struct State {
+    /// `None` once closed.
+    reader: Option<Inner>,
+    /// The `src` argument (a file object or a path).
+    src: Py<PyAny>,
+    /// The file object to close on `close()`, if owned.
+    owned_file: Option<Py<PyAny>>,
+    /// The file position where reading started.
+    start: u64,
+    outcome: Arc<Mutex<RecoveryOutcome>>,
+    /// The recovery function raised `StopIteration`: every read returns the end.
+    ended: bool,
+}
+
+impl State {
+    /// Python's result of a Rust call: an exception of the recovery function is raised
+    /// in place of the error; `Ok(None)` if the recovery function ended reading.
+    fn finish<T>(&mut self, py: Python<'_>, result: Result<T, Error>) -> PyResult<Option<T>> {
+        let error = match result {
+            Ok(value) => return Ok(Some(value)),
+            Err(error) => error,
+        };
+        if let Ok(mut outcome) = self.outcome.lock() {
+            if let Some(exception) = outcome.exception.take() {
+                return Err(exception);
+            }
+            if outcome.stopped {
+                self.ended = true;
+                return Ok(None);
+            }
+        }
+        Err(to_py(py, &error))
+    }
+}
+
+/// Reads records from a Riegeli/records file (see the stub for the full documentation).
+#[pyclass(module = "riegeli.records.record_reader", name = "RecordReader")]
+#[derive(Debug)]
+pub(crate) struct RecordReader {
+    state: Mutex<State>,
+}
+
+/// A `riegeli.SkippedRegion` for the recovery function.
+fn skipped_region<'py>(py: Python<'py>, region: &SkippedRegion) -> PyResult<Bound<'py, PyAny>> {
+    py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((
+        region.begin(),
+        region.end(),
+        region.message(),
+    ))
+}
+
+/// Parses `record` with `message_type.FromString`; a parse failure is `DataLossError`.
+fn parse_message(py: Python<'_>, message_type: &Bound<'_, PyAny>, record: &[u8]) -> PyResult<Py<PyAny>> {
+    match message_type.call_method1("FromString", (PyBytes::new(py, record),)) {
+        Ok(message) => Ok(message.unbind()),
+        Err(e) => {
+            let decode_error = py.import("google.protobuf.message")?.getattr("DecodeError")?;
+            if e.is_instance(py, &decode_error) {
+                Err(riegeli_error(py, "DataLossError", format!("failed to parse a record as a message: {e}")))
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A field projection from Python: an iterable of iterables of field numbers, or `None`.
+fn field_projection(projection: Option<&Bound<'_, PyAny>>) -> PyResult<FieldProjection> {
+    let Some(projection) = projection.filter(|p| !p.is_none()) else { return Ok(FieldProjection::all()) };
+    let mut paths: Vec<Vec<u32>> = Vec::new();
+    for path in projection.try_iter()? {
+        let mut numbers = Vec::new();
+        for number in path?.try_iter()? {
+            numbers.push(number?.extract::<u32>()?);
+        }
+        paths.push(numbers);
+    }
+    FieldProjection::from_paths(paths)
+        .map_err(|e| riegeli_error(projection.py(), "InvalidArgumentError", format!("field projection: {e}")))
+}
+
+/// The ordering a Python `test` function returned: an int's sign, or `None`.
+fn ordering(py: Python<'_>, verdict: &Py<PyAny>) -> PyResult<Option<Ordering>> {
+    if verdict.is_none(py) {
+        return Ok(None);
+    }
+    let value: i64 = verdict.extract(py).map_err(|_| PyTypeError::new_err("search test must return an int or None"))?;
+    Ok(Some(value.cmp(&0)))
+}
+
+impl RecordReader {
+    fn state(&mut self, py: Python<'_>) -> PyResult<&mut State> {
+        self.state.get_mut().map_err(|_| internal(py, "RecordReader state poisoned by a panic"))
+    }
+
+    /// Runs `f` on the open reader without the GIL. `Ok(None)` if the recovery function
+    /// ended reading (before or during `f`).
+    fn run<T: Send>(
+        &mut self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send,
+    ) -> PyResult<Option<T>> {
+        let state = self.state(py)?;
+        if state.ended {
+            return Ok(None);
+        }
+        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
+        let result = py.detach(|| f(reader));
+        state.finish(py, result)
+    }
+
+    /// The next record, or `None` at the end.
+    fn next_record<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let record = self.run(py, |reader| reader.read_record())?.flatten();
+        Ok(record.map(|record| PyBytes::new(py, &record)))
+    }
+
+    /// Binary search with `test` judging each record as Python bytes.
+    fn search_records(&mut self, py: Python<'_>, test: &SearchTest<'_>) -> PyResult<Option<i32>> {
+        // An exception of `test` (StopIteration cancels) ends the search with `None` judgements.
+        let failure: Mutex<Option<PyErr>> = Mutex::new(None);
+        let cancelled = std::sync::atomic::AtomicBool::new(false);
+        let result = self.run(py, |reader| {
+            reader.search(|record| {
+                if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+                    return None;
+                }
+                Python::attach(|py| match test(py, record) {
+                    Ok(verdict) => verdict,
+                    Err(e) => {
+                        cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
+                        if !e.is_instance_of::<PyStopIteration>(py)
+                            && let Ok(mut slot) = failure.lock()
+                        {
+                            *slot = Some(e);
+                        }
+                        None
+                    }
+                })
+            })
+        })?;
+        if let Some(e) = failure.lock().ok().and_then(|mut slot| slot.take()) {
+            return Err(e);
+        }
+        if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
+        Ok(result.flatten().map(|ordering| ordering as i32))
+    }
+}
+
+#[pymethods]
+impl RecordReader {
+    #[new]
+    #[pyo3(signature = (
+        src, *, owns_src = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
+        buffer_size = None, field_projection = None, recovery = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
+    fn new(
+        py: Python<'_>,
+        src: &Bound<'_, PyAny>,
+        owns_src: bool,
+        assumed_pos: Option<u64>,
+        min_buffer_size: u64,
+        max_buffer_size: u64,
+        buffer_size: Option<u64>,
+        field_projection: Option<&Bound<'_, PyAny>>,
+        recovery: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        // Reading goes in 64 KiB blocks whatever the buffer sizes; they are checked only.
+        if buffer_size.is_none() && min_buffer_size > max_buffer_size {
+            return Err(riegeli_error(
+                py,
+                "InvalidArgumentError",
+                format!("min_buffer_size {min_buffer_size} > max_buffer_size {max_buffer_size}"),
+            ));
+        }
+        let projection = self::field_projection(field_projection)?;
+        let (source, start, owned_file) = match as_path(src)? {
+            Some(path) => {
+                if assumed_pos.is_some() {
+                    return Err(riegeli_error(
+                        py,
+                        "InvalidArgumentError",
+                        "assumed_pos applies to file objects, not paths".to_owned(),
+                    ));
+                }
+                let file = py.detach(|| File::open(&path)).map_err(|e| io_to_py(py, &e))?;
+                (Src::File(file), 0, None)
+            }
+            None => {
+                let file = PyFile::new(src.clone().unbind());
+                let start = match assumed_pos {
+                    Some(pos) => pos,
+                    None => file.tell(py)?,
+                };
+                (Src::Py(file), start, owns_src.then(|| src.clone().unbind()))
+            }
+        };
+        let mut reader = Inner::at_position(source, start, RecordReaderOptions::default());
+        if !projection.includes_all() {
+            reader.set_field_projection(projection);
+        }
+        let outcome = Arc::new(Mutex::new(RecoveryOutcome::default()));
+        if let Some(recovery) = recovery.filter(|r| !r.is_none(py)) {
+            let outcome = Arc::clone(&outcome);
+            reader.set_recovery(move |region| {
+                Python::attach(|py| {
+                    let called = skipped_region(py, region).and_then(|region| recovery.call1(py, (region,)));
+                    let Err(e) = called else { return true };
+                    if let Ok(mut outcome) = outcome.lock() {
+                        if e.is_instance_of::<PyStopIteration>(py) {
+                            outcome.stopped = true;
+                        } else {
+                            outcome.exception = Some(e);
+                        }
+                    }
+                    false
+                })
+            });
+        }
+        let state = State { reader: Some(reader), src: src.clone().unbind(), owned_file, start, outcome, ended: false };
+        Ok(Self { state: Mutex::new(state) })
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc_value, traceback);
+        let closed = self.close(py);
+        if exc_type.is_none() {
+            closed?;
+        }
+        Ok(false)
+    }
+
+    /// Marks the reader closed; closes `src` if owned.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let state = self.state(py)?;
+        let Some(reader) = state.reader.take() else { return Ok(()) };
+        py.detach(|| drop(reader));
+        if let Some(file) = state.owned_file.take() {
+            file.call_method0(py, "close")?;
+        }
+        Ok(())
+    }
+
+    /// The `src` argument.
+    #[getter]
+    fn src(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.state(py)?.src.clone_ref(py))
+    }
+
+    /// `True`: every source given by path or file object is asked to seek when needed.
+    #[getter]
+    fn supports_random_access(&self) -> bool {
+        true
+    }
+
+    /// `True` if the file looks like a Riegeli/records file, `False` if it ends first.
+    fn check_file_format(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let state = self.state(py)?;
+        let start = state.start;
+        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
+        let result = py.detach(|| match reader.check_file_format() {
+            Ok(()) => Ok(true),
+            Err(e) => match e.corruption() {
+                Some(Corruption::Truncated { .. }) => Ok(false),
+                Some(Corruption::MissingSignature) if reader.size().is_ok_and(|size| size <= start) => Ok(false),
+                _ => Err(e),
+            },
+        });
+        result.map_err(|e| to_py(py, &e))
+    }
+
+    /// The file metadata, serialized; `b''` for a file without metadata.
+    fn read_serialized_metadata<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let metadata = self.run(py, |reader| reader.read_serialized_metadata())?;
+        Ok(metadata.map(|m| PyBytes::new(py, m.as_deref().unwrap_or_default())))
+    }
+
+    /// The file metadata as a `RecordsMetadata` message.
+    fn read_metadata(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(serialized) = self.read_serialized_metadata(py)? else { return Ok(None) };
+        let class = py.import("riegeli.records.records_metadata_pb2")?.getattr("RecordsMetadata")?;
+        parse_message(py, &class, serialized.as_bytes()).map(Some)
+    }
+
+    /// The next record as bytes, or `None` at the end of the file.
+    fn read_record<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        self.next_record(py)
+    }
+
+    /// The next record parsed as `message_type`, or `None` at the end of the file.
+    #[pyo3(signature = (message_type))]
+    fn read_message(&mut self, py: Python<'_>, message_type: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        match self.next_record(py)? {
+            Some(record) => parse_message(py, message_type, record.as_bytes()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// An iterator over the remaining records, as bytes.
+    fn read_records(slf: Py<Self>) -> RecordIterator {
+        RecordIterator { reader: slf, message_type: None }
+    }
+
+    /// An iterator over the remaining records, parsed as `message_type`.
+    #[pyo3(signature = (message_type))]
+    fn read_messages(slf: Py<Self>, message_type: Py<PyAny>) -> RecordIterator {
+        RecordIterator { reader: slf, message_type: Some(message_type) }
+    }
+
+    /// Sets the fields to read (see the constructor's `field_projection`).
+    #[pyo3(signature = (field_projection))]
+    fn set_field_projection(&mut self, py: Python<'_>, field_projection: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let projection = self::field_projection(field_projection)?;
+        self.run(py, |reader| {
+            // Records of the current chunk were decoded with the old projection: read it again.
+            // TODO(riegeli-records): make `set_field_projection` apply from the next record;
+            // until then seeking away (0/0 is never a data chunk) and back decodes it again.
+            let pos = reader.pos();
+            reader.set_field_projection(projection);
+            if pos.record_index() == 0 {
+                return Ok(());
+            }
+            reader.seek(riegeli_records::RecordPosition::default())?;
+            reader.seek(pos)
+        })
+        .map(drop)
+    }
+
+    /// Seeks to a position obtained from `pos` or `last_pos` of the same file.
+    #[pyo3(signature = (pos))]
+    fn seek(&mut self, py: Python<'_>, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        let pos = pos
+            .cast::<RecordPosition>()
+            .map_err(|_| PyTypeError::new_err(format!("Expected RecordPosition, not {}", pos.get_type())))?
+            .get()
+            .0;
+        self.run(py, move |reader| reader.seek(pos)).map(drop)
+    }
+
+    /// Seeks to the record with this numeric position, or the next one.
+    #[pyo3(signature = (pos))]
+    fn seek_numeric(&mut self, py: Python<'_>, pos: u64) -> PyResult<()> {
+        self.run(py, move |reader| reader.seek_numeric(pos)).map(drop)
+    }
+
+    /// Seeks back by one record; `False` at the beginning of the file.
+    fn seek_back(&mut self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.run(py, |reader| reader.seek_back())?.unwrap_or(false))
+    }
+
+    /// The size of the file in bytes.
+    fn size(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let reader = self.state(py)?.reader.as_mut().ok_or_else(|| closed(py))?;
+        py.detach(|| reader.size()).map_err(|e| to_py(py, &e))
+    }
+
+    /// A position of the next record (or of the end of the file).
+    #[getter]
+    fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
+        Ok(RecordPosition(reader.pos()))
+    }
+
+    /// The position of the last record read.
+    #[getter]
+    fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
+        reader
+            .last_pos()
+            .map(RecordPosition)
+            .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was read".to_owned()))
+    }
+
+    /// Binary search; `test` is called with a view of the reader at a record (its
+    /// `read_record()` and `read_message(type)` return that record).
+    #[pyo3(signature = (test))]
+    fn search(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
+        self.search_records(py, &|py, record| {
+            let probe = Bound::new(py, SearchProbe { record: PyBytes::new(py, record).unbind() })?;
+            ordering(py, &test.call1(py, (probe,))?)
+        })
+    }
+
+    /// Binary search; `test` is called with each record as bytes.
+    #[pyo3(signature = (test))]
+    fn search_for_record(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
+        self.search_records(py, &|py, record| ordering(py, &test.call1(py, (PyBytes::new(py, record),))?))
+    }
+
+    /// Binary search; `test` is called with each record parsed as `message_type`.
+    #[pyo3(signature = (message_type, test))]
+    fn search_for_message(
+        &mut self,
+        py: Python<'_>,
+        message_type: Py<PyAny>,
+        test: Py<PyAny>,
+    ) -> PyResult<Option<i32>> {
+        self.search_records(py, &|py, record| {
+            let message = parse_message(py, message_type.bind(py), record)?;
+            ordering(py, &test.call1(py, (message,))?)
+        })
+    }
+}
+
+/// What `RecordReader.search` passes to its test: the record being judged.
+#[pyclass(module = "riegeli.records.record_reader", name = "SearchProbe", frozen)]
+#[derive(Debug)]
+pub(crate) struct SearchProbe {
+    record: Py<PyBytes>,
+}
+
+#[pymethods]
+impl SearchProbe {
+    /// The record being judged.
+    fn read_record(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.record.clone_ref(py)
+    }
+
+    /// The record being judged, parsed as `message_type`.
+    #[pyo3(signature = (message_type))]
+    fn read_message(&self, py: Python<'_>, message_type: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        parse_message(py, message_type, self.record.as_bytes(py))
+    }
+}
+
+/// The iterator of `read_records()` and `read_messages()`.
+#[pyclass(module = "riegeli.records.record_reader", name = "RecordIterator")]
+#[derive(Debug)]
+pub(crate) struct RecordIterator {
+    reader: Py<RecordReader>,
+    message_type: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl RecordIterator {
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let mut reader = self.reader.bind(py).try_borrow_mut()?;
+        let Some(record) = reader.next_record(py)? else { return Ok(None) };
+        match &self.message_type {
+            Some(message_type) => parse_message(py, message_type.bind(py), record.as_bytes()).map(Some),
+            None => Ok(Some(record.into_any().unbind())),
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! `RecordWriter`: Google's Python `RecordWriter` on `riegeli_records::RecordWriter`.
+
+use std::fs::File;
+use std::sync::Mutex;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyString};
+use riegeli_records::{Error, RecordWriterOptions, RecordsMetadata};
+
+use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
+use crate::position::RecordPosition;
+use crate::pyio::{Dest, PyFile, as_path};
+
+type Inner = riegeli_records::RecordWriter<Dest>;
+
+/// `FlushType.FROM_MACHINE`: data durable in case of an operating system crash.
+const FROM_MACHINE: i64 = 2;
+
+/// Records collected from an iterable before they are written without the GIL.
+const BATCH_RECORDS: usize = 1024;
+/// Bytes of records collected before they are written without the GIL.
+const BATCH_BYTES: usize = 1 << 20;
+
+#[derive(Debug)]
+struct State {
+    /// `None` once closed.
+    writer: Option<Inner>,
+    /// The `dest` argument (a file object or a path).
+    dest: Py<PyAny>,
+    /// The file object to close on `close()`, if owned.
+    owned_file: Option<Py<PyAny>>,
+    /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
+    sync_handle: Option<File>,
+}
+
+/// Writes records to a Riegeli/records file (see the stub for the full documentation).
+#[pyclass(module = "riegeli.records.record_writer", name = "RecordWriter")]
+#[derive(Debug)]
+pub(crate) struct RecordWriter {
+    state: Mutex<State>,
+}
+
+/// A record given as bytes, bytearray, memoryview or another buffer, as Python `bytes`.
+fn record_bytes<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    if let Ok(bytes) = record.cast::<PyBytes>() {
+        return Ok(bytes.clone());
+    }
+    if record.is_instance_of::<PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err("Expected a bytes-like object, not str"));
+    }
+    if let Ok(array) = record.cast::<PyByteArray>() {
+        return Ok(PyBytes::new(record.py(), &array.to_vec()));
+    }
+    Ok(record.py().get_type::<PyBytes>().call1((record,))?.cast_into::<PyBytes>()?)
+}
+
+/// A message serialized by the protobuf package.
+fn serialize_message<'py>(message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(message.call_method0("SerializeToString")?.cast_into::<PyBytes>()?)
+}
+
+/// Writer options from `options` (str or bytes) and the metadata arguments.
+fn writer_options(
+    py: Python<'_>,
+    options: &Bound<'_, PyAny>,
+    metadata: Option<&Bound<'_, PyAny>>,
+    serialized_metadata: &Bound<'_, PyAny>,
+) -> PyResult<RecordWriterOptions> {
+    let text: String = match options.cast::<PyBytes>() {
+        Ok(bytes) => String::from_utf8_lossy(bytes.as_bytes()).into_owned(),
+        Err(_) => options.extract()?,
+    };
+    let parsed: RecordWriterOptions =
+        text.parse().map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("{e}")))?;
+    let mut serialized = record_bytes(serialized_metadata)?;
+    if let Some(metadata) = metadata.filter(|m| !m.is_none()) {
+        if !serialized.as_bytes().is_empty() {
+            return Err(riegeli_error(
+                py,
+                "InvalidArgumentError",
+                "metadata and serialized_metadata cannot both be given".to_owned(),
+            ));
+        }
+        serialized = serialize_message(metadata)?;
+    }
+    if serialized.as_bytes().is_empty() {
+        return Ok(parsed);
+    }
+    // Checked to parse, then written as given: extensions and unknown fields are kept.
+    <RecordsMetadata as prost::Message>::decode(serialized.as_bytes())
+        .map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("metadata is not a RecordsMetadata: {e}")))?;
+    Ok(parsed.set_serialized_metadata(Some(serialized.as_bytes().to_vec())))
+}
+
+/// `flush_type` as its integer value (a `FlushType` member or an int).
+fn flush_type_value(flush_type: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+    let Some(flush_type) = flush_type.filter(|f| !f.is_none()) else { return Ok(1) };
+    let value = if flush_type.hasattr("value")? { flush_type.getattr("value")? } else { flush_type.clone() };
+    let value: i64 = value.extract()?;
+    if !(0..=FROM_MACHINE).contains(&value) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("invalid FlushType {value}")));
+    }
+    Ok(value)
+}
+
+impl RecordWriter {
+    fn state(&mut self, py: Python<'_>) -> PyResult<&mut State> {
+        self.state.get_mut().map_err(|_| internal(py, "RecordWriter state poisoned by a panic"))
+    }
+
+    /// Runs `f` on the open writer without the GIL.
+    fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send) -> PyResult<T> {
+        let writer = self.state(py)?.writer.as_mut().ok_or_else(|| closed(py))?;
+        py.detach(|| f(writer)).map_err(|e| to_py(py, &e))
+    }
+
+    /// Writes `records` (each converted by `convert`) in batches, each without the GIL.
+    fn write_all<'py>(
+        &mut self,
+        py: Python<'py>,
+        records: &Bound<'py, PyAny>,
+        convert: fn(&Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>>,
+    ) -> PyResult<()> {
+        let mut batch: Vec<Bound<'py, PyBytes>> = Vec::with_capacity(BATCH_RECORDS);
+        let mut batch_bytes = 0;
+        let mut iter = records.try_iter()?;
+        loop {
+            let next = iter.next().transpose()?;
+            if let Some(record) = &next {
+                let record = convert(record)?;
+                batch_bytes += record.as_bytes().len();
+                batch.push(record);
+                if batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
+                    continue;
+                }
+            }
+            let slices: Vec<&[u8]> = batch.iter().map(|record| record.as_bytes()).collect();
+            self.run(py, |writer| slices.iter().try_for_each(|record| writer.write_record(record)))?;
+            batch.clear();
+            batch_bytes = 0;
+            if next.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Drop for RecordWriter {
+    /// Finishes the file of a writer never closed (errors can only be reported by `close`).
+    fn drop(&mut self) {
+        let Ok(state) = self.state.get_mut() else { return };
+        let Some(writer) = state.writer.take() else { return };
+        Python::attach(|py| {
+            // The interpreter may be propagating an exception: keep it across the final writes
+            // to a file object, which call into Python.
+            let pending = PyErr::take(py);
+            py.detach(|| drop(writer));
+            if let Some(pending) = pending {
+                pending.restore(py);
+            }
+        });
+    }
+}
+
+#[pymethods]
+impl RecordWriter {
+    #[new]
+    #[pyo3(signature = (
+        dest, *, owns_dest = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
+        buffer_size = None, options = None, metadata = None, serialized_metadata = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
+    fn new(
+        py: Python<'_>,
+        dest: &Bound<'_, PyAny>,
+        owns_dest: bool,
+        assumed_pos: Option<u64>,
+        min_buffer_size: u64,
+        max_buffer_size: u64,
+        buffer_size: Option<u64>,
+        options: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        serialized_metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        // Chunks are written whole whatever the buffer sizes; they are checked only.
+        if buffer_size.is_none() && min_buffer_size > max_buffer_size {
+            return Err(riegeli_error(
+                py,
+                "InvalidArgumentError",
+                format!("min_buffer_size {min_buffer_size} > max_buffer_size {max_buffer_size}"),
+            ));
+        }
+        let empty = PyBytes::new(py, b"").into_any();
+        let no_options = PyString::new(py, "").into_any();
+        let options = writer_options(
+            py,
+            options.unwrap_or(&no_options),
+            metadata,
+            serialized_metadata.filter(|s| !s.is_none()).unwrap_or(&empty),
+        )?;
+        let state = match as_path(dest)? {
+            Some(path) => {
+                if assumed_pos.is_some() {
+                    return Err(riegeli_error(
+                        py,
+                        "InvalidArgumentError",
+                        "assumed_pos applies to file objects, not paths".to_owned(),
+                    ));
+                }
+                let file = py.detach(|| File::create(&path)).map_err(|e| io_to_py(py, &e))?;
+                let sync_handle = file.try_clone().map_err(|e| io_to_py(py, &e))?;
+                let writer =
+                    py.detach(|| Inner::with_io_thread(Dest::File(file), options)).map_err(|e| to_py(py, &e))?;
+                State {
+                    writer: Some(writer),
+                    dest: dest.clone().unbind(),
+                    owned_file: None,
+                    sync_handle: Some(sync_handle),
+                }
+            }
+            None => {
+                let file = PyFile::new(dest.clone().unbind());
+                let pos = match assumed_pos {
+                    Some(pos) => pos,
+                    None => file.tell(py)?,
+                };
+                let writer = py
+                    .detach(|| {
+                        if pos == 0 {
+                            Inner::new(Dest::Py(file), options)
+                        } else {
+                            Inner::append(Dest::Py(file), pos, options)
+                        }
+                    })
+                    .map_err(|e| to_py(py, &e))?;
+                State {
+                    writer: Some(writer),
+                    dest: dest.clone().unbind(),
+                    owned_file: owns_dest.then(|| dest.clone().unbind()),
+                    sync_handle: None,
+                }
+            }
+        };
+        Ok(Self { state: Mutex::new(state) })
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type, exc_value, traceback))]
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        exc_type: &Bound<'_, PyAny>,
+        exc_value: &Bound<'_, PyAny>,
+        traceback: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc_value, traceback);
+        let closed = self.close(py);
+        if exc_type.is_none() {
+            closed?;
+        }
+        Ok(false)
+    }
+
+    /// Writes buffered data, finishes the file and closes `dest` if owned.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let state = self.state(py)?;
+        let Some(writer) = state.writer.take() else { return Ok(()) };
+        state.sync_handle = None;
+        let closed = py.detach(|| writer.close().map(drop));
+        let owned = state.owned_file.take();
+        let result = closed.map_err(|e| to_py(py, &e));
+        if let Some(file) = owned {
+            file.call_method0(py, "close")?;
+        }
+        result
+    }
+
+    /// The `dest` argument.
+    #[getter]
+    fn dest(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.state(py)?.dest.clone_ref(py))
+    }
+
+    /// Writes one record (bytes, bytearray or memoryview).
+    #[pyo3(signature = (record))]
+    fn write_record(&mut self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<()> {
+        let record = record_bytes(record)?;
+        let record = record.as_bytes();
+        self.run(py, |writer| writer.write_record(record))
+    }
+
+    /// Writes one proto message as a record.
+    #[pyo3(signature = (record))]
+    fn write_message(&mut self, py: Python<'_>, record: &Bound<'_, PyAny>) -> PyResult<()> {
+        let record = serialize_message(record)?;
+        let record = record.as_bytes();
+        self.run(py, |writer| writer.write_record(record))
+    }
+
+    /// Writes every record of an iterable of bytes-like objects.
+    #[pyo3(signature = (records))]
+    fn write_records(&mut self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.write_all(py, records, record_bytes)
+    }
+
+    /// Writes every message of an iterable of proto messages.
+    #[pyo3(signature = (records))]
+    fn write_messages(&mut self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.write_all(py, records, serialize_message)
+    }
+
+    /// Finishes the open chunk and pushes data to `dest`; `FlushType.FROM_MACHINE` also
+    /// syncs it to the device.
+    #[pyo3(signature = (flush_type = None))]
+    fn flush(&mut self, py: Python<'_>, flush_type: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let flush_type = flush_type_value(flush_type)?;
+        self.run(py, |writer| writer.flush())?;
+        if flush_type < FROM_MACHINE {
+            return Ok(());
+        }
+        let state = self.state(py)?;
+        if let Some(file) = &state.sync_handle {
+            return py.detach(|| file.sync_all()).map_err(|e| io_to_py(py, &e));
+        }
+        // A file object: fsync its descriptor if it has one.
+        let dest = state.dest.bind(py);
+        if let Ok(fd) = dest.call_method0("fileno") {
+            py.import("os")?.call_method1("fsync", (fd,))?;
+        }
+        Ok(())
+    }
+
+    /// An estimation of the file size if no more data is written.
+    fn estimated_size(&mut self, py: Python<'_>) -> PyResult<u64> {
+        self.run(py, |writer| Ok(writer.estimated_size()))
+    }
+
+    /// A position of the next record.
+    #[getter]
+    fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        self.run(py, |writer| writer.pos()).map(RecordPosition)
+    }
+
+    /// The position of the last record written.
+    #[getter]
+    fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        self.run(py, |writer| writer.last_pos())?
+            .map(RecordPosition)
+            .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was written".to_owned()))
+    }
+}
