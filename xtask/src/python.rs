@@ -9,8 +9,10 @@ use xshell::{Shell, cmd};
 /// The PyPI package that wraps Riegeli's C++ writer and reader.
 const ORACLE: &str = "array-record==0.8.6";
 
-/// What the tests of the Python package (`crates/riegeli-python`) need besides the oracle.
-const PYTHON_TEST_DEPS: &[&str] = &["pytest", "protobuf"];
+/// What the tests of the Python package (`crates/riegeli-python`) need besides the oracle:
+/// `grain` runs a pipeline over `riegeli.array_record.ArrayRecordDataSource` (it installs
+/// from wheels in seconds, with numpy).
+const PYTHON_TEST_DEPS: &[&str] = &["pytest==9.2.0", "protobuf==7.36.2", "grain==0.2.18"];
 
 /// Creates (once) `target/oracle-venv` with the oracle and the Python test dependencies
 /// installed; returns its python.

@@ -1,7 +1,8 @@
 //! `riegeli._riegeli`: the native part of the `riegeli` Python package.
 //!
 //! Google's Python API for Riegeli/records (`RecordWriter`, `RecordReader`,
-//! `RecordPosition`) on riegeli-records. The Python package around it (`python/riegeli/`)
+//! `RecordPosition`) and array_record's (`ArrayRecordReader`, `ArrayRecordWriter`) on
+//! riegeli-records. The Python package around it (`python/riegeli/`)
 //! holds what is plain Python in Google's: the exception classes, `SkippedRegion`,
 //! `FlushType`, `RecordsMetadata` and the record type helpers.
 //!
@@ -10,6 +11,9 @@
 //! destination takes it for each call of its methods.
 #![forbid(unsafe_code)]
 
+mod array_options;
+mod array_reader;
+mod array_writer;
 mod errors;
 mod position;
 mod pyio;
@@ -26,6 +30,8 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<reader::RecordIterator>()?;
     module.add_class::<reader::SearchProbe>()?;
     module.add_class::<writer::RecordWriter>()?;
+    module.add_class::<array_reader::ArrayRecordReader>()?;
+    module.add_class::<array_writer::ArrayRecordWriter>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
     Ok(())
 }

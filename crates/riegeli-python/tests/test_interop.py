@@ -34,7 +34,7 @@ def test_cpp_writes_we_read(tmp_path, options):
 
 def test_cpp_cannot_read_plain_riegeli(tmp_path):
     # C++ ArrayRecordReader needs an ArrayRecord footer: our RecordWriter's plain files are
-    # not for it (the other direction needs riegeli.array_record, not written yet).
+    # not for it (riegeli.array_record writes files it reads: test_array_record.py).
     path = str(tmp_path / 'plain.riegeli')
     with riegeli.RecordWriter(path) as writer:
         writer.write_record(b'x')

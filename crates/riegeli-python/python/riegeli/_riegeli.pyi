@@ -1,8 +1,8 @@
 """The native part of riegeli (Rust). Import the classes from `riegeli`."""
 
 import os
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, overload
 
 from google.protobuf.message import Message
 
@@ -129,3 +129,91 @@ class RecordReader:
     def search(self, test: Callable[[SearchProbe], Optional[int]]) -> Optional[int]: ...
     def search_for_record(self, test: Callable[[bytes], Optional[int]]) -> Optional[int]: ...
     def search_for_message(self, message_type: type[_M], test: Callable[[_M], Optional[int]]) -> Optional[int]: ...
+
+class ArrayRecordWriter:
+    """Writes an ArrayRecord file (array_record's `array_record_module.ArrayRecordWriter`).
+
+    `options` is array_record's writer option string (`group_size:1`, `transpose`,
+    `zstd:3`, `brotli:6`, `snappy`, `uncompressed`, `window_log:20`,
+    `pad_to_block_boundary:true`, ...); a bad one raises `ValueError`. As C++'s Python
+    module, the file records `max_parallelism:1` in its writer options (records are encoded
+    in the calling thread, without the GIL, in batches; the file is written on an I/O
+    thread). Other keyword arguments are accepted and ignored, as C++.
+
+    A file that cannot be created does not raise here: `ok()` is then `False`, and `write()`
+    and `close()` raise `RuntimeError` with the reason. Writing after `close()` raises
+    `RuntimeError('Object closed')`. A writer dropped without `close()` still finishes its
+    file (C++ leaves it unfinished).
+    """
+
+    def __init__(self, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> None: ...
+    def write(self, record: bytes) -> None:
+        """Writes one record (`bytes` only, as C++: `str`, `bytearray` raise `TypeError`).
+
+        Records are handed to the encoder in batches: an error of the file may be raised by
+        a later `write()` or by `close()`.
+        """
+    def close(self) -> None:
+        """Finishes the file (last chunk, footer, postscript); again: no effect."""
+    def ok(self) -> bool:
+        """`True` while open and no error happened."""
+    def is_open(self) -> bool:
+        """`False` once `close()` was called."""
+
+class ArrayRecordReader:
+    """Reads an ArrayRecord file (array_record's `array_record_module.ArrayRecordReader`).
+
+    `options` is array_record's reader option string:
+
+        options ::= option? ("," option?)*
+        option ::= "readahead_buffer_size" ":" ("auto" | bytes)
+                 | "max_parallelism" ":" ("auto" | 0..2147483647)
+                 | "index_storage_option" ":" ("" | "in_memory" | "offloaded")
+                 | "footer_prefetch_bytes" ":" ("auto" | bytes)
+
+    where bytes is a real with an optional suffix [BkKMGTPE], at most 1G. An unknown option
+    or a bad value raises `ValueError` with C++'s message.
+
+    - `readahead_buffer_size` (default 16M): how many bytes of records `read()` decodes
+      ahead, in parallel (0: one chunk at a time, best for random access).
+    - `max_parallelism` (default `auto`: the number of cores): threads decoding chunks in
+      the batch reads (`read(indices)`, `read(begin, end)`, `read_all()`); 0 or 1 decode in
+      the calling thread.
+    - `index_storage_option` and `footer_prefetch_bytes`: checked as C++ does (offloaded
+      needs `footer_prefetch_bytes:0`) but without effect: the index is always in memory.
+
+    Keyword arguments (`file_reader_buffer_size`, `file_options`) are accepted and ignored.
+
+    As in C++, a file that cannot be opened does not raise here: `ok()` is then `False` and
+    every read, `seek()` and `close()` raise `RuntimeError` with the reason. Unlike C++, a
+    file whose footer is damaged, or a plain Riegeli/records file, is indexed by scanning it
+    instead of failing. Every read releases the GIL; batch reads decode chunks on several
+    threads and build their list at once.
+    """
+
+    def __init__(self, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> None: ...
+    def ok(self) -> bool:
+        """`True` while open and not failed."""
+    def close(self) -> None:
+        """Closes the file; raises `RuntimeError` if opening had failed."""
+    def is_open(self) -> bool:
+        """`False` once `close()` was called."""
+    def num_records(self) -> int:
+        """The number of records (0 once closed or if opening failed)."""
+    def record_index(self) -> int:
+        """The index of the record the next `read()` returns."""
+    def writer_options_string(self) -> Optional[str]:
+        """The writer options stored in the file, or `None`."""
+    def seek(self, index: int) -> None:
+        """Makes `index` (clamped to `[0, num_records()]`, negative meaning the end) the next to read."""
+    @overload
+    def read(self) -> bytes:
+        """The next record; `IndexError` at the end."""
+    @overload
+    def read(self, indices: Sequence[int]) -> list[bytes]:
+        """The records at these indices, in their order; `RuntimeError` if one is out of range."""
+    @overload
+    def read(self, begin: int, end: int) -> list[bytes]:
+        """The records in `[begin, end)` (negative: from the end); `IndexError` if empty or out of range."""
+    def read_all(self) -> list[bytes]:
+        """Every record (the position of `read()` does not move)."""

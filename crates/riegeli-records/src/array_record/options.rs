@@ -36,7 +36,7 @@ pub const ARRAY_RECORD_ZSTD_WINDOW_LOG: u32 = 20;
 /// Quirks kept from C++:
 /// - a bare `pad_to_block_boundary` means **false** (only `:true` pads),
 ///   while a bare `transpose` means true;
-/// - `default` must stand alone;
+/// - `default` may only come first and once, with any value (ignored);
 /// - at most one compression option; `window_log` is an error with
 ///   `uncompressed` or `snappy` (brotli allows 10..=30, zstd 10..=31);
 /// - the snappy level is accepted but not kept (`Display` writes `snappy`).
@@ -277,18 +277,17 @@ impl FromStr for ArrayRecordWriterOptions {
                 Some((name, value)) => (name, Some(value)),
                 None => (token, None),
             };
+            // As C++ (array-record 0.8.6): `default` may come only first, once, with any
+            // value (ignored); the options after it apply as usual.
             if name == "default" {
-                if value.is_some() {
-                    return Err(ParseOptionsError::new(token, "takes no value"));
+                if default_token {
+                    return Err(ParseOptionsError::new(token, "default is present more than once"));
                 }
-                if default_token || others > 0 {
-                    return Err(ParseOptionsError::new(token, "default must be the only option"));
+                if others > 0 {
+                    return Err(ParseOptionsError::new(token, "default must be first"));
                 }
                 default_token = true;
                 continue;
-            }
-            if default_token {
-                return Err(ParseOptionsError::new(token, "no option may follow default"));
             }
             others += 1;
             let mut set_compression = |kind, level| compression.choose(token, kind, level);
@@ -514,14 +513,23 @@ mod tests {
             ("uncompressed,window_log:20", "window_log:20"),
             ("snappy,window_log:auto", "window_log:auto"),
             ("brotli,window_log:31", "window_log:31"),
-            ("default,zstd", "zstd"),
             ("zstd,default", "default"),
-            ("default:1", "default:1"),
+            ("default,default", "default"),
         ] {
             let err = text.parse::<ArrayRecordWriterOptions>().unwrap_err();
             assert_eq!(err.token(), token, "{text}: {err}");
             assert!(err.to_string().contains(token), "{err}");
         }
         assert!("zstd,window_log:31".parse::<ArrayRecordWriterOptions>().is_ok());
+        // What C++ accepts after `default` (checked against array-record 0.8.6).
+        assert_eq!("default,group_size:2".parse::<ArrayRecordWriterOptions>().unwrap().group_size(), 2);
+        assert_eq!(",default,group_size:3".parse::<ArrayRecordWriterOptions>().unwrap().group_size(), 3);
+        for text in ["default:1", "default:xyz", "default,zstd"] {
+            assert_eq!(
+                text.parse::<ArrayRecordWriterOptions>().unwrap(),
+                ArrayRecordWriterOptions::default(),
+                "{text}"
+            );
+        }
     }
 }

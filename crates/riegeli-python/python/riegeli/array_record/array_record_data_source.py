@@ -1,0 +1,291 @@
+"""array_record's `ArrayRecordDataSource`: random access to the records of ArrayRecord files.
+
+A data source (as Grain and PyTorch use them) over one or more files::
+
+    class RandomAccessDataSource(Protocol, Generic[T]):
+        def __len__(self) -> int: ...
+        def __getitem__(self, record_key: SupportsIndex) -> T: ...
+        def __getitems__(self, record_keys: Sequence[SupportsIndex]) -> Sequence[T]: ...
+
+Record keys number the records of all files (or of the part of each file asked for) one after
+the other. Readers are opened on first use, and again in each process a pickled data source
+reaches (Grain's worker processes).
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import itertools
+import logging
+import os
+import pathlib
+import re
+import threading
+import typing
+from concurrent import futures
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Protocol, Sequence, SupportsIndex, Tuple, TypeVar, Union
+
+from riegeli.array_record import array_record_module
+
+__all__ = ('ArrayRecordDataSource', 'FileInstruction')
+
+_T = TypeVar('_T')
+
+# Threads that open files to count their records, and that read from several files at once.
+_NUM_THREADS_COMPUTING_NUM_RECORDS = 64
+_NUM_THREADS_FETCHING_RECORDS = 64
+
+_log = logging.getLogger(__name__)
+
+
+@typing.runtime_checkable
+class FileInstruction(Protocol):
+    """What TFDS's FileInstruction has: read `take` records of `filename` from `skip` on."""
+
+    filename: str
+    skip: int
+    take: int
+    examples_in_shard: int
+
+
+PathLikeOrFileInstruction = Union[str, 'os.PathLike[str]', FileInstruction]
+ArrayRecordDataSourcePaths = Union[PathLikeOrFileInstruction, Sequence[PathLikeOrFileInstruction]]
+
+
+def _run_in_parallel(
+    function: Callable[..., _T],
+    list_of_kwargs_to_function: Sequence[Mapping[str, Any]],
+    num_workers: int,
+) -> List[_T]:
+    """`function` called with each kwargs, on `num_workers` threads; results in order."""
+    if num_workers < 1:
+        raise ValueError('num_workers must be >=1 for parallelism.')
+    if num_workers == 1 or len(list_of_kwargs_to_function) == 1:
+        return [function(**kwargs) for kwargs in list_of_kwargs_to_function]
+    with futures.ThreadPoolExecutor(num_workers) as executor:
+        thread_futures = [executor.submit(function, **kwargs) for kwargs in list_of_kwargs_to_function]
+        for completed in futures.as_completed(thread_futures):
+            if completed.exception() is not None:
+                for remaining in thread_futures:
+                    remaining.cancel()
+                raise completed.exception()  # type: ignore[misc]
+    return [future.result() for future in thread_futures]
+
+
+@dataclasses.dataclass(frozen=True)
+class _ReadInstruction:
+    """The records `[start, end)` of `filename`."""
+
+    filename: str
+    start: int
+    end: int
+    num_records: int = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'num_records', self.end - self.start)
+
+
+def _get_read_instructions(paths: Sequence[PathLikeOrFileInstruction]) -> Sequence[_ReadInstruction]:
+    """The read instruction of each path: a FileInstruction, `"file[start:end]"` or a file."""
+
+    def get_read_instruction(path: PathLikeOrFileInstruction) -> _ReadInstruction:
+        if isinstance(path, FileInstruction):
+            start = path.skip
+            end = path.skip + path.take
+            filename = os.fspath(path.filename)
+        elif m := re.fullmatch(r'(.*)\[(\d+):(\d+)\]', os.fspath(path)):
+            filename = m.group(1)
+            start = int(m.group(2))
+            end = int(m.group(3))
+        else:
+            filename = os.fspath(path)
+            reader = array_record_module.ArrayRecordReader(filename)
+            start = 0
+            end = reader.num_records()
+            reader.close()
+        return _ReadInstruction(filename, start, end)
+
+    num_workers = min(len(paths), _NUM_THREADS_COMPUTING_NUM_RECORDS)
+    return _run_in_parallel(get_read_instruction, [{'path': path} for path in paths], num_workers)
+
+
+def _create_reader(filename: str, additional_reader_options: str) -> array_record_module.ArrayRecordReader:
+    """A reader for random access (no read-ahead), as array_record's data source opens."""
+    return array_record_module.ArrayRecordReader(
+        filename, options=f'readahead_buffer_size:0,{additional_reader_options}'
+    )
+
+
+def _check_group_size(filename: str, reader: array_record_module.ArrayRecordReader) -> None:
+    """Logs an error if the file's group size is not 1 (slow random access), as array_record."""
+    options = reader.writer_options_string()
+    if not options:
+        return
+    group_size = re.search(r'group_size:(\d+),', options)
+    if not group_size:
+        raise ValueError(f"Couldn't detect group_size for {filename}. Extracted writer options: {options}.")
+    if group_size[1] != '1':
+        _log.error(
+            "File %s was created with group size %s. Grain requires group size 1 for good "
+            "performance. Please re-generate your ArrayRecord files with 'group_size:1'.",
+            filename,
+            group_size[1],
+        )
+
+
+class ArrayRecordDataSource:
+    """Data source over ArrayRecord files (array_record's API)."""
+
+    def __init__(
+        self,
+        paths: ArrayRecordDataSourcePaths,
+        reader_options: Optional[Mapping[str, str]] = None,
+        reader_pool_size: Optional[int] = None,
+    ) -> None:
+        """Opens a data source.
+
+        Args:
+          paths: a path (`str` or `pathlib.Path`, possibly `"file[start:end]"` for records
+            `[start, end)` of the file), an object with `filename`, `skip`, `take` and
+            `examples_in_shard` (a TFDS FileInstruction), or a non-empty sequence of them.
+            Only plain paths are opened here (to count their records).
+          reader_options: reader options (`{'max_parallelism': '0'}`, ...), given to each
+            `ArrayRecordReader` after `readahead_buffer_size:0`.
+          reader_pool_size: accepted for compatibility; no effect (one reader per file, shared
+            by threads, as array_record's).
+        """
+        del reader_pool_size
+        if isinstance(paths, (str, pathlib.Path, FileInstruction)):
+            paths = [paths]
+        elif isinstance(paths, Sequence):
+            if len(paths) <= 0:
+                raise ValueError('Paths sequence can not be of 0 length')
+            if not all(isinstance(path, (str, pathlib.Path, FileInstruction)) for path in paths):
+                raise ValueError(
+                    'All elements in a path sequence must be of type: String, pathlib.Path, or FileInstruction.'
+                )
+        else:
+            raise ValueError(
+                'Unsupported path format was used. Path format must be a Sequence, String, pathlib.Path or '
+                'FileInstruction.'
+            )
+        if reader_options is None:
+            self._reader_options_string = ''
+        else:
+            self._reader_options_string = ','.join(f'{k}:{v}' for k, v in reader_options.items())
+        self._read_instructions = _get_read_instructions(paths)
+        self._paths = [ri.filename for ri in self._read_instructions]
+        # Readers are opened on first use.
+        self._readers: List[Any] = [None] * len(self._read_instructions)
+        self._lock = threading.Lock()
+        self._num_records = sum(ri.num_records for ri in self._read_instructions)
+        self._prefix_sums = list(itertools.accumulate(ri.num_records for ri in self._read_instructions))
+
+    def __enter__(self) -> ArrayRecordDataSource:
+        return self
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        for reader in self._readers:
+            if reader:
+                reader.close()
+        self._readers = [None] * len(self._read_instructions)
+
+    def __len__(self) -> int:
+        return self._num_records
+
+    def __iter__(self) -> Iterator[bytes]:
+        for index in range(self._num_records):
+            yield self[index]
+
+    def _reader_idx_and_position(self, record_key: SupportsIndex) -> Tuple[int, int]:
+        """The reader of a record key and the record's index in its file."""
+        record_key = record_key.__index__()
+        if record_key < 0 or record_key >= self._num_records:
+            raise ValueError('Record key should be in [0, num_records)')
+        reader_idx = bisect.bisect_right(self._prefix_sums, record_key)
+        before = self._prefix_sums[reader_idx - 1] if reader_idx > 0 else 0
+        return reader_idx, record_key - before + self._read_instructions[reader_idx].start
+
+    def _split_keys_per_reader(self, record_keys: Sequence[SupportsIndex]) -> Mapping[int, List[Tuple[int, int]]]:
+        """For each reader: the positions to read and their indices in `record_keys`."""
+        positions_and_indices: dict[int, List[Tuple[int, int]]] = {}
+        for idx, record_key in enumerate(record_keys):
+            reader_idx, position = self._reader_idx_and_position(record_key)
+            positions_and_indices.setdefault(reader_idx, []).append((position, idx))
+        return positions_and_indices
+
+    def _ensure_reader_exists(self, reader_idx: int) -> Any:
+        """The reader of `reader_idx`, opened if it is not yet (thread-safe)."""
+        reader = self._readers[reader_idx]
+        if reader is not None:
+            return reader
+        with self._lock:
+            reader = self._readers[reader_idx]
+            if reader is not None:
+                return reader
+            filename = self._read_instructions[reader_idx].filename
+            reader = _create_reader(filename, self._reader_options_string)
+            _check_group_size(filename, reader)
+            self._readers[reader_idx] = reader
+            return reader
+
+    def __getitem__(self, record_key: SupportsIndex) -> bytes:
+        reader_idx, position = self._reader_idx_and_position(record_key)
+        reader = self._ensure_reader_exists(reader_idx)
+        if hasattr(reader, 'read'):
+            return reader.read([position])[0]
+        return reader[position]
+
+    def __getitems__(self, record_keys: Sequence[SupportsIndex]) -> Sequence[bytes]:
+        """The records of `record_keys`, in order; each file's are read in one batch."""
+
+        def read_records(reader_idx: int, reader_positions_and_indices: Sequence[Tuple[int, int]]) -> List[Tuple[Any, int]]:
+            reader = self._ensure_reader_exists(reader_idx)
+            positions = [position for position, _ in reader_positions_and_indices]
+            if hasattr(reader, 'read'):
+                records = reader.read(positions)
+            else:
+                records = [reader[p] for p in positions]
+            return list(zip(records, (index for _, index in reader_positions_and_indices)))
+
+        positions_and_indices = self._split_keys_per_reader(record_keys)
+        if not positions_and_indices:
+            return []
+        num_workers = min(len(positions_and_indices), _NUM_THREADS_FETCHING_RECORDS)
+        records_with_indices = _run_in_parallel(
+            read_records,
+            [
+                {'reader_idx': reader_idx, 'reader_positions_and_indices': pairs}
+                for reader_idx, pairs in positions_and_indices.items()
+            ],
+            num_workers,
+        )
+        sorted_records: List[Any] = [b''] * len(record_keys)
+        for single_reader_records in records_with_indices:
+            for record, index in single_reader_records:
+                sorted_records[index] = record
+        return sorted_records
+
+    # Grain's batched path.
+    _getitems = __getitems__
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state['_readers']
+        del state['_lock']
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        # Readers are opened on first use, in this process.
+        self._readers = [None] * len(self._read_instructions)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        """A hash of the paths, which can be a long list."""
+        h = hashlib.sha1()
+        for p in self._paths:
+            h.update(p.encode())
+        return f'ArrayRecordDataSource(hash_of_paths={h.hexdigest()})'

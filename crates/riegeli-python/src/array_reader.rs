@@ -1,0 +1,323 @@
+//! `ArrayRecordReader`: array_record's Python `ArrayRecordReader` (`array_record_module`) on
+//! `riegeli_records::ArrayRecordReader`.
+//!
+//! Exceptions are C++'s: `ValueError` for a bad option string, `IndexError` for `read()` past
+//! the end and for a bad `read(begin, end)`, `RuntimeError` for everything else. As in C++,
+//! a file that cannot be opened does not make the constructor fail: `ok()` is `False` and
+//! every read (and `close()`) raises `RuntimeError` with the reason.
+//!
+//! The reader is shared between Python threads (a data source serves several): its state is
+//! behind a mutex that is only waited on without the GIL.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use riegeli_records::{ArrayRecordReaderOptions, Error};
+
+use crate::array_options::{ReaderOptions, parse_reader_options};
+use crate::pyio::as_path;
+
+type Inner = riegeli_records::ArrayRecordReader<File>;
+
+/// The most records one read-ahead of `read()` asks for.
+const MAX_WINDOW: u64 = 1 << 16;
+
+/// Records decoded ahead for `read()`.
+#[derive(Debug, Default)]
+struct Ahead {
+    /// The index of `records[0]`.
+    start: u64,
+    records: Vec<Bytes>,
+    /// Records the next read-ahead asks for: doubles while reading goes on in order and the
+    /// records fit `readahead_buffer_size`, back to 1 after a jump.
+    window: u64,
+}
+
+impl Ahead {
+    fn get(&self, index: u64) -> Option<&Bytes> {
+        self.records.get(usize::try_from(index.checked_sub(self.start)?).ok()?)
+    }
+
+    fn end(&self) -> u64 {
+        self.start + self.records.len() as u64
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// `None` once closed, or if opening failed.
+    reader: Option<Inner>,
+    /// Why opening failed: every operation raises it (as C++'s failed status).
+    failure: Option<String>,
+    /// `False` after `close()`.
+    open: bool,
+    /// The writer options stored in the footer (kept after `close()`, as C++).
+    writer_options: Option<String>,
+    /// The index of the record `read()` returns next.
+    index: u64,
+    ahead: Ahead,
+    readahead: u64,
+}
+
+impl State {
+    /// The open reader, or the exception C++ raises instead.
+    fn reader(&mut self) -> Result<&mut Inner, String> {
+        if let Some(failure) = &self.failure {
+            return Err(failure.clone());
+        }
+        self.reader.as_mut().ok_or_else(|| "Object closed".to_owned())
+    }
+
+    fn num_records(&self) -> u64 {
+        self.reader.as_ref().map_or(0, Inner::num_records)
+    }
+
+    /// The record at `self.index` if already decoded.
+    fn ahead_record(&self) -> Option<Bytes> {
+        self.reader.as_ref()?;
+        self.ahead.get(self.index).cloned()
+    }
+
+    /// The next record for `read()`, decoding ahead as the options say.
+    fn next_record(&mut self) -> Result<Bytes, Failure> {
+        let index = self.index;
+        let readahead = self.readahead;
+        let contiguous = index == self.ahead.end();
+        if let Err(message) = self.reader() {
+            return Err(Failure::Runtime(message));
+        }
+        let Some(reader) = self.reader.as_mut() else { return Err(Failure::Runtime("Object closed".into())) };
+        let num_records = reader.num_records();
+        if index >= num_records {
+            return Err(Failure::Index(format!("Out of range of num_records: {num_records}")));
+        }
+        if let Some(record) = self.ahead.get(index) {
+            self.index += 1;
+            return Ok(record.clone());
+        }
+        let record = if readahead == 0 {
+            reader.read(index)?
+        } else {
+            let window = if contiguous { self.ahead.window.max(1) } else { 1 };
+            let end = index.saturating_add(window).min(num_records);
+            let records = if end - index > 1 {
+                reader.read_range_parallel(index..end)?
+            } else {
+                reader.read_range(index..end)?
+            };
+            let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
+            let record = records.first().cloned().unwrap_or_default();
+            let window =
+                if bytes.saturating_mul(2) <= readahead { (window * 2).min(MAX_WINDOW) } else { (window / 2).max(1) };
+            self.ahead = Ahead { start: index, records, window };
+            record
+        };
+        self.index += 1;
+        Ok(record)
+    }
+}
+
+/// An exception to raise, built once the GIL is held again.
+#[derive(Debug)]
+enum Failure {
+    Runtime(String),
+    Index(String),
+}
+
+impl Failure {
+    fn into_py(self) -> PyErr {
+        match self {
+            Self::Runtime(message) => PyRuntimeError::new_err(message),
+            Self::Index(message) => PyIndexError::new_err(message),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Self::Runtime(error.to_string())
+    }
+}
+
+/// array_record's `ArrayRecordReader` (see the stub for the full documentation).
+#[pyclass(module = "riegeli.array_record.array_record_module", name = "ArrayRecordReader", frozen)]
+#[derive(Debug)]
+pub(crate) struct ArrayRecordReader {
+    state: Mutex<State>,
+}
+
+/// The records as a Python list of bytes.
+fn to_list<'py>(py: Python<'py>, records: &[Bytes]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, records.iter().map(|record| PyBytes::new(py, record)))
+}
+
+/// The path argument: `str` or `os.PathLike`.
+fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    as_path(path)?
+        .ok_or_else(|| PyTypeError::new_err(format!("path must be str or os.PathLike, not {}", path.get_type())))
+}
+
+impl ArrayRecordReader {
+    /// Runs `f` on the state, without the GIL while waiting for it and while `f` runs.
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut State) -> Result<T, Failure> + Send) -> PyResult<T> {
+        py.detach(|| {
+            let mut state =
+                self.state.lock().map_err(|_| Failure::Runtime("ArrayRecordReader poisoned by a panic".into()))?;
+            f(&mut state)
+        })
+        .map_err(Failure::into_py)
+    }
+
+    /// `read(indices)`.
+    fn read_indices<'py>(&self, py: Python<'py>, indices: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        if indices.is_instance_of::<PyString>() || indices.is_instance_of::<PyBytes>() || !indices.hasattr("__len__")? {
+            return Err(PyTypeError::new_err("read(): expected a list of record indices"));
+        }
+        let indices: Vec<u64> = indices.extract().map_err(|e| PyTypeError::new_err(format!("read(): {e}")))?;
+        let records = self.with(py, |state| {
+            let reader = state.reader().map_err(Failure::Runtime)?;
+            let num_records = reader.num_records();
+            if let Some(bad) = indices.iter().find(|&&i| i >= num_records) {
+                return Err(Failure::Runtime(format!("index {bad} out of bound {num_records}")));
+            }
+            Ok(reader.read_parallel(&indices)?)
+        })?;
+        to_list(py, &records)
+    }
+
+    /// `read(begin, end)`: negative bounds count from the end, as C++.
+    fn read_range<'py>(
+        &self,
+        py: Python<'py>,
+        begin: &Bound<'py, PyAny>,
+        end: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let bound = |value: &Bound<'py, PyAny>| {
+            value
+                .extract::<i32>()
+                .map_err(|e| PyTypeError::new_err(format!("read(): begin and end must be 32-bit ints: {e}")))
+        };
+        let (begin, end) = (i64::from(bound(begin)?), i64::from(bound(end)?));
+        let records = self.with(py, |state| {
+            let num_records = i64::try_from(state.num_records()).unwrap_or(i64::MAX);
+            let resolve = |i: i64| if i < 0 { i + num_records } else { i };
+            let range: Range<i64> = resolve(begin)..resolve(end);
+            if range.start < 0 || range.end > num_records || range.end <= range.start {
+                return Err(Failure::Index(format!("[{begin}, {end}) is of range of [0, {num_records})")));
+            }
+            let reader = state.reader().map_err(Failure::Runtime)?;
+            Ok(reader.read_range_parallel(range.start as u64..range.end as u64)?)
+        })?;
+        to_list(py, &records)
+    }
+}
+
+#[pymethods]
+impl ArrayRecordReader {
+    #[new]
+    #[pyo3(signature = (path, options = "", **kwargs))]
+    fn new(
+        py: Python<'_>,
+        path: &Bound<'_, PyAny>,
+        options: &str,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        // `file_reader_buffer_size` and `file_options` tune C++'s file reader: nothing to tune here.
+        let _ = kwargs;
+        let ReaderOptions { readahead, max_parallelism } =
+            parse_reader_options(options).map_err(PyValueError::new_err)?;
+        let path = path_arg(path)?;
+        // `max_parallelism:0` is C++'s "no thread pool": decode in the calling thread.
+        let reader_options = ArrayRecordReaderOptions {
+            parallelism: max_parallelism.map(|n| n.max(1) as usize),
+            ..ArrayRecordReaderOptions::default()
+        };
+        let opened = py.detach(|| Inner::open(&path, reader_options));
+        let (reader, failure) = match opened {
+            Ok(reader) => (Some(reader), None),
+            Err(e) => (None, Some(format!("{e}; opening {}", path.display()))),
+        };
+        let writer_options = reader.as_ref().and_then(|r| r.writer_options().map(str::to_owned));
+        let state = State { reader, failure, open: true, writer_options, index: 0, ahead: Ahead::default(), readahead };
+        Ok(Self { state: Mutex::new(state) })
+    }
+
+    /// `True` while open and not failed.
+    fn ok(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |state| Ok(state.open && state.failure.is_none()))
+    }
+
+    /// `False` after `close()`.
+    fn is_open(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |state| Ok(state.open))
+    }
+
+    /// Closes the file; raises `RuntimeError` if the reader had failed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |state| {
+            state.open = false;
+            state.ahead = Ahead::default();
+            state.index = 0;
+            drop(state.reader.take());
+            state.failure.clone().map_or(Ok(()), |failure| Err(Failure::Runtime(failure)))
+        })
+    }
+
+    /// The number of records (0 once closed or if opening failed).
+    fn num_records(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |state| Ok(state.num_records()))
+    }
+
+    /// The index of the record `read()` returns next.
+    fn record_index(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |state| Ok(if state.reader.is_some() { state.index } else { 0 }))
+    }
+
+    /// The writer options stored in the file, or `None`.
+    fn writer_options_string(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |state| Ok(state.writer_options.clone()))
+    }
+
+    /// Makes `record_index` `index`, clamped to `num_records()` (as C++, negative too).
+    fn seek(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<()> {
+        let index: i64 = index.extract().map_err(|e| PyTypeError::new_err(format!("seek(): {e}")))?;
+        self.with(py, |state| {
+            let num_records = state.reader().map_err(Failure::Runtime)?.num_records();
+            state.index = u64::try_from(index).map_or(num_records, |i| i.min(num_records));
+            Ok(())
+        })
+    }
+
+    /// `read()`: the next record (`IndexError` at the end); `read(indices)`: the records at
+    /// these indices; `read(begin, end)`: the records in `[begin, end)`.
+    #[pyo3(signature = (*args))]
+    fn read<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+        match args.len() {
+            0 => {}
+            1 => return self.read_indices(py, &args.get_item(0)?).map(Bound::into_any),
+            2 => return self.read_range(py, &args.get_item(0)?, &args.get_item(1)?).map(Bound::into_any),
+            n => return Err(PyTypeError::new_err(format!("read() takes 0, 1 or 2 arguments ({n} given)"))),
+        }
+        // Records already decoded are returned without releasing the GIL.
+        if let Ok(mut state) = self.state.try_lock()
+            && let Some(record) = state.ahead_record()
+        {
+            state.index += 1;
+            return Ok(PyBytes::new(py, &record).into_any());
+        }
+        let record = self.with(py, State::next_record)?;
+        Ok(PyBytes::new(py, &record).into_any())
+    }
+
+    /// Every record, in order (`record_index` does not move).
+    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let records = self.with(py, |state| Ok(state.reader().map_err(Failure::Runtime)?.read_all_parallel()?))?;
+        to_list(py, &records)
+    }
+}

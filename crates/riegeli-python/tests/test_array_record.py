@@ -1,0 +1,531 @@
+"""riegeli.array_record: array_record's Python API, checked against array-record 0.8.6's C++."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import pickle
+import threading
+
+import pytest
+
+from riegeli.array_record import ArrayRecordDataSource
+from riegeli.array_record import ArrayRecordReader
+from riegeli.array_record import ArrayRecordWriter
+from riegeli.array_record import array_record_data_source
+from riegeli.array_record import array_record_module
+from riegeli.array_record.python import array_record_module as python_alias
+
+try:
+    from array_record.python import array_record_module as cpp
+except ImportError:  # Outside the CI venv: the interop tests are skipped.
+    cpp = None
+
+needs_cpp = pytest.mark.skipif(cpp is None, reason='array-record (C++) is not installed')
+
+RECORDS = [b'%d ' % i * (i % 13) for i in range(1000)]
+
+
+def write(module, path, records=RECORDS, options=''):
+    writer = module.ArrayRecordWriter(str(path), options)
+    for record in records:
+        writer.write(record)
+    writer.close()
+    return str(path)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return write(array_record_module, tmp_path / 'ours.array_record', options='group_size:10')
+
+
+def test_exports():
+    assert ArrayRecordReader is array_record_module.ArrayRecordReader
+    assert ArrayRecordWriter is array_record_module.ArrayRecordWriter
+    assert ArrayRecordDataSource is array_record_data_source.ArrayRecordDataSource
+    assert python_alias is array_record_module
+
+
+# ---------------------------------------------------------------------------------------------
+# ArrayRecordWriter
+
+
+def test_writer_methods(tmp_path):
+    writer = ArrayRecordWriter(str(tmp_path / 'w'), 'group_size:3')
+    assert writer.ok() and writer.is_open()
+    for record in RECORDS[:7]:
+        writer.write(record)
+    writer.close()
+    assert not writer.ok() and not writer.is_open()
+    writer.close()  # Again: nothing.
+    with pytest.raises(RuntimeError, match='Object closed'):
+        writer.write(b'x')
+    reader = ArrayRecordReader(str(tmp_path / 'w'))
+    assert reader.read_all() == RECORDS[:7]
+
+
+def test_writer_accepts_pathlike_and_kwargs(tmp_path):
+    writer = ArrayRecordWriter(tmp_path / 'p', options='uncompressed', unused=1)
+    writer.write(b'a')
+    writer.close()
+    assert ArrayRecordReader(tmp_path / 'p').read_all() == [b'a']
+
+
+def test_writer_without_close_finishes_the_file(tmp_path):
+    writer = ArrayRecordWriter(str(tmp_path / 'u'))
+    writer.write(b'y')
+    del writer
+    assert ArrayRecordReader(str(tmp_path / 'u')).read_all() == [b'y']
+
+
+@pytest.mark.parametrize('record', ['str', bytearray(b'x'), memoryview(b'x'), 1, None])
+def test_writer_takes_bytes_only(tmp_path, record):
+    writer = ArrayRecordWriter(str(tmp_path / 't'))
+    with pytest.raises(TypeError):
+        writer.write(record)
+    writer.close()
+
+
+def test_writer_many_records_and_large_ones(tmp_path):
+    records = [bytes([i % 256]) * (i * 37 % 5000) for i in range(3000)] + [b'z' * (3 << 20)]
+    p = write(array_record_module, tmp_path / 'big', records, 'group_size:7,brotli:1')
+    reader = ArrayRecordReader(p)
+    assert reader.num_records() == len(records)
+    assert reader.read_all() == records
+
+
+# ---------------------------------------------------------------------------------------------
+# ArrayRecordReader
+
+
+def test_reader_sequential(path):
+    reader = ArrayRecordReader(path)
+    assert reader.ok() and reader.is_open()
+    assert reader.num_records() == len(RECORDS)
+    assert reader.record_index() == 0
+    got = [reader.read() for _ in range(len(RECORDS))]
+    assert got == RECORDS
+    assert reader.record_index() == len(RECORDS)
+    with pytest.raises(IndexError, match=f'Out of range of num_records: {len(RECORDS)}'):
+        reader.read()
+    reader.close()
+    assert not reader.ok() and not reader.is_open()
+    assert reader.num_records() == 0
+    reader.close()
+
+
+@pytest.mark.parametrize('options', ['', 'readahead_buffer_size:0', 'readahead_buffer_size:100', 'max_parallelism:0'])
+def test_reader_seek_and_read(path, options):
+    reader = ArrayRecordReader(path, options)
+    reader.seek(500)
+    assert reader.record_index() == 500
+    assert reader.read() == RECORDS[500]
+    assert reader.read() == RECORDS[501]
+    reader.seek(3)
+    assert [reader.read() for _ in range(30)] == RECORDS[3:33]
+    reader.seek(len(RECORDS) + 5)  # Clamped, as C++.
+    assert reader.record_index() == len(RECORDS)
+    reader.seek(-1)  # The end, as C++.
+    assert reader.record_index() == len(RECORDS)
+    reader.seek(True)
+    assert reader.read() == RECORDS[1]
+    with pytest.raises(TypeError):
+        reader.seek(1.0)
+
+
+def test_reader_batches(path):
+    reader = ArrayRecordReader(path)
+    reader.seek(7)
+    indices = [999, 0, 5, 5, 123]
+    assert reader.read(indices) == [RECORDS[i] for i in indices]
+    assert reader.read(tuple(indices)) == [RECORDS[i] for i in indices]
+    assert reader.read([]) == []
+    assert reader.read(10, 20) == RECORDS[10:20]
+    assert reader.read(-3, 1000) == RECORDS[-3:]
+    assert reader.read(0, -1) == RECORDS[:-1]
+    assert reader.read_all() == RECORDS
+    # Batch reads leave the position of read() alone.
+    assert reader.record_index() == 7
+    assert reader.read() == RECORDS[7]
+
+
+def test_reader_writer_options_string(path):
+    assert ArrayRecordReader(path).writer_options_string() == (
+        'group_size:10,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20,max_parallelism:1'
+    )
+
+
+def test_reader_accepts_kwargs_and_pathlike(path):
+    reader = ArrayRecordReader(pathlib.Path(path), '', file_reader_buffer_size=32768)
+    assert reader.num_records() == len(RECORDS)
+
+
+def test_reader_threads_share_it(path):
+    reader = ArrayRecordReader(path, 'readahead_buffer_size:0')
+    failures = []
+
+    def work(seed):
+        for i in range(200):
+            j = (seed * 7919 + i * 104729) % len(RECORDS)
+            if reader.read([j]) != [RECORDS[j]] or reader.read(j, j + 1) != [RECORDS[j]]:
+                failures.append(j)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: the same exception classes as C++ in the same situations.
+
+ERROR_CASES = {
+    'read past the end': lambda r: (r.seek(r.num_records()), r.read()),
+    'read index out of range': lambda r: r.read([r.num_records()]),
+    'read negative index': lambda r: r.read([-1]),
+    'read huge index': lambda r: r.read([2**64]),
+    'read a str': lambda r: r.read('x'),
+    'read a generator': lambda r: r.read(iter([0])),
+    'read None': lambda r: r.read(None),
+    'read three args': lambda r: r.read(1, 2, 3),
+    'read keyword': lambda r: r.read(indices=[0]),
+    'read empty range': lambda r: r.read(2, 2),
+    'read reversed range': lambda r: r.read(3, 2),
+    'read range past the end': lambda r: r.read(0, r.num_records() + 1),
+    'read range too negative': lambda r: r.read(-r.num_records() - 1, 2),
+    'read range not int32': lambda r: r.read(0, 2**31),
+    'read range float': lambda r: r.read(0.0, 1),
+    'seek float': lambda r: r.seek(1.5),
+    'seek huge': lambda r: r.seek(2**63),
+    'read after close': lambda r: (r.close(), r.read()),
+    'read indices after close': lambda r: (r.close(), r.read([0])),
+    'read range after close': lambda r: (r.close(), r.read(0, 1)),
+    'read_all after close': lambda r: (r.close(), r.read_all()),
+    'seek after close': lambda r: (r.close(), r.seek(0)),
+}
+
+
+def outcome(function, *args):
+    """The class of the exception `function(*args)` raises, or its result."""
+    try:
+        return ('returned', function(*args))
+    except Exception as e:  # noqa: BLE001 - the class is the point
+        return ('raised', type(e))
+
+
+@needs_cpp
+@pytest.mark.parametrize('case', sorted(ERROR_CASES))
+def test_reader_errors_match_cpp(tmp_path, case):
+    ours = write(array_record_module, tmp_path / 'ours', RECORDS[:5], 'group_size:2')
+    theirs = write(cpp, tmp_path / 'theirs', RECORDS[:5], 'group_size:2')
+    expected = outcome(ERROR_CASES[case], cpp.ArrayRecordReader(theirs))
+    assert expected[0] == 'raised'
+    assert outcome(ERROR_CASES[case], ArrayRecordReader(ours)) == expected
+
+
+READER_OPTIONS = [
+    '',
+    ',,',
+    'readahead_buffer_size:0,max_parallelism:0',
+    'readahead_buffer_size:1.5M,max_parallelism:auto',
+    'readahead_buffer_size:auto',
+    'readahead_buffer_size:1e3',
+    'max_parallelism: 3',
+    'index_storage_option:in_memory',
+    'index_storage_option:',
+    'index_storage_option:offloaded,footer_prefetch_bytes:0',
+    'footer_prefetch_bytes:auto',
+    # Rejected:
+    'foo:1',
+    'default',
+    ':',
+    ' max_parallelism:1',
+    'max_parallelism',
+    'max_parallelism:-1',
+    'max_parallelism:2147483648',
+    'max_parallelism:x',
+    'max_parallelism:1,max_parallelism:2',
+    'readahead_buffer_size:x',
+    'readahead_buffer_size:-1',
+    'readahead_buffer_size:1q',
+    'readahead_buffer_size:2G',
+    'index_storage_option:foo',
+    'index_storage_option:offloaded',
+    'footer_prefetch_bytes:auto,index_storage_option:offloaded',
+]
+
+
+@needs_cpp
+@pytest.mark.parametrize('options', READER_OPTIONS)
+def test_reader_options_match_cpp(path, options):
+    def read_all(module):
+        reader = module.ArrayRecordReader(path, options)
+        return reader.read_all()
+
+    expected = outcome(read_all, cpp)
+    assert outcome(read_all, array_record_module) == expected
+    if expected[0] == 'raised':
+        assert expected[1] is ValueError
+        assert message(cpp.ArrayRecordReader, path, options) == message(ArrayRecordReader, path, options)
+
+
+def message(function, *args):
+    try:
+        function(*args)
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        return str(e)
+    return None
+
+
+@needs_cpp
+@pytest.mark.parametrize(
+    'options',
+    ['foo:1', 'group_size:0', 'zstd,brotli', 'group_size:2,default', 'default,default', 'window_log:9', 'snappy,window_log:20',
+     'default,group_size:2', 'default:1', ',,group_size:2,,'],
+)
+def test_writer_options_match_cpp(tmp_path, options):
+    def create(module, name):
+        module.ArrayRecordWriter(str(tmp_path / name), options).close()
+
+    assert outcome(create, array_record_module, 'ours') == outcome(create, cpp, 'cpp')
+
+
+@needs_cpp
+@pytest.mark.parametrize('name', ['missing', 'junk', 'empty'])
+def test_reader_unopenable_files_match_cpp(tmp_path, name):
+    p = tmp_path / name
+    if name == 'junk':
+        p.write_bytes(b'hello world' * 10)
+    elif name == 'empty':
+        p.write_bytes(b'')
+    for module in (cpp, array_record_module):
+        reader = module.ArrayRecordReader(str(p))  # Does not raise: ok() says.
+        assert not reader.ok()
+        assert reader.is_open()
+        assert reader.num_records() == 0
+        assert reader.writer_options_string() is None
+        for method in (reader.read, reader.read_all, lambda: reader.read([0]), lambda: reader.seek(0)):
+            with pytest.raises(RuntimeError):
+                method()
+        with pytest.raises(RuntimeError):
+            reader.close()
+        assert not reader.ok()
+        assert not reader.is_open()
+
+
+@needs_cpp
+def test_writer_uncreatable_file_matches_cpp(tmp_path):
+    for module in (cpp, array_record_module):
+        writer = module.ArrayRecordWriter(str(tmp_path / 'missing-dir' / 'x'))
+        assert not writer.ok()
+        assert writer.is_open()
+        with pytest.raises(RuntimeError):
+            writer.write(b'x')
+        with pytest.raises(RuntimeError):
+            writer.close()
+        assert not writer.ok()
+        assert not writer.is_open()
+
+
+# ---------------------------------------------------------------------------------------------
+# Interop with C++
+
+WRITER_OPTIONS = ['', 'group_size:1', 'group_size:10,zstd', 'transpose,brotli:6', 'snappy', 'uncompressed,group_size:64',
+                  'group_size:3,pad_to_block_boundary:true', 'max_parallelism:4']
+
+
+@needs_cpp
+@pytest.mark.parametrize('options', WRITER_OPTIONS)
+def test_cpp_writes_we_read(tmp_path, options):
+    p = write(cpp, tmp_path / 'cpp', options=options)
+    theirs = cpp.ArrayRecordReader(p)
+    ours = ArrayRecordReader(p)
+    assert ours.num_records() == theirs.num_records() == len(RECORDS)
+    assert ours.writer_options_string() == theirs.writer_options_string()
+    assert ours.read_all() == RECORDS
+    assert [ours.read() for _ in range(len(RECORDS))] == RECORDS
+    indices = [i * 7919 % len(RECORDS) for i in range(300)]
+    assert ours.read(indices) == theirs.read(indices)
+    assert ours.read(100, 200) == theirs.read(100, 200)
+
+
+@needs_cpp
+@pytest.mark.parametrize('options', WRITER_OPTIONS)
+def test_we_write_cpp_reads(tmp_path, options):
+    ours_path = write(array_record_module, tmp_path / 'ours', options=options)
+    cpp_path = write(cpp, tmp_path / 'cpp', options=options)
+    theirs = cpp.ArrayRecordReader(ours_path)
+    assert theirs.ok()
+    assert theirs.num_records() == len(RECORDS)
+    assert theirs.read_all() == RECORDS
+    assert [theirs.read() for _ in range(len(RECORDS))] == RECORDS
+    # The footer says what C++'s own file says.
+    assert theirs.writer_options_string() == cpp.ArrayRecordReader(cpp_path).writer_options_string()
+    # Same layout: same size.
+    assert pathlib.Path(ours_path).stat().st_size == pathlib.Path(cpp_path).stat().st_size
+
+
+@needs_cpp
+def test_cpp_data_source_reads_ours(tmp_path):
+    cpp_source = pytest.importorskip('array_record.python.array_record_data_source')
+    p = write(array_record_module, tmp_path / 'ours', options='group_size:1')
+    source = cpp_source.ArrayRecordDataSource(p)
+    assert len(source) == len(RECORDS)
+    assert source.__getitems__([5, 3]) == [RECORDS[5], RECORDS[3]]
+
+
+# ---------------------------------------------------------------------------------------------
+# ArrayRecordDataSource
+
+
+@dataclasses.dataclass
+class Instruction:
+    filename: str
+    skip: int
+    take: int
+    examples_in_shard: int
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Three files of 100, 50 and 1 records (group size 1), and their records."""
+    files, everything = [], []
+    for n, count in enumerate([100, 50, 1]):
+        records = [b'shard %d record %d' % (n, i) for i in range(count)]
+        files.append(write(array_record_module, tmp_path / f'shard-{n}', records, 'group_size:1'))
+        everything.append(records)
+    return files, everything
+
+
+def test_data_source_single_path(shards):
+    files, records = shards
+    for paths in (files[0], pathlib.Path(files[0]), [files[0]]):
+        source = ArrayRecordDataSource(paths)
+        assert len(source) == 100
+        assert source[7] == records[0][7]
+        assert list(source) == records[0]
+
+
+def test_data_source_many_files(shards):
+    files, records = shards
+    flat = [r for rs in records for r in rs]
+    with ArrayRecordDataSource([files[0], pathlib.Path(files[1]), files[2]]) as source:
+        assert len(source) == 151
+        assert [source[i] for i in range(151)] == flat
+        keys = [150, 0, 120, 99, 100, 3, 3]
+        assert source.__getitems__(keys) == [flat[k] for k in keys]
+        assert source._getitems(keys) == [flat[k] for k in keys]
+        assert source.__getitems__([]) == []
+        assert list(source) == flat
+        with pytest.raises(ValueError):
+            source[151]
+        with pytest.raises(ValueError):
+            source[-1]
+        with pytest.raises(ValueError):
+            source.__getitems__([0, 151])
+
+
+def test_data_source_slices_and_instructions(shards):
+    files, records = shards
+    source = ArrayRecordDataSource([f'{files[0]}[10:20]', Instruction(files[1], 5, 3, 50)])
+    assert len(source) == 13
+    assert list(source) == records[0][10:20] + records[1][5:8]
+    assert source[12] == records[1][7]
+
+
+def test_data_source_bad_paths(shards):
+    files, _ = shards
+    with pytest.raises(ValueError):
+        ArrayRecordDataSource([])
+    with pytest.raises(ValueError):
+        ArrayRecordDataSource([files[0], 3])
+    with pytest.raises(ValueError):
+        ArrayRecordDataSource(3)
+
+
+def test_data_source_reader_options(shards):
+    files, records = shards
+    source = ArrayRecordDataSource(files[0], reader_options={'max_parallelism': '1'}, reader_pool_size=4)
+    assert source[99] == records[0][99]
+    with pytest.raises(ValueError):
+        ArrayRecordDataSource(files[0], reader_options={'nope': '1'})[0]
+
+
+def test_data_source_pickles(shards):
+    files, records = shards
+    source = ArrayRecordDataSource(files)
+    assert source[1] == records[0][1]  # A reader is open.
+    copy = pickle.loads(pickle.dumps(source))
+    assert repr(copy) == repr(source)
+    assert repr(source).startswith('ArrayRecordDataSource(hash_of_paths=')
+    assert len(copy) == len(source)
+    assert copy._readers == [None] * 3  # Reopened lazily.
+    assert list(copy) == list(source)
+
+
+def test_data_source_threads(shards):
+    files, records = shards
+    flat = [r for rs in records for r in rs]
+    source = ArrayRecordDataSource(files)
+    failures = []
+
+    def work(seed):
+        keys = [(seed * 31 + i * 17) % len(flat) for i in range(100)]
+        if source.__getitems__(keys) != [flat[k] for k in keys]:
+            failures.append(seed)
+        if [source[k] for k in keys] != [flat[k] for k in keys]:
+            failures.append(seed)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+@needs_cpp
+def test_data_source_matches_cpp(shards):
+    cpp_source = pytest.importorskip('array_record.python.array_record_data_source')
+    files, _ = shards
+    paths = [f'{files[0]}[3:90]', files[1], Instruction(files[2], 0, 1, 1)]
+    ours = ArrayRecordDataSource(paths)
+    theirs = cpp_source.ArrayRecordDataSource(paths)
+    assert len(ours) == len(theirs)
+    assert repr(ours) == repr(theirs)
+    assert list(ours) == list(theirs)
+    keys = [i * 37 % len(ours) for i in range(200)]
+    assert ours.__getitems__(keys) == theirs.__getitems__(keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grain
+
+
+def grain_batches(grain, source, worker_count):
+    """Grain's DataLoader over `source`: shuffle, then batches of 16, on worker processes."""
+    sampler = grain.samplers.IndexSampler(num_records=len(source), shuffle=True, seed=42, num_epochs=1)
+    loader = grain.DataLoader(
+        data_source=source,
+        sampler=sampler,
+        operations=[grain.transforms.Batch(batch_size=16)],
+        worker_count=worker_count,
+    )
+    return [batch.tolist() for batch in loader]
+
+
+@needs_cpp
+def test_grain_pipeline_matches_array_record(shards):
+    grain = pytest.importorskip('grain')
+    cpp_source = pytest.importorskip('array_record.python.array_record_data_source')
+    files, records = shards
+    ours = grain_batches(grain, ArrayRecordDataSource(files), worker_count=2)
+    theirs = grain_batches(grain, cpp_source.ArrayRecordDataSource(files), worker_count=2)
+    assert ours == theirs
+    flat = sorted(r for rs in records for r in rs)
+    assert sorted(r for batch in ours for r in batch) == flat
+    # The dataset API, in this process.
+    dataset = grain.MapDataset.source(ArrayRecordDataSource(files)).shuffle(seed=7).batch(10)
+    assert sorted(r for batch in dataset for r in batch.tolist()) == flat
