@@ -25,6 +25,7 @@ fn options(parallelism: usize) -> ArrayRecordReaderOptions {
             ..ChunkReadOptions::default()
         },
         parallelism: Some(parallelism),
+        ..ArrayRecordReaderOptions::default()
     }
 }
 

@@ -18,9 +18,8 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use riegeli_records::{ArrayRecordReaderOptions, Error};
+use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError};
 
-use crate::array_options::{ReaderOptions, parse_reader_options};
 use crate::pyio::as_path;
 
 type Inner = riegeli_records::ArrayRecordReader<File>;
@@ -230,14 +229,11 @@ impl ArrayRecordReader {
     ) -> PyResult<Self> {
         // `file_reader_buffer_size` and `file_options` tune C++'s file reader: nothing to tune here.
         let _ = kwargs;
-        let ReaderOptions { readahead, max_parallelism } =
-            parse_reader_options(options).map_err(PyValueError::new_err)?;
+        // C++'s grammar and messages, parsed by riegeli-records.
+        let reader_options: ArrayRecordReaderOptions =
+            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
+        let readahead = reader_options.readahead_buffer_size;
         let path = path_arg(path)?;
-        // `max_parallelism:0` is C++'s "no thread pool": decode in the calling thread.
-        let reader_options = ArrayRecordReaderOptions {
-            parallelism: max_parallelism.map(|n| n.max(1) as usize),
-            ..ArrayRecordReaderOptions::default()
-        };
         let opened = py.detach(|| Inner::open(&path, reader_options));
         let (reader, failure) = match opened {
             Ok(reader) => (Some(reader), None),

@@ -11,7 +11,6 @@
 //! destination takes it for each call of its methods.
 #![forbid(unsafe_code)]
 
-mod array_options;
 mod array_reader;
 mod array_writer;
 mod errors;

@@ -283,6 +283,10 @@ impl ParseOptionsError {
     pub fn token(&self) -> &str {
         &self.token
     }
+    /// What is wrong with it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 /// Parses an integer in `min..=max`.
@@ -296,6 +300,12 @@ pub(crate) fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<
 /// Parses a "real with optional suffix `[BkKMGTPE]`" into a positive byte count.
 pub(crate) fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
     let bad = || ParseOptionsError::new(token, "expected a positive size like 65536, 64k or 1.5M");
+    parse_size(value).filter(|&n| n >= 1).ok_or_else(bad)
+}
+
+/// A byte size: an integer or a real with an optional suffix `[BkKMGTPE]`
+/// (powers of 1024), rounded; `None` if it is not one or does not fit.
+pub(crate) fn parse_size(value: &str) -> Option<u64> {
     let (number, shift) = match value.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
             let shift = match c {
@@ -306,21 +316,18 @@ pub(crate) fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsE
                 'T' => 40,
                 'P' => 50,
                 'E' => 60,
-                _ => return Err(bad()),
+                _ => return None,
             };
             (&value[..i], shift)
         }
         _ => (value, 0),
     };
     if let Ok(n) = number.parse::<u64>() {
-        return n.checked_mul(1u64 << shift).filter(|&n| n >= 1).ok_or_else(bad);
+        return n.checked_mul(1u64 << shift);
     }
-    let real: f64 = number.parse().map_err(|_| bad())?;
+    let real: f64 = number.parse().ok()?;
     let scaled = (real * (1u64 << shift) as f64).round();
-    if !scaled.is_finite() || scaled < 1.0 || scaled >= u64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok(scaled as u64)
+    (scaled.is_finite() && scaled >= 0.0 && scaled < u64::MAX as f64).then_some(scaled as u64)
 }
 
 /// The compression items of an option string, gathered item by item (the

@@ -21,10 +21,6 @@ use crate::options::ChunkReadOptions;
 use crate::pool::{Help, Pool, Worker};
 use crate::source::Source;
 
-/// The most raw chunk bytes a batch holds read but not yet decoded and
-/// handed out.
-const WINDOW_BYTES: u64 = 64 << 20;
-
 /// A batch is cut into about this many tasks per thread (for balance),
 /// within [`MIN_TASK_BYTES`] and [`MAX_TASK_BYTES`] of decoded data each.
 const TASKS_PER_THREAD: u64 = 8;
@@ -120,13 +116,14 @@ struct Submitted {
 /// One parallel batch: decodes chunks `ks` of the index `chunks` in tasks on
 /// the pool and hands each chunk's records to `sink` with its position in
 /// `ks`, in order. `read` reads chunk `k` (or leaves it to be read where it
-/// is decoded). Errors are those serial reading would return: the first in
+/// is decoded); at most `window` raw bytes are read ahead of what `sink` got. Errors are those serial reading would return: the first in
 /// file order, whether reading or decoding failed.
 pub(crate) fn run(
     pool: &mut BatchPool,
     mut read: impl FnMut(usize) -> Result<TaskChunk>,
     chunks: &[ChunkEntry],
     ks: &[usize],
+    window: u64,
     sink: &mut dyn FnMut(usize, DecodedRecords),
 ) -> Result<()> {
     let threads = pool.threads() as u64 + 1;
@@ -156,7 +153,7 @@ pub(crate) fn run(
                 batch.submit(task_first, std::mem::take(&mut task));
                 task_bytes_so_far = 0;
                 // Read ahead only a little: decode here too when the threads lag behind.
-                while batch.pool.queued() > 2 * batch.pool.threads() || batch.in_flight > WINDOW_BYTES {
+                while batch.pool.queued() > 2 * batch.pool.threads() || batch.in_flight > window {
                     batch.pool.step();
                     batch.poll()?;
                 }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use riegeli_codec::{CompressionType, CompressorOptions};
 
 use crate::metadata::RecordsMetadata;
-use crate::options::{ChunkReadOptions, CompressionItems, ParseOptionsError, parse_bytes, parse_int};
+use crate::options::{ChunkReadOptions, CompressionItems, ParseOptionsError, parse_bytes, parse_int, parse_size};
 
 /// Default records per chunk (C++ `kDefaultGroupSize`).
 pub const DEFAULT_GROUP_SIZE: u64 = 1;
@@ -387,7 +387,24 @@ impl fmt::Display for ArrayRecordWriterOptions {
 }
 
 /// Options of an [`ArrayRecordReader`](crate::ArrayRecordReader).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+///
+/// Set as fields, or parsed from the option string of C++'s reader
+/// (array-record 0.8.6), whose errors it gives with C++'s messages
+/// ([`ParseOptionsError::message`]):
+///
+/// ```text
+/// options ::= option? ("," option?)*
+/// option ::= "max_parallelism" ":" ("auto" | 0..2^31-1)
+///   | "readahead_buffer_size" ":" ("auto" | bytes up to 1 GiB)
+///   | "index_storage_option" ":" ("" | "in_memory" | "offloaded")
+///   | "footer_prefetch_bytes" ":" ("auto" | bytes up to 1 GiB)
+/// ```
+///
+/// `max_parallelism:0` (C++: no thread pool) decodes on the calling thread;
+/// `index_storage_option` and `footer_prefetch_bytes` are checked as C++
+/// checks them and choose nothing here (the index is always in memory, the
+/// footer is read at once).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArrayRecordReaderOptions {
     /// Limits and checks of each chunk read.
     pub chunks: ChunkReadOptions,
@@ -396,6 +413,18 @@ pub struct ArrayRecordReaderOptions {
     /// The reader keeps `parallelism - 1` worker threads from its first
     /// parallel read that is worth it until it is dropped.
     pub parallelism: Option<usize>,
+    /// The most raw chunk bytes a parallel read holds read but not yet
+    /// decoded and handed out (default 64 MiB; `readahead_buffer_size:auto`).
+    pub readahead_buffer_size: u64,
+}
+
+/// The default [`ArrayRecordReaderOptions::readahead_buffer_size`].
+const DEFAULT_READAHEAD: u64 = 64 << 20;
+
+impl Default for ArrayRecordReaderOptions {
+    fn default() -> Self {
+        Self { chunks: ChunkReadOptions::default(), parallelism: None, readahead_buffer_size: DEFAULT_READAHEAD }
+    }
 }
 
 impl ArrayRecordReaderOptions {
@@ -407,12 +436,113 @@ impl ArrayRecordReaderOptions {
     }
 }
 
+impl FromStr for ArrayRecordReaderOptions {
+    type Err = ParseOptionsError;
+
+    fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
+        const VALID: &str = "max_parallelism, readahead_buffer_size, index_storage_option, footer_prefetch_bytes";
+        const BYTES: &str =
+            "auto, integers expressed as reals with optional suffix [BkKMGTPE], in the range [0..1073741824]";
+        /// C++'s message for a value outside the grammar of option `name`.
+        fn invalid(token: &str, name: &str, value: &str, valid: &str) -> ParseOptionsError {
+            let shown = if value.is_empty() { "(empty)" } else { value };
+            ParseOptionsError::new(token, format!("Option {name}: invalid value: {shown}, valid values: {valid}"))
+        }
+        /// A byte size as C++ reads one here: digits (no words like `inf`), at most 1 GiB.
+        fn bytes(token: &str, name: &str, value: &str) -> Result<u64, ParseOptionsError> {
+            let trimmed = value.trim_ascii();
+            let digits = trimmed.trim_end_matches(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E');
+            let numeric = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+            numeric
+                .then(|| parse_size(trimmed))
+                .flatten()
+                .filter(|&n| n <= 1 << 30)
+                .ok_or_else(|| invalid(token, name, value, BYTES))
+        }
+        let mut options = Self::default();
+        let mut seen: Vec<&str> = Vec::new();
+        let (mut offloaded, mut footer_prefetch) = (false, 1u64 << 20);
+        for token in text.split(',').filter(|t| !t.is_empty()) {
+            let (name, value) = token.split_once(':').unwrap_or((token, ""));
+            if !VALID.split(", ").any(|valid| valid == name) {
+                return Err(ParseOptionsError::new(token, format!("Unknown option {name}, valid options: {VALID}")));
+            }
+            if seen.contains(&name) {
+                return Err(ParseOptionsError::new(token, format!("Option {name} is present more than once")));
+            }
+            seen.push(name);
+            match (name, value) {
+                ("max_parallelism", "auto") => options.parallelism = None,
+                ("max_parallelism", _) => {
+                    let n = value.trim_ascii().parse::<u32>().ok().filter(|&n| i32::try_from(n).is_ok());
+                    let valid = "auto, integers in the range [0..2147483647]";
+                    let n = n.ok_or_else(|| invalid(token, name, value, valid))?;
+                    options.parallelism = Some((n as usize).max(1));
+                }
+                ("readahead_buffer_size", "auto") => options.readahead_buffer_size = DEFAULT_READAHEAD,
+                ("readahead_buffer_size", _) => options.readahead_buffer_size = bytes(token, name, value)?,
+                ("footer_prefetch_bytes", "auto") => footer_prefetch = 1 << 20,
+                ("footer_prefetch_bytes", _) => footer_prefetch = bytes(token, name, value)?,
+                (_, "" | "in_memory") => offloaded = false,
+                (_, "offloaded") => offloaded = true,
+                _ => return Err(invalid(token, name, value, "(empty), in_memory, offloaded")),
+            }
+        }
+        if offloaded && footer_prefetch > 0 {
+            let message = "footer_prefetch_bytes > 0 is only supported with index_storage_option:in_memory.";
+            return Err(ParseOptionsError::new(text, message));
+        }
+        Ok(options)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(text: &str) -> ArrayRecordWriterOptions {
         text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn reader_options_parse_as_cpp() {
+        let parse = |text: &str| text.parse::<ArrayRecordReaderOptions>();
+        assert_eq!(parse("").unwrap(), ArrayRecordReaderOptions::default());
+        let o = parse("max_parallelism:3,readahead_buffer_size:1.5M,index_storage_option:in_memory").unwrap();
+        assert_eq!((o.parallelism, o.readahead_buffer_size), (Some(3), 3 << 19));
+        assert_eq!(parse("max_parallelism:0").unwrap().parallelism, Some(1));
+        assert_eq!(parse("max_parallelism:auto,readahead_buffer_size:0").unwrap().readahead_buffer_size, 0);
+        for (text, message) in [
+            (
+                "foo:1",
+                "Unknown option foo, valid options: max_parallelism, readahead_buffer_size, index_storage_option, footer_prefetch_bytes",
+            ),
+            ("max_parallelism:1,max_parallelism:2", "Option max_parallelism is present more than once"),
+            (
+                "max_parallelism:-1",
+                "Option max_parallelism: invalid value: -1, valid values: auto, integers in the range [0..2147483647]",
+            ),
+            (
+                "readahead_buffer_size:2G",
+                "Option readahead_buffer_size: invalid value: 2G, valid values: auto, integers expressed as reals with optional suffix [BkKMGTPE], in the range [0..1073741824]",
+            ),
+            (
+                "readahead_buffer_size:inf",
+                "Option readahead_buffer_size: invalid value: inf, valid values: auto, integers expressed as reals with optional suffix [BkKMGTPE], in the range [0..1073741824]",
+            ),
+            (
+                "index_storage_option:disk",
+                "Option index_storage_option: invalid value: disk, valid values: (empty), in_memory, offloaded",
+            ),
+            (
+                "index_storage_option:offloaded",
+                "footer_prefetch_bytes > 0 is only supported with index_storage_option:in_memory.",
+            ),
+        ] {
+            assert_eq!(parse(text).unwrap_err().message(), message, "{text}");
+        }
+        assert!(parse("index_storage_option:offloaded,footer_prefetch_bytes:0").is_ok());
     }
 
     #[test]

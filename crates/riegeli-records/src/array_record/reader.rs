@@ -648,7 +648,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             if file.is_some() {
                 // The chunks are read where they are decoded.
                 let read = |k: usize| chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed);
-                return super::batch::run(pool, read, chunks, ks, sink);
+                return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
             }
             // The calling thread only reads: data hashes are checked where
             // the chunks are decoded.
@@ -657,7 +657,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 let entry = chunks.get(k).ok_or_else(not_indexed)?;
                 read_entry(source, &read_options, entry).map(TaskChunk::Read)
             };
-            return super::batch::run(pool, read, chunks, ks, sink);
+            return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
             let entry = chunks.get(k).ok_or_else(not_indexed)?;
