@@ -68,3 +68,13 @@ pub(crate) fn to_py(py: Python<'_>, error: &Error) -> PyErr {
 pub(crate) fn internal(py: Python<'_>, what: &str) -> PyErr {
     riegeli_error(py, "InternalError", what.to_owned())
 }
+
+/// What `__exit__` returns after closing: the error of `close` unless an
+/// exception is already leaving the `with` block (that one wins); never
+/// suppresses it.
+pub(crate) fn closed_on_exit(closed: PyResult<()>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if exc_type.is_none() {
+        closed?;
+    }
+    Ok(false)
+}

@@ -267,11 +267,7 @@ impl RecordReader {
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let _ = (exc_value, traceback);
-        let closed = self.close(py);
-        if exc_type.is_none() {
-            closed?;
-        }
-        Ok(false)
+        crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
     /// Marks the reader closed; closes `src` if owned.

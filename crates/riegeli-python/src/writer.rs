@@ -257,11 +257,7 @@ impl RecordWriter {
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let _ = (exc_value, traceback);
-        let closed = self.close(py);
-        if exc_type.is_none() {
-            closed?;
-        }
-        Ok(false)
+        crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
     /// Writes buffered data, finishes the file and closes `dest` if owned.
