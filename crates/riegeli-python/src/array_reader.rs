@@ -24,30 +24,6 @@ use crate::pyio::as_path;
 
 type Inner = riegeli_records::ArrayRecordReader<File>;
 
-/// The most records one read-ahead of `read()` asks for.
-const MAX_WINDOW: u64 = 1 << 16;
-
-/// Records decoded ahead for `read()`.
-#[derive(Debug, Default)]
-struct Ahead {
-    /// The index of `records[0]`.
-    start: u64,
-    records: Vec<Bytes>,
-    /// Records the next read-ahead asks for: doubles while reading goes on in order and the
-    /// records fit `readahead_buffer_size`, back to 1 after a jump.
-    window: u64,
-}
-
-impl Ahead {
-    fn get(&self, index: u64) -> Option<&Bytes> {
-        self.records.get(usize::try_from(index.checked_sub(self.start)?).ok()?)
-    }
-
-    fn end(&self) -> u64 {
-        self.start + self.records.len() as u64
-    }
-}
-
 #[derive(Debug)]
 struct State {
     /// `None` once closed, or if opening failed.
@@ -58,10 +34,6 @@ struct State {
     open: bool,
     /// The writer options stored in the footer (kept after `close()`, as C++).
     writer_options: Option<String>,
-    /// The index of the record `read()` returns next.
-    index: u64,
-    ahead: Ahead,
-    readahead: u64,
 }
 
 impl State {
@@ -77,48 +49,12 @@ impl State {
         self.reader.as_ref().map_or(0, Inner::num_records)
     }
 
-    /// The record at `self.index` if already decoded.
-    fn ahead_record(&self) -> Option<Bytes> {
-        self.reader.as_ref()?;
-        self.ahead.get(self.index).cloned()
-    }
-
-    /// The next record for `read()`, decoding ahead as the options say.
+    /// The next record for `read()`: `IndexError` at the end.
     fn next_record(&mut self) -> Result<Bytes, Failure> {
-        let index = self.index;
-        let readahead = self.readahead;
-        let contiguous = index == self.ahead.end();
-        if let Err(message) = self.reader() {
-            return Err(Failure::Runtime(message));
-        }
-        let Some(reader) = self.reader.as_mut() else { return Err(Failure::Runtime("Object closed".into())) };
-        let num_records = reader.num_records();
-        if index >= num_records {
-            return Err(Failure::Index(format!("Out of range of num_records: {num_records}")));
-        }
-        if let Some(record) = self.ahead.get(index) {
-            self.index += 1;
-            return Ok(record.clone());
-        }
-        let record = if readahead == 0 {
-            reader.read(index)?
-        } else {
-            let window = if contiguous { self.ahead.window.max(1) } else { 1 };
-            let end = index.saturating_add(window).min(num_records);
-            let records = if end - index > 1 {
-                reader.read_range_parallel(index..end)?
-            } else {
-                reader.read_range(index..end)?
-            };
-            let bytes: u64 = records.iter().map(|r| r.len() as u64).sum();
-            let record = records.first().cloned().unwrap_or_default();
-            let window =
-                if bytes.saturating_mul(2) <= readahead { (window * 2).min(MAX_WINDOW) } else { (window / 2).max(1) };
-            self.ahead = Ahead { start: index, records, window };
-            record
-        };
-        self.index += 1;
-        Ok(record)
+        let reader = self.reader().map_err(Failure::Runtime)?;
+        reader
+            .read_next()?
+            .ok_or_else(|| Failure::Index(format!("Out of range of num_records: {}", reader.num_records())))
     }
 }
 
@@ -232,7 +168,6 @@ impl ArrayRecordReader {
         // C++'s grammar and messages, parsed by riegeli-records.
         let reader_options: ArrayRecordReaderOptions =
             options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
-        let readahead = reader_options.readahead_buffer_size;
         let path = path_arg(path)?;
         let opened = py.detach(|| Inner::open(&path, reader_options));
         let (reader, failure) = match opened {
@@ -240,7 +175,7 @@ impl ArrayRecordReader {
             Err(e) => (None, Some(format!("{e}; opening {}", path.display()))),
         };
         let writer_options = reader.as_ref().and_then(|r| r.writer_options().map(str::to_owned));
-        let state = State { reader, failure, open: true, writer_options, index: 0, ahead: Ahead::default(), readahead };
+        let state = State { reader, failure, open: true, writer_options };
         Ok(Self { state: Mutex::new(state) })
     }
 
@@ -258,8 +193,6 @@ impl ArrayRecordReader {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |state| {
             state.open = false;
-            state.ahead = Ahead::default();
-            state.index = 0;
             drop(state.reader.take());
             state.failure.clone().map_or(Ok(()), |failure| Err(Failure::Runtime(failure)))
         })
@@ -272,7 +205,7 @@ impl ArrayRecordReader {
 
     /// The index of the record `read()` returns next.
     fn record_index(&self, py: Python<'_>) -> PyResult<u64> {
-        self.with(py, |state| Ok(if state.reader.is_some() { state.index } else { 0 }))
+        self.with(py, |state| Ok(state.reader.as_ref().map_or(0, Inner::record_index)))
     }
 
     /// The writer options stored in the file, or `None`.
@@ -284,8 +217,9 @@ impl ArrayRecordReader {
     fn seek(&self, py: Python<'_>, index: &Bound<'_, PyAny>) -> PyResult<()> {
         let index: i64 = index.extract().map_err(|e| PyTypeError::new_err(format!("seek(): {e}")))?;
         self.with(py, |state| {
-            let num_records = state.reader().map_err(Failure::Runtime)?.num_records();
-            state.index = u64::try_from(index).map_or(num_records, |i| i.min(num_records));
+            let reader = state.reader().map_err(Failure::Runtime)?;
+            // Negative: past the end, as C++ (whose index is unsigned).
+            reader.seek_record(u64::try_from(index).unwrap_or(u64::MAX));
             Ok(())
         })
     }
@@ -302,9 +236,8 @@ impl ArrayRecordReader {
         }
         // Records already decoded are returned without releasing the GIL.
         if let Ok(mut state) = self.state.try_lock()
-            && let Some(record) = state.ahead_record()
+            && let Some(record) = state.reader.as_mut().and_then(Inner::read_next_decoded)
         {
-            state.index += 1;
             return Ok(PyBytes::new(py, &record).into_any());
         }
         let record = self.with(py, State::next_record)?;

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions, SkippedRegion};
+use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
@@ -40,6 +40,11 @@ struct State {
     outcome: Arc<Mutex<RecoveryOutcome>>,
     /// The recovery function raised `StopIteration`: every read returns the end.
     ended: bool,
+    /// The recovery function, also called for records that do not parse as messages.
+    recovery: Option<Py<PyAny>>,
+    /// Reading ended at a chunk cut short (without recovery): as C++, reads
+    /// return the end and `close()` raises this `DataLossError` message.
+    truncated: Option<String>,
 }
 
 impl State {
@@ -59,7 +64,31 @@ impl State {
                 return Ok(None);
             }
         }
+        if self.recovery.is_none() && matches!(error.corruption(), Some(Corruption::Truncated { .. })) {
+            self.truncated = Some(error.to_string());
+            return Ok(None);
+        }
         Err(to_py(py, &error))
+    }
+
+    /// After `parse_error` parsing the record or metadata in `[begin, end)`:
+    /// `Ok(true)` to go on if the recovery function returned normally,
+    /// `Ok(false)` if it ended reading; `parse_error` (or what the recovery
+    /// function raised) otherwise.
+    fn recover_parse(&mut self, py: Python<'_>, parse_error: PyErr, begin: u64, end: u64) -> PyResult<bool> {
+        let decode_error = py.import("google.protobuf.message")?.getattr("DecodeError")?;
+        let Some(recovery) = self.recovery.as_ref().filter(|_| parse_error.is_instance(py, &decode_error)) else {
+            return Err(parse_error);
+        };
+        let message = parse_error.value(py).str()?.to_string();
+        match skipped_region(py, begin, end, &message).and_then(|region| recovery.call1(py, (region,))) {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
+                self.ended = true;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -71,27 +100,14 @@ pub(crate) struct RecordReader {
 }
 
 /// A `riegeli.SkippedRegion` for the recovery function.
-fn skipped_region<'py>(py: Python<'py>, region: &SkippedRegion) -> PyResult<Bound<'py, PyAny>> {
-    py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((
-        region.begin(),
-        region.end(),
-        region.message(),
-    ))
+fn skipped_region<'py>(py: Python<'py>, begin: u64, end: u64, message: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((begin, end, message))
 }
 
-/// Parses `record` with `message_type.FromString`; a parse failure is `DataLossError`.
+/// Parses `record` with `message_type.FromString` (a parse failure raises
+/// protobuf's `DecodeError`, as in Google's module).
 fn parse_message(py: Python<'_>, message_type: &Bound<'_, PyAny>, record: &[u8]) -> PyResult<Py<PyAny>> {
-    match message_type.call_method1("FromString", (PyBytes::new(py, record),)) {
-        Ok(message) => Ok(message.unbind()),
-        Err(e) => {
-            let decode_error = py.import("google.protobuf.message")?.getattr("DecodeError")?;
-            if e.is_instance(py, &decode_error) {
-                Err(riegeli_error(py, "DataLossError", format!("failed to parse a record as a message: {e}")))
-            } else {
-                Err(e)
-            }
-        }
-    }
+    Ok(message_type.call_method1("FromString", (PyBytes::new(py, record),))?.unbind())
 }
 
 /// A field projection from Python: an iterable of iterables of field numbers, or `None`.
@@ -143,6 +159,26 @@ impl RecordReader {
     fn next_record<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let record = self.run(py, |reader| reader.read_record())?.flatten();
         Ok(record.map(|record| PyBytes::new(py, &record)))
+    }
+
+    /// The next record parsed as `message_type`, or `None` at the end. With a
+    /// recovery function, a record that does not parse is skipped (the
+    /// function is told, as for damage).
+    fn next_message(&mut self, py: Python<'_>, message_type: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        loop {
+            let Some(record) = self.next_record(py)? else { return Ok(None) };
+            let error = match parse_message(py, message_type, record.as_bytes()) {
+                Ok(message) => return Ok(Some(message)),
+                Err(error) => error,
+            };
+            let state = self.state(py)?;
+            let reader = state.reader.as_ref().ok_or_else(|| closed(py))?;
+            let begin = reader.last_pos().map_or(0, |pos| pos.numeric());
+            let end = reader.pos().numeric();
+            if !state.recover_parse(py, error, begin, end)? {
+                return Ok(None);
+            }
+        }
     }
 
     /// Binary search with `test` judging each record as Python bytes.
@@ -228,16 +264,16 @@ impl RecordReader {
                 (Src::Py(file), start, owns_src.then(|| src.clone().unbind()))
             }
         };
-        let mut reader = Inner::at_position(source, start, RecordReaderOptions::default());
-        if !projection.includes_all() {
-            reader.set_field_projection(projection);
-        }
+        let options = RecordReaderOptions { field_projection: projection, ..RecordReaderOptions::default() };
+        let mut reader = Inner::at_position(source, start, options);
         let outcome = Arc::new(Mutex::new(RecoveryOutcome::default()));
-        if let Some(recovery) = recovery.filter(|r| !r.is_none(py)) {
+        let recovery = recovery.filter(|r| !r.is_none(py));
+        if let Some(recovery) = recovery.as_ref().map(|r| r.clone_ref(py)) {
             let outcome = Arc::clone(&outcome);
             reader.set_recovery(move |region| {
                 Python::attach(|py| {
-                    let called = skipped_region(py, region).and_then(|region| recovery.call1(py, (region,)));
+                    let called = skipped_region(py, region.begin(), region.end(), region.message())
+                        .and_then(|region| recovery.call1(py, (region,)));
                     let Err(e) = called else { return true };
                     if let Ok(mut outcome) = outcome.lock() {
                         if e.is_instance_of::<PyStopIteration>(py) {
@@ -250,7 +286,16 @@ impl RecordReader {
                 })
             });
         }
-        let state = State { reader: Some(reader), src: src.clone().unbind(), owned_file, start, outcome, ended: false };
+        let state = State {
+            reader: Some(reader),
+            src: src.clone().unbind(),
+            owned_file,
+            start,
+            outcome,
+            ended: false,
+            recovery,
+            truncated: None,
+        };
         Ok(Self { state: Mutex::new(state) })
     }
 
@@ -278,7 +323,10 @@ impl RecordReader {
         if let Some(file) = state.owned_file.take() {
             file.call_method0(py, "close")?;
         }
-        Ok(())
+        match state.truncated.take() {
+            Some(message) => Err(riegeli_error(py, "DataLossError", message)),
+            None => Ok(()),
+        }
     }
 
     /// The `src` argument.
@@ -300,13 +348,17 @@ impl RecordReader {
         let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
         let result = py.detach(|| match reader.check_file_format() {
             Ok(()) => Ok(true),
-            Err(e) => match e.corruption() {
-                Some(Corruption::Truncated { .. }) => Ok(false),
-                Some(Corruption::MissingSignature) if reader.size().is_ok_and(|size| size <= start) => Ok(false),
-                _ => Err(e),
-            },
+            // An empty file: the end, not an error.
+            Err(e)
+                if matches!(e.corruption(), Some(Corruption::MissingSignature))
+                    && reader.size().is_ok_and(|size| size <= start) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
         });
-        result.map_err(|e| to_py(py, &e))
+        // A file cut short in its first chunk is the end too, and `close()` raises.
+        Ok(state.finish(py, result)?.unwrap_or(false))
     }
 
     /// The file metadata, serialized; `b''` for a file without metadata.
@@ -319,7 +371,15 @@ impl RecordReader {
     fn read_metadata(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let Some(serialized) = self.read_serialized_metadata(py)? else { return Ok(None) };
         let class = py.import("riegeli.records.records_metadata_pb2")?.getattr("RecordsMetadata")?;
-        parse_message(py, &class, serialized.as_bytes()).map(Some)
+        let error = match parse_message(py, &class, serialized.as_bytes()) {
+            Ok(metadata) => return Ok(Some(metadata)),
+            Err(error) => error,
+        };
+        // With a recovery function that lets reading go on: empty metadata, as C++.
+        let state = self.state(py)?;
+        let reader = state.reader.as_ref().ok_or_else(|| closed(py))?;
+        let (begin, end) = (reader.last_pos().map_or(0, |pos| pos.chunk_begin()), reader.pos().numeric());
+        if state.recover_parse(py, error, begin, end)? { Ok(Some(class.call0()?.unbind())) } else { Ok(None) }
     }
 
     /// The next record as bytes, or `None` at the end of the file.
@@ -330,10 +390,7 @@ impl RecordReader {
     /// The next record parsed as `message_type`, or `None` at the end of the file.
     #[pyo3(signature = (message_type))]
     fn read_message(&mut self, py: Python<'_>, message_type: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
-        match self.next_record(py)? {
-            Some(record) => parse_message(py, message_type, record.as_bytes()).map(Some),
-            None => Ok(None),
-        }
+        self.next_message(py, message_type)
     }
 
     /// An iterator over the remaining records, as bytes.
@@ -351,19 +408,7 @@ impl RecordReader {
     #[pyo3(signature = (field_projection))]
     fn set_field_projection(&mut self, py: Python<'_>, field_projection: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let projection = self::field_projection(field_projection)?;
-        self.run(py, |reader| {
-            // Records of the current chunk were decoded with the old projection: read it again.
-            // TODO(riegeli-records): make `set_field_projection` apply from the next record;
-            // until then seeking away (0/0 is never a data chunk) and back decodes it again.
-            let pos = reader.pos();
-            reader.set_field_projection(projection);
-            if pos.record_index() == 0 {
-                return Ok(());
-            }
-            reader.seek(riegeli_records::RecordPosition::default())?;
-            reader.seek(pos)
-        })
-        .map(drop)
+        self.run(py, |reader| reader.set_field_projection(projection)).map(drop)
     }
 
     /// Seeks to a position obtained from `pos` or `last_pos` of the same file.
@@ -479,10 +524,9 @@ impl RecordIterator {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let mut reader = self.reader.bind(py).try_borrow_mut()?;
-        let Some(record) = reader.next_record(py)? else { return Ok(None) };
         match &self.message_type {
-            Some(message_type) => parse_message(py, message_type.bind(py), record.as_bytes()).map(Some),
-            None => Ok(Some(record.into_any().unbind())),
+            Some(message_type) => reader.next_message(py, message_type.bind(py)),
+            None => Ok(reader.next_record(py)?.map(|record| record.into_any().unbind())),
         }
     }
 }

@@ -9,7 +9,7 @@ import pickle
 import threading
 
 import pytest
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, message
 
 import riegeli
 from conftest import write_file
@@ -66,10 +66,62 @@ def test_messages():
         assert reader.read_message(descriptor_pb2.FileDescriptorProto) == messages[1]
 
 
-def test_unparsable_message_is_data_loss():
-    data = write_file([b'\xff\xff\xff'])
-    with pytest.raises(riegeli.DataLossError):
+def test_unparsable_message_raises_decode_error_or_is_skipped_with_recovery():
+    good = descriptor_pb2.FileDescriptorProto(name='good.proto')
+    data = write_file([b'\xff\xff\xff', good.SerializeToString()])
+    with pytest.raises(message.DecodeError):
         riegeli.RecordReader(io.BytesIO(data)).read_message(descriptor_pb2.FileDescriptorProto)
+    skipped = []
+    reader = riegeli.RecordReader(io.BytesIO(data), recovery=skipped.append)
+    assert list(reader.read_messages(descriptor_pb2.FileDescriptorProto)) == [good]
+    assert len(skipped) == 1 and skipped[0].end == skipped[0].begin + 1 and skipped[0].message
+
+    def stop(region):
+        raise StopIteration
+
+    reader = riegeli.RecordReader(io.BytesIO(data), recovery=stop)
+    assert reader.read_message(descriptor_pb2.FileDescriptorProto) is None
+    assert reader.read_record() is None
+
+
+def test_unparsable_metadata_is_empty_with_recovery(monkeypatch):
+    # Our writer refuses metadata that does not parse; C++'s writes it. A RecordsMetadata
+    # class that refuses every serialization stands in for reading such a file.
+    from riegeli.records import records_metadata_pb2
+
+    class Refusing:
+        @staticmethod
+        def FromString(serialized):
+            raise message.DecodeError('refused')
+
+    data = write_file([b'r'], metadata=riegeli.RecordsMetadata(file_comment='c'))
+    monkeypatch.setattr(records_metadata_pb2, 'RecordsMetadata', Refusing)
+    with pytest.raises(message.DecodeError):
+        riegeli.RecordReader(io.BytesIO(data)).read_metadata()
+    skipped = []
+    reader = riegeli.RecordReader(io.BytesIO(data), recovery=skipped.append)
+    assert isinstance(reader.read_metadata(), Refusing)
+    assert len(skipped) == 1 and 'refused' in skipped[0].message
+    assert reader.read_record() == b'r'
+
+
+def test_truncated_file_ends_and_close_raises():
+    records = [b'x' * 1000] * 10
+    truncated = write_file(records, 'uncompressed,chunk_size:2k')[:-5]
+    reader = riegeli.RecordReader(io.BytesIO(truncated))
+    read = list(reader.read_records())
+    assert 0 < len(read) < len(records) and read == records[:len(read)]
+    assert reader.read_record() is None
+    with pytest.raises(riegeli.DataLossError, match='(?i)truncated|cut short|ends'):
+        reader.close()
+    with pytest.raises(riegeli.DataLossError):
+        with riegeli.RecordReader(io.BytesIO(truncated)) as reader:
+            list(reader.read_records())
+    # With recovery the cut is a skipped region, and close() succeeds.
+    skipped = []
+    with riegeli.RecordReader(io.BytesIO(truncated), recovery=skipped.append) as reader:
+        assert list(reader.read_records()) == read
+    assert len(skipped) == 1
 
 
 def test_metadata_round_trip():
@@ -253,9 +305,7 @@ def test_bad_input_raises():
         riegeli.RecordReader(io.BytesIO(b'not a riegeli file' * 100)).check_file_format()
     assert not riegeli.RecordReader(io.BytesIO(b'')).check_file_format()
     assert riegeli.RecordReader(io.BytesIO(b'')).read_record() is None
-    truncated = write_file([b'x' * 1000] * 10)[:-5]
-    with pytest.raises(riegeli.DataLossError):
-        list(riegeli.RecordReader(io.BytesIO(truncated)).read_records())
+    assert not riegeli.RecordReader(io.BytesIO(write_file([b'x'])[:50])).check_file_format()
     for junk in [bytes(range(256)) * 300, b'\x00' * 70000]:
         with pytest.raises(riegeli.RiegeliError):
             list(riegeli.RecordReader(io.BytesIO(junk)).read_records())

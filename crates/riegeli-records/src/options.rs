@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
-use riegeli_codec::{CompressionType, CompressorOptions, DecodeLimits};
+use riegeli_codec::{CompressionType, CompressorOptions, DecodeLimits, FieldProjection};
 
 use crate::metadata::RecordsMetadata;
 
@@ -594,6 +594,10 @@ pub struct RecordReaderOptions {
     /// read 10x slower with 2 threads than without, before this limit). 0
     /// hands every data chunk over.
     pub parallel_min_chunk_size: u64,
+    /// The fields of transposed chunks to decode (default: all; other chunks
+    /// are read whole). A seekable reader can change it at any record with
+    /// [`RecordReader::set_field_projection`](crate::RecordReader::set_field_projection).
+    pub field_projection: FieldProjection,
 }
 
 impl Default for RecordReaderOptions {
@@ -603,6 +607,7 @@ impl Default for RecordReaderOptions {
             read_array_record_trailer: false,
             parallelism: 0,
             parallel_min_chunk_size: 64 << 10,
+            field_projection: FieldProjection::all(),
         }
     }
 }

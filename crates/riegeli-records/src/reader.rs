@@ -143,10 +143,11 @@ impl<R: Read> RecordReader<R> {
     /// A reader of a stream that starts at file position `pos` (which must be a
     /// chunk boundary, e.g. from an earlier [`pos`](Self::pos)`.chunk_begin()`).
     pub fn at_position(src: R, pos: u64, options: RecordReaderOptions) -> Self {
-        let ahead = (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, FieldProjection::all()));
+        let projection = options.field_projection.clone();
+        let ahead = (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, projection.clone()));
         Self {
             source: Source::new(src, pos),
-            decoder: ChunkDecoder::new(&options.chunks),
+            decoder: ChunkDecoder::with_projection(&options.chunks, projection),
             options,
             records: DecodedRecords::default(),
             chunk_begin: pos,
@@ -167,18 +168,6 @@ impl<R: Read> RecordReader<R> {
     /// the callback returns `false` to stop reading (the read then returns the error).
     pub fn set_recovery(&mut self, callback: impl FnMut(&SkippedRegion) -> bool + Send + 'static) {
         self.recovery = Some(Box::new(callback));
-    }
-
-    /// Reads only the given fields of transposed chunks (other chunks are read whole).
-    pub fn set_field_projection(&mut self, projection: FieldProjection) {
-        if let Some(ahead) = &mut self.ahead {
-            // Chunks already handed to the workers are decoded again, here.
-            ahead.set_projection(projection.clone());
-            if let Some(peeked) = &mut self.peeked {
-                peeked.ticket = None;
-            }
-        }
-        self.decoder.set_field_projection(projection);
     }
 
     /// The options.
@@ -606,6 +595,31 @@ impl<R: Read + Seek> RecordReader<R> {
         self.source.seek(pos)?;
         if pos > 0 && matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
+        }
+        Ok(())
+    }
+
+    /// Reads only the given fields of transposed chunks (other chunks are read
+    /// whole) from the next record on, as
+    /// [`RecordReaderOptions::field_projection`] does from the start: if the
+    /// current chunk has records left, it is read and decoded again.
+    pub fn set_field_projection(&mut self, projection: FieldProjection) -> Result<()> {
+        if let Some(ahead) = &mut self.ahead {
+            // Chunks already handed to the workers are decoded again, here.
+            ahead.set_projection(projection.clone());
+            if let Some(peeked) = &mut self.peeked {
+                peeked.ticket = None;
+            }
+        }
+        self.decoder.set_field_projection(projection.clone());
+        self.options.field_projection = projection;
+        if self.index >= self.records.len() {
+            return Ok(());
+        }
+        let (begin, index) = (self.chunk_begin, self.index);
+        self.jump_to(begin)?;
+        if self.advance_chunk()? && self.chunk_begin == begin {
+            self.index = index.min(self.records.len());
         }
         Ok(())
     }

@@ -143,7 +143,7 @@ fn golden_transposed_with_field_projection() {
     let projection = riegeli_records::FieldProjection::from_paths([[1u32]]).unwrap();
     reader.set_field_projection(projection.clone());
     let mut plain = RecordReader::new(Cursor::new(&bytes));
-    plain.set_field_projection(projection);
+    plain.set_field_projection(projection).unwrap();
     let want = read_all(&mut plain);
     assert_eq!(reader.read_all().unwrap(), want);
     assert_eq!(reader.read_all_parallel().unwrap(), want);

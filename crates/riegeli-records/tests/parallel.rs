@@ -271,10 +271,10 @@ fn field_projection_changes_midway_as_serially() {
         let mut out = Vec::new();
         for i in 0.. {
             if i == 100 {
-                reader.set_field_projection(FieldProjection::from_paths([[1u32]]).unwrap());
+                reader.set_field_projection(FieldProjection::from_paths([[1u32]]).unwrap()).unwrap();
             }
-            if i == 700 {
-                reader.set_field_projection(FieldProjection::all());
+            if i == 500 {
+                reader.set_field_projection(FieldProjection::all()).unwrap();
             }
             match reader.read_record().unwrap() {
                 Some(record) => out.push((reader.last_pos(), record.to_vec())),
@@ -287,6 +287,17 @@ fn field_projection_changes_midway_as_serially() {
     let full = record_set("protos");
     assert_eq!(serial.len(), full.len());
     assert_ne!(serial.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), full, "the projection changes records");
+    // Each change applies from the next record, also in the middle of a chunk.
+    let mut projected_reader = RecordReader::new(Cursor::new(&bytes));
+    projected_reader.set_field_projection(FieldProjection::from_paths([[1u32]]).unwrap()).unwrap();
+    let projected: Vec<Vec<u8>> = projected_reader.records().map(|r| r.unwrap().to_vec()).collect();
+    for (i, (_, record)) in serial.iter().enumerate() {
+        let expected = if (100..500).contains(&i) { &projected[i] } else { &full[i] };
+        assert_eq!(record, expected, "record {i}");
+    }
+    assert_ne!(serial[100].1, full[100], "record 100 has fields outside the projection");
+    let mid_chunk = |i: usize| serial[i].0.is_some_and(|pos| pos.record_index() > 0);
+    assert!(mid_chunk(100) && mid_chunk(500), "the projection changes in the middle of a chunk");
     for n in 1..=3 {
         assert_eq!(run(n), serial, "parallelism {n}");
     }

@@ -89,6 +89,12 @@ class RecordReader:
 
     src is a binary file object (read, seek and tell; close if owns_src) or a path (str or
     os.PathLike), read natively.
+
+    As in Google's module: damage raises DataLossError unless recovery is given (then it is
+    skipped and recovery is called with a SkippedRegion; raising StopIteration there ends
+    reading, any other exception propagates). A file that ends inside a chunk reads as
+    ending there, and close() raises DataLossError. A record that does not parse as the
+    message type asked for raises protobuf's DecodeError, or with recovery is skipped too.
     """
 
     def __init__(

@@ -19,6 +19,7 @@ mod index;
 mod options;
 mod positional;
 mod reader;
+mod sequential;
 mod writer;
 
 pub use self::index::{IndexReport, index_riegeli_file};

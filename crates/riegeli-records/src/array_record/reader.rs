@@ -13,6 +13,7 @@ use super::batch::{BatchPool, MIN_TASK_BYTES, TaskChunk, start_pool};
 use super::entry::{ChunkEntry, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
 use super::positional::SharedFile;
+use super::sequential::Sequential;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error, ErrorKind, Result};
@@ -153,6 +154,7 @@ pub struct ArrayRecordReader<R> {
     /// The chunk [`read`](Self::read) decoded last.
     cached: Option<(usize, DecodedRecords)>,
     parallel: Parallel,
+    sequential: Sequential,
 }
 
 /// The state of the parallel reads.
@@ -207,6 +209,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             decoder: ChunkDecoder::new(&options.chunks),
             cached: None,
             parallel: Parallel::default(),
+            sequential: Sequential::default(),
             options,
         };
         match reader.read_index(size) {
@@ -416,6 +419,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.decoder = ChunkDecoder::with_projection(&self.options.chunks, projection.clone());
         self.projection = projection;
         self.cached = None;
+        self.sequential.clear();
         // The workers decode with the old projection: start new ones when needed.
         self.parallel.pool = None;
     }
@@ -524,6 +528,59 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// [`read_all`](Self::read_all), decoding chunks on several threads.
     pub fn read_all_parallel(&mut self) -> Result<Vec<Bytes>> {
         self.range_impl(0..self.num_records, true)
+    }
+
+    /// The index of the record [`read_next`](Self::read_next) returns.
+    pub fn record_index(&self) -> u64 {
+        self.sequential.index()
+    }
+
+    /// Makes [`record_index`](Self::record_index) `index`, or
+    /// [`num_records`](Self::num_records) if `index` is past the end.
+    pub fn seek_record(&mut self, index: u64) {
+        self.sequential.seek(index.min(self.num_records));
+    }
+
+    /// Reads the record at [`record_index`](Self::record_index) and moves on;
+    /// `None` at the end. While reading goes on in order, records are decoded
+    /// ahead, on [`parallelism`](ArrayRecordReaderOptions::parallelism)
+    /// threads, in batches that grow up to
+    /// [`readahead_buffer_size`](ArrayRecordReaderOptions::readahead_buffer_size)
+    /// bytes of records; a jump starts over from one record, and
+    /// `readahead_buffer_size` 0 reads one record at a time.
+    ///
+    /// ```
+    /// # use std::io::Cursor;
+    /// # use riegeli_records::{ArrayRecordReader, ArrayRecordWriter};
+    /// let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:2".parse()?)?;
+    /// for i in 0..5 {
+    ///     writer.write_record(format!("record {i}").as_bytes())?;
+    /// }
+    /// let mut reader = ArrayRecordReader::new(Cursor::new(writer.close()?))?;
+    /// reader.seek_record(3);
+    /// assert_eq!(reader.read_next()?.as_deref(), Some(&b"record 3"[..]));
+    /// assert_eq!(reader.read_next()?.as_deref(), Some(&b"record 4"[..]));
+    /// assert_eq!(reader.read_next()?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_next(&mut self) -> Result<Option<Bytes>> {
+        let mut sequential = std::mem::take(&mut self.sequential);
+        let (num_records, readahead) = (self.num_records, self.options.readahead_buffer_size);
+        let next = sequential.next(num_records, readahead, |range| {
+            if range.end - range.start == 1 {
+                Ok(vec![self.read(range.start)?])
+            } else {
+                self.read_range_parallel(range)
+            }
+        });
+        self.sequential = sequential;
+        next
+    }
+
+    /// [`read_next`](Self::read_next) if that record is decoded already: no
+    /// I/O and no decoding (`None` otherwise, and the cursor stays).
+    pub fn read_next_decoded(&mut self) -> Option<Bytes> {
+        self.sequential.next_decoded()
     }
 
     fn range_impl(&mut self, range: Range<u64>, parallel: bool) -> Result<Vec<Bytes>> {
