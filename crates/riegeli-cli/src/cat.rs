@@ -87,6 +87,11 @@ pub(crate) struct CatArgs {
     /// the ArrayRecord footer (other files are indexed by a scan first).
     #[arg(long, value_name = "LIST", conflicts_with = "from")]
     records: Option<String>,
+    /// Print the records of the chunks that begin in this byte range of the file,
+    /// `START..END` or `START..` (to the end): the ranges of any partition of a file
+    /// print each of its records once, as workers splitting a file read it.
+    #[arg(long, value_name = "START..END", conflicts_with_all = ["records", "from"])]
+    byte_range: Option<String>,
     /// Read ArrayRecord files as plain Riegeli/records: their footer and postscript
     /// are printed as records.
     #[arg(long, conflicts_with = "records")]
@@ -144,6 +149,21 @@ fn parse_start(text: &str) -> Result<Start> {
     Ok(Start::Numeric(
         text.parse().map_err(|_| Usage(format!("--from {text:?}: expected chunk_begin/index or a number")))?,
     ))
+}
+
+/// `--byte-range START..END` or `START..`.
+fn parse_byte_range(text: &str) -> Result<std::ops::Range<u64>> {
+    let bad = || Usage(format!("--byte-range {text:?}: expected START..END or START.. (byte offsets)"));
+    let (start, end) = text.split_once("..").ok_or_else(bad)?;
+    let start: u64 = start.trim().parse().map_err(|_| bad())?;
+    let end: u64 = match end.trim() {
+        "" => u64::MAX,
+        end => end.parse().map_err(|_| bad())?,
+    };
+    if end < start {
+        return Err(Usage(format!("--byte-range {text:?}: the range ends before it begins")).into());
+    }
+    Ok(start..end)
 }
 
 #[derive(Clone, Copy)]
@@ -349,6 +369,7 @@ fn cat_picks(
 
 pub(crate) fn cat(args: CatArgs) -> Result<()> {
     let start = args.from.as_deref().map(parse_start).transpose()?;
+    let byte_range = args.byte_range.as_deref().map(parse_byte_range).transpose()?;
     if args.pretty && !args.format.is_proto() {
         return Err(Usage("--pretty applies to --format proto-text and proto-json".to_owned()).into());
     }
@@ -368,6 +389,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, show_progress);
         let stdin = input.is_stdin();
+        if stdin && byte_range.is_some() {
+            return Err(Usage("--byte-range needs a file: standard input cannot seek".to_owned()).into());
+        }
         let options = RecordReaderOptions {
             read_array_record_trailer: args.plain,
             parallelism: args.decoding_threads(),
@@ -408,6 +432,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 reader.seek_numeric(pos).with_context(|| format!("{name}: cannot seek to {pos}"))?;
             }
             None => {}
+        }
+        if let Some(range) = &byte_range {
+            reader.set_byte_range(range.clone()).with_context(|| format!("{name}: --byte-range"))?;
         }
         // A `chunk/index` start must name a chunk boundary; the first read tells.
         let mut seeked_to = match start {

@@ -347,3 +347,42 @@ fn cat_every_format_on_binary_records_and_every_option_set() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cat_byte_ranges_of_a_partition_print_the_file_once() {
+    for name in ["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli", "valid/padded.riegeli"] {
+        let path = testdata(name);
+        let file = path.to_str().unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        for format in ["text", "json", "delimited", "hex"] {
+            let whole = riegeli(&["cat", "--format", format, file], b"");
+            assert!(whole.status.success() && !whole.stdout.is_empty(), "{name} {format}");
+            for cuts in [vec![size / 3, 2 * size / 3], vec![1, 65536, 65537], vec![size.saturating_sub(65536)]] {
+                let mut bounds = vec![0];
+                bounds.extend(cuts.into_iter().filter(|&c| c > 0 && c < size));
+                let mut printed = Vec::new();
+                for (i, start) in bounds.iter().enumerate() {
+                    // The last range is open-ended.
+                    let range = match bounds.get(i + 1) {
+                        Some(end) => format!("{start}..{end}"),
+                        None => format!("{start}.."),
+                    };
+                    let out = riegeli(&["cat", "--format", format, "--byte-range", &range, file], b"");
+                    assert!(out.status.success(), "{name} {range}: {}", text(&out.stderr));
+                    printed.extend(out.stdout);
+                }
+                assert_eq!(printed, whole.stdout, "{name} {format} {bounds:?}");
+            }
+        }
+    }
+    let path = testdata("valid/simple_zstd.riegeli");
+    let file = path.to_str().unwrap();
+    let out = riegeli(&["cat", "--byte-range", "10", file], b"");
+    assert_one_line_error(&out, 2, "expected START..END or START..");
+    let out = riegeli(&["cat", "--byte-range", "10..5", file], b"");
+    assert_one_line_error(&out, 2, "ends before it begins");
+    let out = riegeli(&["cat", "--byte-range", "0..", "-"], &std::fs::read(&path).unwrap());
+    assert_one_line_error(&out, 2, "standard input cannot seek");
+    let out = riegeli(&["cat", "--byte-range", "0..10", "--records", "1", file], b"");
+    assert!(!out.status.success() && out.status.code() == Some(2));
+}

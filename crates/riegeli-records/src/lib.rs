@@ -49,6 +49,7 @@ mod reader;
 mod sink;
 mod skipped_region;
 mod source;
+mod split;
 mod trailer;
 mod work_queue;
 mod write_behind;
@@ -72,6 +73,7 @@ pub use crate::{
     position::{ParsePositionError, RecordPosition},
     reader::{RecordReader, Records},
     skipped_region::SkippedRegion,
+    split::byte_ranges,
     trailer::{Disposition, TrailerDetector, TrailerStep},
     write_behind::WriteBehind,
     writer::RecordWriter,

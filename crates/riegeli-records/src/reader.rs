@@ -40,6 +40,8 @@ enum Which {
     Containing,
     /// The chunk whose bytes include this position.
     Before,
+    /// The first chunk beginning at or after this position.
+    AtOrAfter,
 }
 
 /// Reads records from a Riegeli/records file.
@@ -117,6 +119,9 @@ pub struct RecordReader<R> {
     ahead: Option<ReadAhead>,
     /// Whether `records` came from a worker, and then from its transposed decoder.
     records_from_worker: Option<bool>,
+    /// Reading ends before the first chunk beginning at or after this
+    /// (see [`set_byte_range`](Self::set_byte_range)).
+    range_end: u64,
 }
 
 impl<R> std::fmt::Debug for RecordReader<R> {
@@ -161,6 +166,7 @@ impl<R: Read> RecordReader<R> {
             last_pos: None,
             ahead,
             records_from_worker: None,
+            range_end: u64::MAX,
         }
     }
 
@@ -361,6 +367,10 @@ impl<R: Read> RecordReader<R> {
             self.recycle_records();
             self.index = 0;
             if let Some(damage) = self.peeked_damage.take() {
+                if damage.begin >= self.range_end {
+                    self.peeked_damage = Some(damage);
+                    return Ok(false);
+                }
                 self.handle_damage(damage)?;
                 continue;
             }
@@ -374,11 +384,17 @@ impl<R: Read> RecordReader<R> {
                     }
                     Err(ReadError::Io(e)) => return Err(e),
                     Err(ReadError::Damage(damage)) => {
-                        self.handle_damage(damage)?;
+                        self.peeked_damage = Some(damage);
                         continue;
                     }
                 },
             };
+            if fetched.chunk.begin >= self.range_end {
+                // The next range's first chunk: kept, so that reading stays at the end.
+                self.chunk_begin = fetched.chunk.begin;
+                self.peeked = Some(fetched);
+                return Ok(false);
+            }
             self.chunk_begin = fetched.chunk.begin;
             let header = fetched.chunk.header;
             match self.install(fetched) {
@@ -624,6 +640,48 @@ impl<R: Read + Seek> RecordReader<R> {
         Ok(())
     }
 
+    /// Restricts reading to the records of the chunks that begin in `range`
+    /// (byte offsets of the file), and moves to the first of them: the first
+    /// chunk boundary at or after `range.start` is found from the block header
+    /// of its 64 KiB block (and the chunk headers from there), without reading
+    /// the file from its beginning; reading ends before the first chunk that
+    /// begins at or after `range.end`.
+    ///
+    /// So the ranges of any partition of `0..file size` read every record of
+    /// the file exactly once between them (an ArrayRecord trailer is still
+    /// recognised where it straddles two ranges), which is how a file is split
+    /// among workers (see [`byte_ranges`](crate::byte_ranges)). Positions are
+    /// those of the whole file; seeking stays possible, and reading still
+    /// stops at `range.end`.
+    ///
+    /// ```
+    /// # use std::io::Cursor;
+    /// # use riegeli_records::{RecordReader, RecordWriter, byte_ranges};
+    /// let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:1k".parse()?)?;
+    /// for i in 0..1000 {
+    ///     writer.write_record(format!("record {i}").as_bytes())?;
+    /// }
+    /// let file = writer.close()?;
+    /// let mut all = Vec::new();
+    /// for range in byte_ranges(file.len() as u64, 4096) {
+    ///     let mut reader = RecordReader::new(Cursor::new(&file));
+    ///     reader.set_byte_range(range)?;
+    ///     while let Some(record) = reader.read_record()? {
+    ///         all.push(record);
+    ///     }
+    /// }
+    /// assert_eq!(all.len(), 1000);
+    /// assert_eq!(all[999], &b"record 999"[..]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_byte_range(&mut self, range: std::ops::Range<u64>) -> Result<()> {
+        let first = self.locate_chunk(range.start, Which::AtOrAfter)?;
+        self.jump_to(first)?;
+        self.last_pos = None;
+        self.range_end = range.end;
+        Ok(())
+    }
+
     /// Seeks to a record position obtained from [`pos`](Self::pos) or
     /// [`last_pos`](Self::last_pos) for the same file.
     pub fn seek(&mut self, pos: RecordPosition) -> Result<()> {
@@ -740,7 +798,10 @@ impl<R: Read + Seek> RecordReader<R> {
                 Ok((header, _)) if header.previous_chunk == 0 => break block,
                 Ok((header, _)) => {
                     let next = header.chunk_end(block);
-                    break if next > target { header.chunk_begin(block) } else { next };
+                    // No chunk begins between the block's beginning and `next`: a
+                    // boundary at or after `target` is found without the header
+                    // of the chunk that straddles the block.
+                    break if next > target && which != Which::AtOrAfter { header.chunk_begin(block) } else { next };
                 }
                 // Past the end of the file, or a damaged block header: try the block before.
                 Err(_) => block -= BLOCK_SIZE,
@@ -766,6 +827,7 @@ impl<R: Read + Seek> RecordReader<R> {
             let found = match which {
                 Which::Containing => chunk.saturating_add(header.num_records()) > target,
                 Which::Before => end > target,
+                Which::AtOrAfter => false,
             };
             if found {
                 return Ok(chunk);

@@ -11,6 +11,7 @@ mod interop;
 mod parallel;
 mod roundtrip;
 mod search;
+mod split;
 mod streams;
 mod writer_api;
 mod writer_threads;
