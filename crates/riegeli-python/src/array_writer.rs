@@ -6,7 +6,6 @@
 //! is `False` and `write()` and `close()` raise `RuntimeError` with the reason.
 
 use std::fs::File;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -14,9 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use riegeli_records::ArrayRecordWriterOptions;
 
-use crate::pyio::as_path;
+use crate::pyio::{Dest, PyFile, as_path};
 
-type Inner = riegeli_records::ArrayRecordWriter<File>;
+type Inner = riegeli_records::ArrayRecordWriter<Dest>;
 
 /// Records kept (as Python bytes) before they are written together without the GIL.
 const BATCH_RECORDS: usize = 64;
@@ -112,12 +111,24 @@ impl ArrayRecordWriter {
         // The Python module of array_record writes without a thread pool, and its files say
         // `max_parallelism:1`; these say the same.
         let options = options.set_max_parallelism(Some(1));
-        let path: PathBuf = as_path(path)?
-            .ok_or_else(|| PyTypeError::new_err(format!("path must be str or os.PathLike, not {}", path.get_type())))?;
-        let created = py.detach(|| {
-            let file = File::create(&path).map_err(|e| format!("{e}; opening {}", path.display()))?;
-            Inner::with_io_thread(file, options).map_err(|e| e.to_string())
-        });
+        let created = match as_path(path)? {
+            Some(path) => py.detach(|| {
+                let file = File::create(&path).map_err(|e| format!("{e}; opening {}", path.display()))?;
+                Inner::with_io_thread(Dest::File(file), options).map_err(|e| e.to_string())
+            }),
+            // riegeli-rs: a binary file object (write and flush; not closed), positioned
+            // where the file begins, e.g. a file of Beam's filesystems.
+            None if path.hasattr("write")? => {
+                let dest = Dest::Py(PyFile::new(path.clone().unbind()));
+                py.detach(|| Inner::new(dest, options)).map_err(|e| e.to_string())
+            }
+            None => {
+                return Err(PyTypeError::new_err(format!(
+                    "path must be str, os.PathLike or a binary file object, not {}",
+                    path.get_type()
+                )));
+            }
+        };
         let (writer, failure) = match created {
             Ok(writer) => (Some(writer), None),
             Err(e) => (None, Some(e)),

@@ -32,5 +32,14 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<array_reader::ArrayRecordReader>()?;
     module.add_class::<array_writer::ArrayRecordWriter>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
+    module.add_function(wrap_pyfunction!(byte_ranges, module)?)?;
     Ok(())
+}
+
+/// riegeli-rs: `[start, end)` byte ranges of about `target` bytes (whole 64 KiB blocks)
+/// partitioning a file of `size` bytes; read each with `RecordReader.set_byte_range` to
+/// split a file among workers (each record is read by exactly one range).
+#[pyfunction]
+fn byte_ranges(size: u64, target: u64) -> Vec<(u64, u64)> {
+    riegeli_records::byte_ranges(size, target).map(|range| (range.start, range.end)).collect()
 }

@@ -411,6 +411,13 @@ impl RecordReader {
         self.run(py, |reader| reader.set_field_projection(projection)).map(drop)
     }
 
+    /// riegeli-rs: reads only the records of the chunks that begin in `[start, end)`
+    /// (byte offsets; `end=None`: to the end of the file), from the first of them on.
+    #[pyo3(signature = (start, end = None))]
+    fn set_byte_range(&mut self, py: Python<'_>, start: u64, end: Option<u64>) -> PyResult<()> {
+        self.run(py, |reader| reader.set_byte_range(start..end.unwrap_or(u64::MAX))).map(drop)
+    }
+
     /// Seeks to a position obtained from `pos` or `last_pos` of the same file.
     #[pyo3(signature = (pos))]
     fn seek(&mut self, py: Python<'_>, pos: &Bound<'_, PyAny>) -> PyResult<()> {

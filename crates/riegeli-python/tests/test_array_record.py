@@ -529,3 +529,20 @@ def test_grain_pipeline_matches_array_record(shards):
     # The dataset API, in this process.
     dataset = grain.MapDataset.source(ArrayRecordDataSource(files)).shuffle(seed=7).batch(10)
     assert sorted(r for batch in dataset for r in batch.tolist()) == flat
+
+
+@needs_cpp
+def test_writer_to_a_file_object_is_read_by_cpp(tmp_path):
+    records = [b'record %d' % i for i in range(300)]
+    path = tmp_path / 'f.array_record'
+    with open(path, 'wb') as f:
+        writer = array_record_module.ArrayRecordWriter(f, 'group_size:7')
+        for record in records:
+            writer.write(record)
+        writer.close()
+        assert not f.closed
+    reader = cpp.ArrayRecordReader(str(path))
+    assert reader.num_records() == 300 and reader.read_all() == records
+    reader.close()
+    with pytest.raises(TypeError):
+        array_record_module.ArrayRecordWriter(42)

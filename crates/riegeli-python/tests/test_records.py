@@ -462,3 +462,31 @@ def test_threads_read_in_parallel(tmp_path, records):
     for thread in threads:
         thread.join()
     assert all(results[path] == records for path in paths)
+
+
+@pytest.mark.parametrize('options', ['uncompressed,chunk_size:2k', 'transpose,zstd,chunk_size:4k'])
+def test_byte_ranges_partition_the_records(records, options):
+    data = write_file(records, options)
+    whole = []
+    with riegeli.RecordReader(io.BytesIO(data)) as reader:
+        for record in reader.read_records():
+            whole.append((reader.last_pos.numeric, record))
+    for target in [1, 65536, 100000]:
+        ranges = riegeli.byte_ranges(len(data), target)
+        assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        split = []
+        for start, end in ranges:
+            with riegeli.RecordReader(io.BytesIO(data)) as reader:
+                reader.set_byte_range(start, end)
+                for record in reader.read_records():
+                    split.append((reader.last_pos.numeric, record))
+        assert split == whole
+    # An open end reads to the end of the file; a range past the end reads nothing.
+    reader = riegeli.RecordReader(io.BytesIO(data))
+    reader.set_byte_range(len(data) // 2)
+    assert [r for _, r in whole if _ >= reader.pos.numeric] == list(reader.read_records())
+    reader = riegeli.RecordReader(io.BytesIO(data))
+    reader.set_byte_range(len(data), len(data) + 5)
+    assert reader.read_record() is None
+    assert riegeli.byte_ranges(0, 1) == []

@@ -34,6 +34,7 @@ __all__ = (
     'EXISTENCE_ONLY',
     'get_record_type',
     'RecordReader',
+    'byte_ranges',
 )
 
 RiegeliError = riegeli_error.RiegeliError
@@ -62,3 +63,4 @@ RecordWriter = record_writer.RecordWriter
 EXISTENCE_ONLY = record_reader.EXISTENCE_ONLY
 get_record_type = record_reader.get_record_type
 RecordReader = record_reader.RecordReader
+byte_ranges = record_reader.byte_ranges

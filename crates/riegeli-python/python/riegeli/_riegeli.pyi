@@ -124,6 +124,14 @@ class RecordReader:
     def read_records(self) -> RecordIterator[bytes]: ...
     def read_messages(self, message_type: type[_M]) -> RecordIterator[_M]: ...
     def set_field_projection(self, field_projection: Optional[Iterable[Iterable[int]]]) -> None: ...
+    def set_byte_range(self, start: int, end: Optional[int] = None) -> None:
+        """riegeli-rs: reads only the records of the chunks that begin in `[start, end)`.
+
+        Byte offsets of the file (`end=None`: to its end). Moves to the first such chunk,
+        found from the block header at `start` without reading the file before it; the
+        ranges of any partition of a file read each of its records exactly once, which is
+        how workers split a file (see `byte_ranges`).
+        """
     def seek(self, pos: RecordPosition) -> None: ...
     def seek_numeric(self, pos: int) -> None: ...
     def seek_back(self) -> bool: ...
@@ -135,6 +143,10 @@ class RecordReader:
     def search(self, test: Callable[[SearchProbe], Optional[int]]) -> Optional[int]: ...
     def search_for_record(self, test: Callable[[bytes], Optional[int]]) -> Optional[int]: ...
     def search_for_message(self, message_type: type[_M], test: Callable[[_M], Optional[int]]) -> Optional[int]: ...
+
+def byte_ranges(size: int, target: int) -> list[tuple[int, int]]:
+    """riegeli-rs: `(start, end)` byte ranges of about `target` bytes (whole 64 KiB blocks)
+    partitioning a file of `size` bytes, for `RecordReader.set_byte_range`."""
 
 class ArrayRecordWriter:
     """Writes an ArrayRecord file (array_record's `array_record_module.ArrayRecordWriter`).
@@ -152,7 +164,9 @@ class ArrayRecordWriter:
     file (C++ leaves it unfinished).
     """
 
-    def __init__(self, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> None: ...
+    def __init__(self, path: Union[str, 'os.PathLike[str]', BinaryIO], options: str = '', **kwargs: Any) -> None:
+        """`path` may also be a binary file object (riegeli-rs), written from its current
+        position on and not closed by `close()`."""
     def write(self, record: bytes) -> None:
         """Writes one record (`bytes` only, as C++: `str`, `bytearray` raise `TypeError`).
 

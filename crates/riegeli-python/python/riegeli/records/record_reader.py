@@ -9,13 +9,14 @@ from google.protobuf import message_factory
 
 from riegeli._riegeli import EXISTENCE_ONLY
 from riegeli._riegeli import RecordReader
+from riegeli._riegeli import byte_ranges
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
     from riegeli.records.records_metadata_pb2 import RecordsMetadata
 
-__all__ = ('EXISTENCE_ONLY', 'get_record_type', 'RecordReader')
+__all__ = ('EXISTENCE_ONLY', 'get_record_type', 'RecordReader', 'byte_ranges')
 
 
 def get_record_type(metadata: RecordsMetadata) -> Optional[type[Message]]:
