@@ -461,3 +461,76 @@ fn record_writer_chunks_are_the_array_record_writer_chunks() {
     let plain = plain.close().unwrap();
     assert_eq!(&ours[..plain.len()], &plain[..]);
 }
+
+/// A source that logs, in one list with the prefetch hook's announcements, where it is read.
+struct Logged {
+    inner: Cursor<Vec<u8>>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<Event>>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Event {
+    Announced(std::ops::Range<u64>),
+    Read(u64),
+}
+
+impl std::io::Read for Logged {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.log.lock().unwrap().push(Event::Read(self.inner.position()));
+        self.inner.read(buf)
+    }
+}
+
+impl std::io::Seek for Logged {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+#[test]
+fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
+    let records = sample_records(3000, 5);
+    let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:10,zstd".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    for parallelism in [1, 2] {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let options = ArrayRecordReaderOptions {
+            parallelism: Some(parallelism),
+            readahead_buffer_size: 20_000,
+            ..ArrayRecordReaderOptions::default()
+        };
+        let source = Logged { inner: Cursor::new(file.clone()), log: log.clone() };
+        let mut reader = ArrayRecordReader::with_options(source, options).unwrap();
+        let hook_log = log.clone();
+        reader.set_prefetch(move |ranges| {
+            assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start), "in file order: {ranges:?}");
+            let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+            assert!(ranges.len() == 1 || bytes <= 20_000, "{bytes} bytes announced at once");
+            hook_log.lock().unwrap().extend(ranges.iter().cloned().map(Event::Announced));
+        });
+        log.lock().unwrap().clear();
+        let indices: Vec<u64> = (0..3000u64).rev().step_by(7).collect();
+        let got = reader.read_parallel(&indices).unwrap();
+        assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]));
+        assert_eq!(reader.read(2999).unwrap(), records[2999][..]);
+        let events = log.lock().unwrap().clone();
+        let announced: Vec<_> =
+            events.iter().filter_map(|e| if let Event::Announced(r) = e { Some(r.clone()) } else { None }).collect();
+        // Every chunk the batch touches once (all of them: every 7th record of 10-record
+        // chunks), then the single read's chunk again.
+        assert_eq!(announced.len(), 301, "parallelism {parallelism}");
+        // Each read falls in a range announced before it.
+        let mut seen = Vec::new();
+        for event in &events {
+            match event {
+                Event::Announced(range) => seen.push(range.clone()),
+                Event::Read(pos) => {
+                    assert!(seen.iter().any(|r| r.contains(pos)), "read at {pos} not announced before")
+                }
+            }
+        }
+    }
+}

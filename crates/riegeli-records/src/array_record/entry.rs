@@ -82,3 +82,55 @@ fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
     }
     Ok(())
 }
+
+/// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
+pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
+
+/// Announces to a prefetch hook the byte ranges of the chunks a read is about
+/// to read, in order, a window of up to `budget` raw bytes at a time (a new
+/// window once half of the last one is read).
+pub(crate) struct Prefetcher<'a> {
+    hook: Option<&'a mut PrefetchHook>,
+    chunks: &'a [ChunkEntry],
+    ks: &'a [usize],
+    budget: u64,
+    /// Chunks `ks[..announced]` were announced.
+    announced: usize,
+    /// Announce more when reading reaches `ks[refill_at]`.
+    refill_at: usize,
+}
+
+impl<'a> Prefetcher<'a> {
+    pub(crate) fn new(
+        hook: Option<&'a mut PrefetchHook>,
+        chunks: &'a [ChunkEntry],
+        ks: &'a [usize],
+        budget: u64,
+    ) -> Self {
+        Self { hook, chunks, ks, budget, announced: 0, refill_at: 0 }
+    }
+
+    /// Called before reading `ks[i]`.
+    pub(crate) fn before(&mut self, i: usize) {
+        let Some(hook) = self.hook.as_mut() else { return };
+        if i < self.refill_at {
+            return;
+        }
+        let from = self.announced.max(i);
+        let (mut to, mut bytes) = (from, 0u64);
+        let mut ranges = Vec::new();
+        while let Some(entry) = self.ks.get(to).and_then(|&k| self.chunks.get(k)) {
+            if to > from && bytes.saturating_add(entry.raw_bytes()) > self.budget {
+                break;
+            }
+            bytes = bytes.saturating_add(entry.raw_bytes());
+            ranges.push(entry.offset..entry.limit);
+            to += 1;
+        }
+        if !ranges.is_empty() {
+            hook(&ranges);
+        }
+        self.announced = to;
+        self.refill_at = i + (to - i).div_ceil(2).max(1);
+    }
+}

@@ -10,7 +10,7 @@ use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
 use super::batch::{BatchPool, MIN_TASK_BYTES, TaskChunk, start_pool};
-use super::entry::{ChunkEntry, chunk_at, estimated_decoded_size, read_entry};
+use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
 use super::positional::SharedFile;
 use super::sequential::Sequential;
@@ -155,6 +155,7 @@ pub struct ArrayRecordReader<R> {
     cached: Option<(usize, DecodedRecords)>,
     parallel: Parallel,
     sequential: Sequential,
+    prefetch: Option<PrefetchHook>,
 }
 
 /// The state of the parallel reads.
@@ -210,6 +211,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             cached: None,
             parallel: Parallel::default(),
             sequential: Sequential::default(),
+            prefetch: None,
             options,
         };
         match reader.read_index(size) {
@@ -489,6 +491,9 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
             self.cached = None;
             let entry = self.chunks.get(k).ok_or_else(not_indexed)?;
+            if let Some(hook) = &mut self.prefetch {
+                hook(std::slice::from_ref(&(entry.offset..entry.limit)));
+            }
             let chunk = read_entry(&mut self.source, &self.options.chunks, entry)?.gather();
             let records = self.decoder.data_records(&chunk, self.options.chunks.verify_hashes)?;
             self.cached = Some((k, records));
@@ -528,6 +533,18 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// [`read_all`](Self::read_all), decoding chunks on several threads.
     pub fn read_all_parallel(&mut self) -> Result<Vec<Bytes>> {
         self.range_impl(0..self.num_records, true)
+    }
+
+    /// Installs `hook`, told the byte ranges of the data chunks a read is
+    /// about to read, in file order, before it reads them: up to
+    /// [`readahead_buffer_size`](ArrayRecordReaderOptions::readahead_buffer_size)
+    /// bytes of chunks at a time, the next ones once half of those are read.
+    /// A source with latency (object storage) fetches them concurrently,
+    /// each chunk's exact range, so that the reads then find them at hand.
+    /// (Readers of local files opened with [`from_file`](ArrayRecordReader::from_file)
+    /// read chunks on the decoding threads and do not call it.)
+    pub fn set_prefetch(&mut self, hook: impl FnMut(&[Range<u64>]) + Send + Sync + 'static) {
+        self.prefetch = Some(Box::new(hook));
     }
 
     /// The index of the record [`read_next`](Self::read_next) returns.
@@ -607,6 +624,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             chunks,
             &ks,
             parallel.then_some(&mut self.parallel),
+            self.prefetch.as_mut(),
             &mut sink,
         )?;
         Ok(out)
@@ -671,6 +689,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.chunks,
             &ks,
             parallel.then_some(&mut self.parallel),
+            self.prefetch.as_mut(),
             &mut sink,
         )?;
         Ok(out)
@@ -692,8 +711,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         chunks: &[ChunkEntry],
         ks: &[usize],
         parallel: Option<&mut Parallel>,
+        prefetch: Option<&mut PrefetchHook>,
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
+        let mut prefetcher = Prefetcher::new(prefetch, chunks, ks, options.readahead_buffer_size);
         let threads = options.effective_parallelism();
         let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
         if let Some(Parallel { pool, file }) = parallel
@@ -710,13 +731,17 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             // The calling thread only reads: data hashes are checked where
             // the chunks are decoded.
             let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
+            let mut next = 0;
             let read = |k: usize| {
+                prefetcher.before(next);
+                next += 1;
                 let entry = chunks.get(k).ok_or_else(not_indexed)?;
                 read_entry(source, &read_options, entry).map(TaskChunk::Read)
             };
             return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
+            prefetcher.before(i);
             let entry = chunks.get(k).ok_or_else(not_indexed)?;
             let chunk = read_entry(source, &options.chunks, entry)?.gather();
             sink(i, decoder.data_records(&chunk, options.chunks.verify_hashes)?);
