@@ -16,6 +16,11 @@
 //!   20 to 300 B, `group_size:100,zstd:3`); `--large` is 100 MB of ~1 KiB text-like records with
 //!   `zstd:3` and `uncompressed`, `group_size` 100 and 1000. Files are written once per
 //!   parameter set (kept in `target/array-record-bench/`), never inside the timing.
+//! - `bench python [--records N] [--record-size B] [--options STR] [--rounds R]`: our Python
+//!   package (`riegeli.array_record`) against array-record 0.8.6's `array_record_module` (C++) on
+//!   the same files, from Python (`crates/riegeli-python/bench/bench_python.py`): batch reads,
+//!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
+//!   stdout and in `target/bench-python/table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -51,6 +56,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("records") => records(sh, &args[1..]),
         Some("array-record") => array_record(sh, &args[1..]),
+        Some("python") => python(sh, &args[1..]),
         _ => {
             cmd!(sh, "cargo bench --workspace {args...}").run()?;
             Ok(())
@@ -299,6 +305,16 @@ fn render_baseline(rows: &[(String, Value, Value)], baseline: &str) -> String {
         let _ = writeln!(out, "\nLargest slowdown: {change:+.1}% ({what}).");
     }
     out
+}
+
+/// `bench python`: installs our package (release) into the oracle venv and runs the script,
+/// which prints the table and writes it to `target/bench-python/table.md`.
+fn python(sh: &Shell, args: &[String]) -> Result<()> {
+    crate::common::step("installing riegeli (Python, release) into the oracle venv");
+    let python = crate::python::install_package(sh)?;
+    crate::common::step("timing ours against array_record_module (C++), from Python");
+    cmd!(sh, "{python} crates/riegeli-python/bench/bench_python.py {args...}").run()?;
+    Ok(())
 }
 
 /// One timing line: `<impl> <name> <seconds> <records> <payload bytes>`.

@@ -38,6 +38,13 @@ pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
 /// from PyPI, a release build of the extension) into the oracle venv, and runs its pytest
 /// suite there, interop with array-record's C++ included.
 pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
+    let python = install_package(sh)?;
+    cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests").run()?;
+    Ok(())
+}
+
+/// Builds and installs the Python package (release) into the oracle venv; returns its python.
+pub(crate) fn install_package(sh: &Shell) -> Result<PathBuf> {
     let python = venv(sh)?;
     cmd!(
         sh,
@@ -45,8 +52,7 @@ pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
     )
     .run()
     .context("building the Python package failed")?;
-    cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests").run()?;
-    Ok(())
+    Ok(python)
 }
 
 /// Runs the live interop tests: Rust tests marked `#[ignore]` whose names
