@@ -270,7 +270,7 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             // The caller encodes a batch itself when every thread is busy, if
             // the machine has a core left for it besides theirs (with none,
             // that measured slower: three encoders on two cores).
-            let spare_core = std::thread::available_parallelism().is_ok_and(|cores| cores.get() > parallelism);
+            let spare_core = crate::pool::cores() > parallelism;
             let help = if spare_core { Help::Always } else { Help::WantedOnly };
             Parallel {
                 pool: Pool::new("riegeli-encode", parallelism, help, move || Encoding { helper: None, config }),

@@ -30,6 +30,14 @@ use std::thread::JoinHandle;
 
 use crate::work_queue::WorkQueue;
 
+/// The cores this process may use, asked once: `available_parallelism` reads
+/// the cgroup's CPU quota from files on Linux (tens of microseconds), too much
+/// for a read of one record to pay each time.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+}
+
 /// The state a thread keeps from job to job, and what it does with a job.
 pub(crate) trait Worker: Send + 'static {
     /// What a job carries.

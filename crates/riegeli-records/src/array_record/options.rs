@@ -430,9 +430,7 @@ impl Default for ArrayRecordReaderOptions {
 impl ArrayRecordReaderOptions {
     /// The threads the parallel reads use.
     pub fn effective_parallelism(&self) -> usize {
-        self.parallelism
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
-            .max(1)
+        self.parallelism.unwrap_or_else(crate::pool::cores).max(1)
     }
 }
 
