@@ -59,7 +59,7 @@ pub use crate::{
     array_record::{
         ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
         ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport,
-        IndexSource, find_array_record_trailer, index_riegeli_file,
+        IndexSource, ReadAt, find_array_record_trailer, index_riegeli_file,
     },
     chunk_reader::{Chunk, ChunkReader},
     decode::ChunkDecoder,

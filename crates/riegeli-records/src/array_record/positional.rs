@@ -1,4 +1,4 @@
-//! Positional reads of a shared file, so that the decoding threads of a
+//! Positional reads of a shared source, so that the decoding threads of a
 //! parallel batch read their chunks themselves (as C++ does with `pread`),
 //! instead of the calling thread reading every chunk through the one `R`.
 
@@ -6,33 +6,58 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-/// A file shared by the threads of a parallel batch, read at given offsets.
-pub(crate) type SharedFile = Arc<File>;
+/// Bytes read at given offsets, by several threads at once: what the decoding
+/// threads of an [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel
+/// reads read their chunks through (see
+/// [`set_read_at`](crate::ArrayRecordReader::set_read_at)). A `File` on Unix
+/// (`pread`); an object in object storage (`riegeli-object-store`).
+pub trait ReadAt: Send + Sync {
+    /// Reads bytes at `offset` into `buf`; 0 at the end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// The size of the source.
+    fn size(&self) -> io::Result<u64>;
+}
+
+/// A source shared by the threads of a parallel batch, read at given offsets.
+pub(crate) type SharedFile = Arc<dyn ReadAt>;
 
 /// A file handle for positional reads, for a reader of `file`: a duplicate
 /// (reads at an offset leave the original's cursor alone) where the platform
 /// reads at offsets without moving the cursor, `None` elsewhere (and if the
 /// handle cannot be duplicated): then the calling thread reads every chunk.
 pub(crate) fn share(file: &File) -> Option<SharedFile> {
-    if cfg!(unix) { file.try_clone().ok().map(Arc::new) } else { None }
+    if cfg!(unix) { file.try_clone().ok().map(|file| Arc::new(file) as SharedFile) } else { None }
 }
 
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
-}
+/// `pread` on Unix; elsewhere positional reads move a cursor shared with
+/// duplicated handles, so a `File` does not read at offsets there.
+impl ReadAt for File {
+    #[cfg(unix)]
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
 
-#[cfg(not(unix))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
-    // `share` gives no handle on these platforms.
-    Err(io::ErrorKind::Unsupported.into())
+    #[cfg(not(unix))]
+    fn read_at(&self, _: &mut [u8], _: u64) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
 }
 
 /// One thread's cursor over a [`SharedFile`]: `Read + Seek` by positional reads.
-#[derive(Debug)]
 pub(crate) struct AtCursor {
     file: SharedFile,
     pos: u64,
+}
+
+impl std::fmt::Debug for AtCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtCursor").field("pos", &self.pos).finish_non_exhaustive()
+    }
 }
 
 impl AtCursor {
@@ -43,7 +68,7 @@ impl AtCursor {
 
 impl Read for AtCursor {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = read_at(&self.file, buf, self.pos)?;
+        let n = self.file.read_at(buf, self.pos)?;
         self.pos = self.pos.saturating_add(n as u64);
         Ok(n)
     }
@@ -54,7 +79,7 @@ impl Seek for AtCursor {
         let (base, delta) = match to {
             SeekFrom::Start(pos) => (pos, 0),
             SeekFrom::Current(delta) => (self.pos, delta),
-            SeekFrom::End(delta) => (self.file.metadata()?.len(), delta),
+            SeekFrom::End(delta) => (self.file.size()?, delta),
         };
         self.pos = base
             .checked_add_signed(delta)

@@ -12,7 +12,7 @@ use riegeli_framing::CHUNK_HEADER_SIZE;
 use super::batch::{BatchPool, MIN_TASK_BYTES, TaskChunk, start_pool};
 use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
-use super::positional::SharedFile;
+use super::positional::{ReadAt, SharedFile};
 use super::sequential::Sequential;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
@@ -535,6 +535,17 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.range_impl(0..self.num_records, true)
     }
 
+    /// Lets the decoding threads of the parallel reads read their chunks
+    /// themselves, at offsets of `shared` (which must hold the same bytes as
+    /// the reader's source), instead of the calling thread reading them all:
+    /// what [`from_file`](ArrayRecordReader::from_file) does with a duplicate
+    /// of the file handle, and a source in object storage does with its cache.
+    pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
+        self.parallel.file = Some(shared);
+        // Workers read through the source they were started with.
+        self.parallel.pool = None;
+    }
+
     /// Installs `hook`, told the byte ranges of the data chunks a read is
     /// about to read, in file order, before it reads them: up to
     /// [`readahead_buffer_size`](ArrayRecordReaderOptions::readahead_buffer_size)
@@ -725,7 +736,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             let pool = pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file.as_ref()));
             if file.is_some() {
                 // The chunks are read where they are decoded.
-                let read = |k: usize| chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed);
+                let mut next = 0;
+                let read = |k: usize| {
+                    prefetcher.before(next);
+                    next += 1;
+                    chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
+                };
                 return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
             }
             // The calling thread only reads: data hashes are checked where
