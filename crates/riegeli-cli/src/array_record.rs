@@ -8,12 +8,13 @@
 //! recognises them cheaply, from the raw bytes at `size - 65536`, so that a
 //! plain file costs one small read.
 
-use std::fs::File;
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use riegeli_records::{ArrayRecordReader, IndexSource};
+use riegeli_records::{ArrayRecordReader, IndexSource, ReadAt};
 
+use crate::io::Seekable;
 use crate::{io, progress};
 
 /// Where an ArrayRecord file's footer and postscript are.
@@ -55,7 +56,7 @@ impl Summary {
 /// the file has an ArrayRecord `trailer` whose footer cannot be used, says so
 /// on stderr (one line, the reader's fallback reason); files without one are
 /// indexed by a scan, quietly.
-pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<File>, Summary)> {
+pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
     let (reader, summary) = open_with(path, trailer)?;
     if trailer.is_some()
         && let Some(reason) = &summary.fallback_reason
@@ -66,10 +67,27 @@ pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecord
 }
 
 /// [`open`] without the notice (for `verify`, which reports problems on stdout).
-pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<File>, Summary)> {
+pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
     let name = io::name(path);
-    let reader =
-        ArrayRecordReader::from_file(io::open_file(path)?, Default::default()).with_context(|| name.clone())?;
+    let source = io::open_file(path)?;
+    // The decoding threads read their chunks themselves: a file by positional
+    // reads (on Unix), an object through its cache, fetched ahead of them.
+    let shared: Option<Arc<dyn ReadAt>> = match &source {
+        Seekable::File(file) if cfg!(unix) => file.try_clone().ok().map(|file| Arc::new(file) as Arc<dyn ReadAt>),
+        Seekable::File(_) => None,
+        Seekable::Object(object) => Some(Arc::new(object.clone())),
+    };
+    let prefetch = match &source {
+        Seekable::Object(object) => Some(object.prefetcher()),
+        Seekable::File(_) => None,
+    };
+    let mut reader = ArrayRecordReader::with_options(source, Default::default()).with_context(|| name.clone())?;
+    if let Some(shared) = shared {
+        reader.set_read_at(shared);
+    }
+    if let Some(prefetch) = prefetch {
+        reader.set_prefetch(prefetch);
+    }
     let footer_offset = trailer.map(|t| t.footer_offset);
     let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
     let summary = Summary {

@@ -1,4 +1,5 @@
-//! Opening inputs and outputs (`-` is standard input/output).
+//! Opening inputs and outputs (`-` is standard input/output; an `s3://`,
+//! `gs://`, `az://` or `http(s)://` URL is an object, read by ranged requests).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, Write};
@@ -6,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use riegeli_object_store::ObjectSource;
 
 use crate::exit::Usage;
 use crate::progress;
@@ -13,16 +15,41 @@ use crate::progress;
 /// A path argument: a file, or `-` for standard input/output.
 pub(crate) type PathArg = PathBuf;
 
-/// An input: a file (seekable) or standard input, with a progress bar that
-/// follows the bytes read (hidden unless [`Input::with_progress`] showed it).
+/// An input: a file or object (seekable) or standard input, with a progress
+/// bar that follows the bytes read (hidden unless [`Input::with_progress`]
+/// showed it).
 pub(crate) struct Input {
     src: Src,
     bar: ProgressBar,
 }
 
 enum Src {
-    File(File),
+    Seekable(Seekable),
     Stdin(io::Stdin),
+}
+
+/// A local file, or an object in object storage.
+pub(crate) enum Seekable {
+    File(File),
+    Object(ObjectSource),
+}
+
+impl Read for Seekable {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::File(f) => f.read(buf),
+            Self::Object(o) => o.read(buf),
+        }
+    }
+}
+
+impl Seek for Seekable {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        match self {
+            Self::File(f) => f.seek(pos),
+            Self::Object(o) => o.seek(pos),
+        }
+    }
 }
 
 impl Input {
@@ -36,7 +63,7 @@ impl Input {
     pub(crate) fn with_progress(mut self, name: &str, show: bool) -> Self {
         let len = size_of(&mut self);
         let here = match &mut self.src {
-            Src::File(f) => f.stream_position().unwrap_or(0),
+            Src::Seekable(f) => f.stream_position().unwrap_or(0),
             Src::Stdin(_) => 0,
         };
         self.bar = progress::bar(name, len, show);
@@ -48,7 +75,7 @@ impl Input {
 impl Read for Input {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = match &mut self.src {
-            Src::File(f) => f.read(buf)?,
+            Src::Seekable(f) => f.read(buf)?,
             Src::Stdin(s) => s.read(buf)?,
         };
         self.bar.inc(n as u64);
@@ -59,7 +86,7 @@ impl Read for Input {
 impl Seek for Input {
     fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
         match &mut self.src {
-            Src::File(f) => {
+            Src::Seekable(f) => {
                 let here = f.seek(pos)?;
                 self.bar.set_position(here);
                 Ok(here)
@@ -69,19 +96,27 @@ impl Seek for Input {
     }
 }
 
-/// Opens `path`, or standard input for `-`.
+/// Opens `path` (a file or an object's URL), or standard input for `-`.
 pub(crate) fn open(path: &Path) -> Result<Input> {
-    let src = if path.as_os_str() == "-" { Src::Stdin(io::stdin()) } else { Src::File(open_file(path)?) };
+    let src = if path.as_os_str() == "-" { Src::Stdin(io::stdin()) } else { Src::Seekable(open_file(path)?) };
     Ok(Input { src, bar: ProgressBar::hidden() })
 }
 
-/// Opens a file that must be seekable.
-pub(crate) fn open_file(path: &Path) -> Result<File> {
+/// The URL `path` is, if it names an object.
+pub(crate) fn url(path: &Path) -> Option<&str> {
+    path.to_str().filter(|text| riegeli_object_store::is_url(text))
+}
+
+/// Opens a file or an object (which must be seekable).
+pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
+    if let Some(url) = url(path) {
+        return Ok(Seekable::Object(ObjectSource::open(url).with_context(|| format!("cannot open {url}"))?));
+    }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         anyhow::bail!("cannot open {}: is a directory", path.display());
     }
-    Ok(file)
+    Ok(Seekable::File(file))
 }
 
 /// Refuses an output that is also one of the inputs: creating it would truncate the input.
@@ -114,7 +149,8 @@ pub(crate) fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
 /// The size of a file input, if known.
 pub(crate) fn size_of(input: &mut Input) -> Option<u64> {
     match &mut input.src {
-        Src::File(f) => {
+        Src::Seekable(Seekable::Object(o)) => Some(o.size()),
+        Src::Seekable(f) => {
             let here = f.stream_position().ok()?;
             let end = f.seek(io::SeekFrom::End(0)).ok()?;
             f.seek(io::SeekFrom::Start(here)).ok()?;

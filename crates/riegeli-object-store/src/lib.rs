@@ -1,0 +1,509 @@
+//! Riegeli/records and ArrayRecord files in object storage: S3, GCS, Azure
+//! Blob Storage and plain HTTP(S) servers with range requests, through the
+//! `object_store` crate, fetching only the bytes a read needs.
+//!
+//! [`ObjectSource`] is a `Read + Seek` view of one object, which
+//! [`RecordReader`] and [`ArrayRecordReader`] read like a file. Behind it, a
+//! cache of byte ranges fetched by ranged GETs on a runtime of this crate's
+//! own, several in flight:
+//! - a read that continues the previous one fetches large ranges ahead
+//!   ([`FetchConfig::sequential_window`] × [`FetchConfig::sequential_depth`]),
+//!   so that a sequential read does not wait on each request's latency;
+//! - any other read fetches [`FetchConfig::min_fetch`] bytes (a chunk header
+//!   and what follows);
+//! - an [`ArrayRecordReader`] opened by [`open_array_record`] tells the source
+//!   the exact byte range of every chunk a read is about to read (its
+//!   prefetch hook): they are fetched concurrently, adjacent chunks in one
+//!   request. Opening one reads the last 64 KiB and the footer, nothing else.
+//!
+//! Credentials, regions and endpoints come from the environment as
+//! `object_store`'s `from_env` builders read them (`AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`,
+//! `GOOGLE_SERVICE_ACCOUNT`, `AZURE_STORAGE_ACCOUNT_NAME`, ...). Failed
+//! requests are retried as `object_store` retries them; an error names the
+//! URL and the byte range.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+
+use bytes::Bytes;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ReadAt, RecordReader, RecordReaderOptions};
+use url::Url;
+
+/// Whether `location` names an object (`s3://`, `s3a://`, `gs://`, `az://`,
+/// `abfs(s)://`, `adl://`, `azure://`, `http(s)://`) rather than a local path.
+pub fn is_url(location: &str) -> bool {
+    let Some((scheme, _)) = location.split_once("://") else { return false };
+    matches!(
+        scheme.to_ascii_lowercase().as_str(),
+        "s3" | "s3a" | "gs" | "az" | "adl" | "azure" | "abfs" | "abfss" | "http" | "https"
+    )
+}
+
+/// How an [`ObjectSource`] fetches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchConfig {
+    /// Bytes fetched by a read that does not continue the previous one
+    /// (default 64 KiB).
+    pub min_fetch: u64,
+    /// Bytes per request of a sequential read (default 8 MiB).
+    pub sequential_window: u64,
+    /// Requests a sequential read keeps ahead of itself (default 4).
+    pub sequential_depth: u64,
+    /// The largest request a prefetch makes; longer runs of adjacent chunks
+    /// are split (default 8 MiB).
+    pub max_request: u64,
+    /// Requests in flight at most, per source and its clones (default 16).
+    pub max_in_flight: usize,
+    /// Fetched bytes kept for reads to come: past this, ranges the reader
+    /// has moved beyond are dropped (default 256 MiB).
+    pub max_cached: u64,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            min_fetch: 64 << 10,
+            sequential_window: 8 << 20,
+            sequential_depth: 4,
+            max_request: 8 << 20,
+            max_in_flight: 16,
+            max_cached: 256 << 20,
+        }
+    }
+}
+
+/// Requests and bytes an [`ObjectSource`] (with its clones) fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FetchStats {
+    /// Ranged GETs made (retries inside `object_store` not counted).
+    pub requests: u64,
+    /// Bytes they returned.
+    pub bytes: u64,
+}
+
+/// A `Read + Seek` view of one object, reading through a shared cache of
+/// fetched ranges. Clones share the cache (and the statistics) and have
+/// positions of their own.
+#[derive(Clone)]
+pub struct ObjectSource {
+    shared: Arc<Shared>,
+    pos: u64,
+}
+
+impl fmt::Debug for ObjectSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectSource")
+            .field("url", &self.shared.url)
+            .field("size", &self.shared.size)
+            .field("pos", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    store: Arc<dyn ObjectStore>,
+    location: Path,
+    url: String,
+    size: u64,
+    config: FetchConfig,
+    cache: Mutex<Cache>,
+    /// Signalled when a fetch completes.
+    fetched: Condvar,
+    permits: Arc<tokio::sync::Semaphore>,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Fetched and pending ranges, by where they begin; they never overlap.
+#[derive(Default)]
+struct Cache {
+    slots: BTreeMap<u64, Slot>,
+    /// Bytes of the slots.
+    bytes: u64,
+    /// Where the last read ended: a read there is sequential.
+    last_end: Option<u64>,
+}
+
+struct Slot {
+    end: u64,
+    state: SlotState,
+    /// Fetched by a sequential read's read-ahead (reading it keeps the
+    /// read-ahead going; reading a prefetched range does not).
+    ahead: bool,
+}
+
+enum SlotState {
+    Pending,
+    Ready(Bytes),
+    Failed(String),
+}
+
+/// The runtime the requests of every source run on.
+fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("riegeli-object-store")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| io::Error::other(format!("cannot start the object store runtime: {e}")))
+}
+
+/// Runs `future` on the runtime and waits for it on this thread (which may
+/// itself be a thread of another runtime: nothing here blocks on it).
+fn wait<T: Send + 'static>(future: impl std::future::Future<Output = T> + Send + 'static) -> io::Result<T> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime()?.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    rx.recv().map_err(|_| io::Error::other("an object store request was cancelled"))
+}
+
+/// An `object_store` error as an `io::Error` naming the URL and the bytes.
+fn io_error(error: &object_store::Error, what: &str) -> io::Error {
+    let kind = match error {
+        object_store::Error::NotFound { .. } => io::ErrorKind::NotFound,
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+            io::ErrorKind::PermissionDenied
+        }
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, format!("{what}: {error}"))
+}
+
+/// The store and path of `url`, configured from the environment.
+fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
+    let invalid = |e: &dyn fmt::Display| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {e}"));
+    let parsed = Url::parse(url).map_err(|e| invalid(&e))?;
+    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| invalid(&e))?;
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            Arc::new(object_store::aws::AmazonS3Builder::from_env().with_url(url).build().map_err(|e| invalid(&e))?)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => Arc::new(
+            object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url).build().map_err(|e| invalid(&e))?,
+        ),
+        ObjectStoreScheme::MicrosoftAzure => Arc::new(
+            object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url).build().map_err(|e| invalid(&e))?,
+        ),
+        ObjectStoreScheme::Http => {
+            let origin = &parsed[..url::Position::BeforePath];
+            Arc::new(object_store::http::HttpBuilder::new().with_url(origin).build().map_err(|e| invalid(&e))?)
+        }
+        _ => return Err(invalid(&"not an object store URL (s3://, gs://, az://, http(s)://)")),
+    };
+    Ok((store, path))
+}
+
+impl ObjectSource {
+    /// Opens the object at `url` (see [`is_url`]), configured from the
+    /// environment; asks for its size.
+    pub fn open(url: &str) -> io::Result<Self> {
+        let (store, path) = store_for(url)?;
+        Self::with_store(store, path, url, FetchConfig::default())
+    }
+
+    /// Opens object `location` of `store`; `url` names it in errors.
+    pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
+        let (head_store, head_location) = (Arc::clone(&store), location.clone());
+        let meta = wait(async move { head_store.head(&head_location).await })?
+            .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
+        let permits = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
+        let shared = Shared {
+            store,
+            location,
+            url: url.to_owned(),
+            size: meta.size,
+            config,
+            cache: Mutex::new(Cache::default()),
+            fetched: Condvar::new(),
+            permits,
+            requests: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        };
+        Ok(Self { shared: Arc::new(shared), pos: 0 })
+    }
+
+    /// The object's size.
+    pub fn size(&self) -> u64 {
+        self.shared.size
+    }
+
+    /// The object's URL.
+    pub fn url(&self) -> &str {
+        &self.shared.url
+    }
+
+    /// Requests and bytes fetched so far, by this source and its clones.
+    pub fn stats(&self) -> FetchStats {
+        FetchStats {
+            requests: self.shared.requests.load(Ordering::Relaxed),
+            bytes: self.shared.bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts fetching `ranges` (in any order; overlapping, adjacent and
+    /// already fetched bytes are asked for once), so that reads find them
+    /// at hand.
+    pub fn prefetch(&self, ranges: &[Range<u64>]) {
+        self.shared.prefetch(ranges);
+    }
+
+    /// A hook for [`ArrayRecordReader::set_prefetch`]: the chunks a read is
+    /// about to read are fetched concurrently.
+    pub fn prefetcher(&self) -> impl FnMut(&[Range<u64>]) + Send + Sync + 'static {
+        let shared = Arc::clone(&self.shared);
+        move |ranges| shared.prefetch(ranges)
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn prefetch(self: &Arc<Self>, ranges: &[Range<u64>]) {
+        let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+        sorted.sort_unstable_by_key(|r| r.start);
+        let mut cache = self.lock();
+        let mut run: Option<Range<u64>> = None;
+        for range in sorted {
+            match &mut run {
+                Some(current) if range.start <= current.end => current.end = current.end.max(range.end),
+                _ => {
+                    if let Some(done) = run.replace(range) {
+                        self.ensure(&mut cache, done, self.config.max_request, false);
+                    }
+                }
+            }
+        }
+        if let Some(done) = run {
+            self.ensure(&mut cache, done, self.config.max_request, false);
+        }
+    }
+
+    /// Fetches what `range` holds that is neither fetched nor being fetched,
+    /// in requests of at most `piece` bytes (`ahead`: for a sequential read).
+    fn ensure(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, piece: u64, ahead: bool) {
+        let end = range.end.min(self.size);
+        let mut cursor = range.start;
+        while cursor < end {
+            if let Some((_, slot)) = cache.slots.range(..=cursor).next_back().filter(|(_, slot)| slot.end > cursor) {
+                cursor = slot.end;
+                continue;
+            }
+            let next_slot = cache.slots.range(cursor..).next().map_or(u64::MAX, |(&start, _)| start);
+            let stop = end.min(next_slot).min(cursor.saturating_add(piece.max(1)));
+            self.spawn(cache, cursor..stop, ahead);
+            cursor = stop;
+        }
+    }
+
+    /// Starts one ranged GET into a new pending slot.
+    fn spawn(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, ahead: bool) {
+        cache.slots.insert(range.start, Slot { end: range.end, state: SlotState::Pending, ahead });
+        cache.bytes += range.end - range.start;
+        let shared = Arc::clone(self);
+        let Ok(runtime) = runtime() else {
+            if let Some(slot) = cache.slots.get_mut(&range.start) {
+                slot.state = SlotState::Failed("cannot start the object store runtime".to_owned());
+            }
+            return;
+        };
+        runtime.spawn(async move {
+            let state = shared.get(range.clone()).await;
+            let mut cache = shared.lock();
+            if let Some(slot) = cache.slots.get_mut(&range.start) {
+                slot.state = state;
+            }
+            drop(cache);
+            shared.fetched.notify_all();
+        });
+    }
+
+    /// One ranged GET (a short answer is asked again, twice).
+    async fn get(&self, range: Range<u64>) -> SlotState {
+        let Ok(_permit) = self.permits.acquire().await else {
+            return SlotState::Failed("the fetch queue was closed".to_owned());
+        };
+        let mut last = String::new();
+        for _ in 0..3 {
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            match self.store.get_range(&self.location, range.clone()).await {
+                Ok(bytes) => {
+                    self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                    if bytes.len() as u64 == range.end - range.start {
+                        return SlotState::Ready(bytes);
+                    }
+                    last = format!("{} bytes returned", bytes.len());
+                }
+                Err(e) => return SlotState::Failed(e.to_string()),
+            }
+        }
+        SlotState::Failed(last)
+    }
+
+    /// Keeps `sequential_depth` windows of `sequential_window` bytes from
+    /// `pos` on fetched or being fetched, asking for whole windows only.
+    fn read_ahead(self: &Arc<Self>, cache: &mut Cache, pos: u64) {
+        let window = self.config.sequential_window.max(1);
+        let reach = window.saturating_mul(self.config.sequential_depth.max(1) - 1);
+        let mut cursor = covered_end(cache, pos);
+        while cursor < self.size && cursor - pos <= reach {
+            self.ensure(cache, cursor..cursor.saturating_add(window), window, true);
+            cursor = covered_end(cache, cursor);
+        }
+    }
+
+    /// Reads at `pos` into `buf`: from the cache, waiting for a pending
+    /// fetch, or fetching first.
+    fn read_at(self: &Arc<Self>, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
+        if pos >= self.size || buf.is_empty() {
+            return Ok(0);
+        }
+        let mut cache = self.lock();
+        let covering = |cache: &Cache| {
+            cache.slots.range(..=pos).next_back().filter(|(_, slot)| slot.end > pos).map(|(_, s)| s.ahead)
+        };
+        // A read that continues the last one, past what was fetched or in what
+        // its read-ahead fetched (not in prefetched chunks), keeps the windows
+        // ahead of it requested.
+        if cache.last_end == Some(pos) && covering(&cache).is_none_or(|ahead| ahead) {
+            self.read_ahead(&mut cache, pos);
+        }
+        loop {
+            let found = cache.slots.range(..=pos).next_back().filter(|(_, slot)| slot.end > pos);
+            let Some((&start, slot)) = found else {
+                let want = (buf.len() as u64).max(self.config.min_fetch);
+                self.ensure(&mut cache, pos..pos.saturating_add(want), want, false);
+                continue;
+            };
+            let end = slot.end;
+            match &slot.state {
+                SlotState::Pending => {
+                    cache = self.fetched.wait(cache).unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                SlotState::Failed(message) => {
+                    let error = io::Error::other(format!("GET {} bytes {start}..{end}: {message}", self.url));
+                    cache.slots.remove(&start);
+                    cache.bytes -= end - start;
+                    return Err(error);
+                }
+                SlotState::Ready(bytes) => {
+                    let offset = (pos - start) as usize;
+                    let n = buf.len().min(bytes.len() - offset);
+                    buf[..n].copy_from_slice(&bytes[offset..offset + n]);
+                    let read_end = pos + n as u64;
+                    cache.last_end = Some(read_end);
+                    if read_end == end {
+                        // Read to its end: not needed again.
+                        cache.slots.remove(&start);
+                        cache.bytes -= end - start;
+                    }
+                    if cache.bytes > self.config.max_cached {
+                        evict_behind(&mut cache, read_end);
+                    }
+                    return Ok(n);
+                }
+            }
+        }
+    }
+}
+
+/// Where the fetched or pending ranges that run on from `pos` without a gap end.
+fn covered_end(cache: &Cache, pos: u64) -> u64 {
+    let mut cursor = pos;
+    while let Some((_, slot)) = cache.slots.range(..=cursor).next_back().filter(|(_, slot)| slot.end > cursor) {
+        cursor = slot.end;
+    }
+    cursor
+}
+
+/// Drops fetched ranges that end at or before `pos`.
+fn evict_behind(cache: &mut Cache, pos: u64) {
+    let behind: Vec<u64> = cache
+        .slots
+        .iter()
+        .filter(|(_, slot)| slot.end <= pos && matches!(slot.state, SlotState::Ready(_)))
+        .map(|(&start, _)| start)
+        .collect();
+    for start in behind {
+        if let Some(slot) = cache.slots.remove(&start) {
+            cache.bytes -= slot.end - start;
+        }
+    }
+}
+
+impl Read for ObjectSource {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.shared.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads through the shared cache at any offset: the decoding threads of an
+/// [`ArrayRecordReader`]'s parallel reads read their chunks this way.
+impl ReadAt for ObjectSource {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.shared.read_at(offset, buf)
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.shared.size)
+    }
+}
+
+impl Seek for ObjectSource {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let target = match pos {
+            SeekFrom::Start(pos) => Some(pos),
+            SeekFrom::End(delta) => self.shared.size.checked_add_signed(delta),
+            SeekFrom::Current(delta) => self.pos.checked_add_signed(delta),
+        };
+        self.pos = target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
+/// A [`RecordReader`] of the object at `url`.
+pub fn open_records(url: &str, options: RecordReaderOptions) -> io::Result<RecordReader<ObjectSource>> {
+    Ok(RecordReader::with_options(ObjectSource::open(url)?, options))
+}
+
+/// An [`ArrayRecordReader`] of the object at `url`, whose reads fetch the
+/// chunks they need concurrently (its prefetch hook is the source's).
+pub fn open_array_record(
+    url: &str,
+    options: ArrayRecordReaderOptions,
+) -> riegeli_records::Result<ArrayRecordReader<ObjectSource>> {
+    array_record_reader(ObjectSource::open(url)?, options)
+}
+
+/// An [`ArrayRecordReader`] of `source`, with its prefetch hook installed
+/// and its decoding threads reading their chunks from the cache themselves.
+pub fn array_record_reader(
+    source: ObjectSource,
+    options: ArrayRecordReaderOptions,
+) -> riegeli_records::Result<ArrayRecordReader<ObjectSource>> {
+    let hook = source.prefetcher();
+    let shared = Arc::new(source.clone());
+    let mut reader = ArrayRecordReader::with_options(source, options)?;
+    reader.set_prefetch(hook);
+    reader.set_read_at(shared);
+    Ok(reader)
+}

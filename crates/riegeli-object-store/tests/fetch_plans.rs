@@ -1,0 +1,136 @@
+//! Fetch plans against object_store's in-memory store: what each kind of read
+//! asks for, counted by the source (requests and bytes), and the records it gets.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use riegeli_object_store::{FetchConfig, ObjectSource, array_record_reader};
+use riegeli_records::{
+    ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader, RecordWriter,
+};
+
+fn records(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("record {i} {}", "x".repeat(i % 300)).into_bytes()).collect()
+}
+
+/// An in-memory store holding `bytes` at `name`.
+fn store_with(name: &str, bytes: Vec<u8>) -> Arc<dyn ObjectStore> {
+    let store = Arc::new(InMemory::new());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(store.put(&Path::from(name), bytes.into())).unwrap();
+    store
+}
+
+fn source(store: &Arc<dyn ObjectStore>, name: &str) -> ObjectSource {
+    ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), FetchConfig::default())
+        .unwrap()
+}
+
+/// (begin, end) of every chunk of `file` holding records, in file order.
+fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
+    let mut reader = ChunkReader::new(Cursor::new(file), ChunkReadOptions::default());
+    let mut out = Vec::new();
+    while let Some(chunk) = reader.read_chunk().unwrap() {
+        if chunk.header().num_records() > 0 {
+            out.push((chunk.begin(), chunk.end()));
+        }
+    }
+    out
+}
+
+#[test]
+fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
+    let records = records(20_000);
+    let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:100,zstd:3".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let size = file.len() as u64;
+    let chunks = data_chunks(&file);
+    // The last data chunk is the footer's: data chunks are the others.
+    let (footer_begin, footer_end) = *chunks.last().unwrap();
+    let store = store_with("a.array_record", file.clone());
+    let source = source(&store, "a.array_record");
+    let opened = source.clone();
+    let mut reader = array_record_reader(source, ArrayRecordReaderOptions::default()).unwrap();
+    assert_eq!(reader.num_records(), 20_000);
+    let open = opened.stats();
+    // The last 64 KiB, and the footer (within one minimal fetch).
+    assert!(open.requests <= 3, "{open:?}");
+    assert!(open.bytes <= 65536 + (footer_end - footer_begin) + (64 << 10), "{open:?}");
+    assert!(size - open.bytes >= footer_begin - 64 * 1024, "no data chunk fetched: {open:?} of {size}");
+
+    // A batch of random indices: each touched chunk's bytes, once.
+    let indices: Vec<u64> = (0..2000u64).map(|i| (i * 7919) % 20_000).collect();
+    let got = reader.read_parallel(&indices).unwrap();
+    assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]));
+    let batch = opened.stats();
+    let touched: std::collections::BTreeSet<u64> = indices.iter().map(|i| i / 100).collect();
+    let touched_bytes: u64 = touched.iter().map(|&k| chunks[k as usize].1 - chunks[k as usize].0).sum();
+    let fetched = batch.bytes - open.bytes;
+    assert!(
+        fetched >= touched_bytes && fetched as f64 <= touched_bytes as f64 * 1.05,
+        "{fetched} for {touched_bytes}: {} of {} chunks, {open:?} {batch:?}, size {size}",
+        touched.len(),
+        chunks.len()
+    );
+    // Adjacent chunks are fetched together.
+    assert!(batch.requests - open.requests < touched.len() as u64, "{batch:?}");
+
+    // A single read: its chunk, exactly.
+    let before = opened.stats();
+    assert_eq!(reader.read(12_345).unwrap(), records[12_345][..]);
+    let single = opened.stats();
+    let (begin, end) = chunks[123];
+    assert_eq!((single.requests - before.requests, single.bytes - before.bytes), (1, end - begin));
+}
+
+#[test]
+fn a_sequential_read_fetches_large_ranges_ahead_and_reads_every_record() {
+    let records = records(50_000);
+    let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:64k".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let size = file.len() as u64;
+    let store = store_with("f.riegeli", file);
+    let config = FetchConfig { sequential_window: 1 << 20, ..FetchConfig::default() };
+    let source =
+        ObjectSource::with_store(Arc::clone(&store), Path::from("f.riegeli"), "memory:///f.riegeli", config).unwrap();
+    let counting = source.clone();
+    let mut reader = RecordReader::new(source);
+    let mut n = 0;
+    while let Some(record) = reader.read_record().unwrap() {
+        assert_eq!(record, records[n][..]);
+        n += 1;
+    }
+    assert_eq!(n, records.len());
+    let stats = counting.stats();
+    assert_eq!(stats.bytes, size, "each byte once");
+    assert!(stats.requests <= size.div_ceil(1 << 20) + 2, "{stats:?} for {size} bytes");
+
+    // Seeking and reading back: records at their positions, fetched again as needed.
+    let mut reader = RecordReader::new(counting.clone());
+    reader.seek_numeric(size / 2).unwrap();
+    let record = reader.read_record().unwrap().unwrap();
+    let index = records.iter().position(|r| r[..] == record[..]).unwrap();
+    assert!(index > 0 && index < records.len());
+}
+
+#[test]
+fn a_missing_object_and_a_bad_url_are_clear_errors() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let error =
+        ObjectSource::with_store(store, Path::from("nope"), "memory:///nope", FetchConfig::default()).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
+    assert!(error.to_string().contains("memory:///nope"), "{error}");
+    let error = ObjectSource::open("ftp://host/file").unwrap_err();
+    assert!(error.to_string().contains("ftp://host/file"), "{error}");
+    assert!(riegeli_object_store::is_url("s3://bucket/key") && riegeli_object_store::is_url("HTTPS://h/k"));
+    assert!(!riegeli_object_store::is_url("/tmp/file") && !riegeli_object_store::is_url("file.riegeli"));
+}
