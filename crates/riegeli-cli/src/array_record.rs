@@ -9,10 +9,9 @@
 //! plain file costs one small read.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use riegeli_records::{ArrayRecordReader, IndexSource, ReadAt};
+use riegeli_records::{ArrayRecordReader, IndexSource};
 
 use crate::io::Seekable;
 use crate::{io, progress};
@@ -69,25 +68,8 @@ pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecord
 /// [`open`] without the notice (for `verify`, which reports problems on stdout).
 pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
     let name = io::name(path);
-    let source = io::open_file(path)?;
-    // The decoding threads read their chunks themselves: a file by positional
-    // reads (on Unix), an object through its cache, fetched ahead of them.
-    let shared: Option<Arc<dyn ReadAt>> = match &source {
-        Seekable::File(file) if cfg!(unix) => file.try_clone().ok().map(|file| Arc::new(file) as Arc<dyn ReadAt>),
-        Seekable::File(_) => None,
-        Seekable::Object(object) => Some(Arc::new(object.clone())),
-    };
-    let prefetch = match &source {
-        Seekable::Object(object) => Some(object.prefetcher()),
-        Seekable::File(_) => None,
-    };
-    let mut reader = ArrayRecordReader::with_options(source, Default::default()).with_context(|| name.clone())?;
-    if let Some(shared) = shared {
-        reader.set_read_at(shared);
-    }
-    if let Some(prefetch) = prefetch {
-        reader.set_prefetch(prefetch);
-    }
+    let reader = riegeli_object_store::array_record_reader(io::open_file(path)?, Default::default())
+        .with_context(|| name.clone())?;
     let footer_offset = trailer.map(|t| t.footer_offset);
     let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
     let summary = Summary {

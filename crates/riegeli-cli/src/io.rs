@@ -29,28 +29,7 @@ enum Src {
 }
 
 /// A local file, or an object in object storage.
-pub(crate) enum Seekable {
-    File(File),
-    Object(ObjectSource),
-}
-
-impl Read for Seekable {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Self::File(f) => f.read(buf),
-            Self::Object(o) => o.read(buf),
-        }
-    }
-}
-
-impl Seek for Seekable {
-    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
-        match self {
-            Self::File(f) => f.seek(pos),
-            Self::Object(o) => o.seek(pos),
-        }
-    }
-}
+pub(crate) type Seekable = riegeli_object_store::Location;
 
 impl Input {
     /// Whether the input is standard input (which cannot seek).

@@ -480,30 +480,91 @@ impl Seek for ObjectSource {
     }
 }
 
-/// A [`RecordReader`] of the object at `url`.
-pub fn open_records(url: &str, options: RecordReaderOptions) -> io::Result<RecordReader<ObjectSource>> {
-    Ok(RecordReader::with_options(ObjectSource::open(url)?, options))
+/// A local file or an object: what a reader given a path or a URL reads.
+#[derive(Debug)]
+pub enum Location {
+    /// A local file.
+    File(std::fs::File),
+    /// An object in object storage.
+    Object(ObjectSource),
 }
 
-/// An [`ArrayRecordReader`] of the object at `url`, whose reads fetch the
-/// chunks they need concurrently (its prefetch hook is the source's).
+impl Location {
+    /// Opens `location`: an object if it is a URL (see [`is_url`]), else a
+    /// local file.
+    pub fn open(location: &str) -> io::Result<Self> {
+        if is_url(location) {
+            return ObjectSource::open(location).map(Self::Object);
+        }
+        let file = std::fs::File::open(location)?;
+        if file.metadata()?.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{location}: is a directory")));
+        }
+        Ok(Self::File(file))
+    }
+
+    /// A source reading the same bytes at offsets for several threads: a
+    /// duplicate handle of a file (on Unix), a clone of an object's source.
+    pub fn read_at(&self) -> Option<Arc<dyn ReadAt>> {
+        match self {
+            Self::File(file) if cfg!(unix) => file.try_clone().ok().map(|file| Arc::new(file) as Arc<dyn ReadAt>),
+            Self::File(_) => None,
+            Self::Object(object) => Some(Arc::new(object.clone())),
+        }
+    }
+}
+
+impl Read for Location {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::File(file) => file.read(buf),
+            Self::Object(object) => object.read(buf),
+        }
+    }
+}
+
+impl Seek for Location {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        match self {
+            Self::File(file) => file.seek(pos),
+            Self::Object(object) => object.seek(pos),
+        }
+    }
+}
+
+/// A [`RecordReader`] of `location` (a path or a URL).
+pub fn open_records(location: &str, options: RecordReaderOptions) -> io::Result<RecordReader<Location>> {
+    Ok(RecordReader::with_options(Location::open(location)?, options))
+}
+
+/// An [`ArrayRecordReader`] of `location` (a path or a URL), see
+/// [`array_record_reader`].
 pub fn open_array_record(
-    url: &str,
+    location: &str,
     options: ArrayRecordReaderOptions,
-) -> riegeli_records::Result<ArrayRecordReader<ObjectSource>> {
-    array_record_reader(ObjectSource::open(url)?, options)
+) -> riegeli_records::Result<ArrayRecordReader<Location>> {
+    array_record_reader(Location::open(location)?, options)
 }
 
-/// An [`ArrayRecordReader`] of `source`, with its prefetch hook installed
-/// and its decoding threads reading their chunks from the cache themselves.
+/// An [`ArrayRecordReader`] of `source` whose decoding threads read their
+/// chunks themselves (a file by positional reads on Unix, an object from its
+/// cache) and, for an object, whose reads fetch the chunks they need
+/// concurrently (its prefetch hook is the source's).
 pub fn array_record_reader(
-    source: ObjectSource,
+    source: Location,
     options: ArrayRecordReaderOptions,
-) -> riegeli_records::Result<ArrayRecordReader<ObjectSource>> {
-    let hook = source.prefetcher();
-    let shared = Arc::new(source.clone());
+) -> riegeli_records::Result<ArrayRecordReader<Location>> {
+    let shared = source.read_at();
+    let hook = match &source {
+        Location::Object(object) => Some(object.prefetcher()),
+        Location::File(_) => None,
+    };
     let mut reader = ArrayRecordReader::with_options(source, options)?;
-    reader.set_prefetch(hook);
-    reader.set_read_at(shared);
+    if let Some(shared) = shared {
+        reader.set_read_at(shared);
+    }
+    if let Some(hook) = hook {
+        reader.set_prefetch(hook);
+    }
     Ok(reader)
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use riegeli_object_store::{FetchConfig, ObjectSource, array_record_reader};
+use riegeli_object_store::{FetchConfig, Location, ObjectSource, array_record_reader};
 use riegeli_records::{
     ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader, RecordWriter,
 };
@@ -56,7 +56,7 @@ fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
     let store = store_with("a.array_record", file.clone());
     let source = source(&store, "a.array_record");
     let opened = source.clone();
-    let mut reader = array_record_reader(source, ArrayRecordReaderOptions::default()).unwrap();
+    let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default()).unwrap();
     assert_eq!(reader.num_records(), 20_000);
     let open = opened.stats();
     // The last 64 KiB, and the footer (within one minimal fetch).
