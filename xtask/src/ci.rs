@@ -55,6 +55,12 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         step("python package: pip install ./crates/riegeli-python, pytest");
         crate::python::package_tests(sh)?;
     }
+    if skip_python {
+        step("engines skipped (--no-python)");
+    } else {
+        step("engines: riegeli.beam and riegeli.ray in target/engines-venv, pytest");
+        crate::engines::tests(sh)?;
+    }
     step("ci passed");
     Ok(())
 }

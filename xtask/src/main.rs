@@ -7,6 +7,7 @@
 //!   implementation (array-record), or verify them against `SHA256SUMS`;
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
 //! - `python`: `pip install ./crates/riegeli-python` into that venv and its pytest suite (also in `ci`);
+//! - `engines`: the Beam and Ray I/O of the Python package, in a venv of their own (also in `ci`);
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
 //!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
@@ -18,6 +19,7 @@
 mod bench;
 mod ci;
 mod common;
+mod engines;
 mod fuzz;
 mod python;
 mod release;
@@ -38,6 +40,7 @@ fn main() -> Result<()> {
         Some("testdata") => testdata::run(&sh, rest),
         Some("interop") => python::interop(&sh),
         Some("python") => python::package_tests(&sh),
+        Some("engines") => engines::tests(&sh),
         Some("bench") => bench::run(&sh, rest),
         Some("release") => release::run(&sh, rest),
         Some("tidy") => tidy::run(&sh),
@@ -46,12 +49,13 @@ fn main() -> Result<()> {
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  ci                          fmt, module cycles, unused deps, clippy, tests, feature matrix, docs,\n  \
-                                             fuzz check, testdata check, interop, python package tests\n  \
-                                             (--no-interop, --no-python skip the last two)\n  \
+                                             fuzz check, testdata check, interop, python package tests, engines\n  \
+                                             (--no-interop skips interop, --no-python the last two)\n  \
                  fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \
                  python                      build the Python package into the oracle venv and run its pytest suite\n  \
+                 engines                     riegeli.beam and riegeli.ray on Beam's DirectRunner and a local Ray cluster\n  \
                  bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \

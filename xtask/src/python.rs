@@ -17,18 +17,25 @@ const PYTHON_TEST_DEPS: &[&str] = &["pytest==9.2.0", "protobuf==7.36.2", "grain=
 /// Creates (once) `target/oracle-venv` with the oracle and the Python test dependencies
 /// installed; returns its python.
 pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
-    let dir = crate::common::project_root().join("target").join("oracle-venv");
+    let mut packages = vec![ORACLE];
+    packages.extend_from_slice(PYTHON_TEST_DEPS);
+    venv_with(sh, "oracle-venv", &packages)
+}
+
+/// Creates (once) `target/<name>` with `packages` installed (again when the list changes,
+/// as a stamp file in the venv tells); returns its python.
+pub(crate) fn venv_with(sh: &Shell, name: &str, packages: &[&str]) -> Result<PathBuf> {
+    let dir = crate::common::project_root().join("target").join(name);
     let python = dir.join("bin").join("python");
     let stamp = dir.join(".installed");
-    let wanted = format!("{ORACLE} {}", PYTHON_TEST_DEPS.join(" "));
+    let wanted = packages.join(" ");
     if !python.exists() {
-        crate::common::step(&format!("creating {} with {ORACLE}", dir.display()));
+        crate::common::step(&format!("creating {} with {wanted}", dir.display()));
         let python3 = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
         cmd!(sh, "{python3} -m venv {dir}").run().context("python3 -m venv failed (is Python 3 installed?)")?;
     }
-    // A venv made before the test dependencies were added gets them now.
     if sh.read_file(&stamp).ok().as_deref() != Some(wanted.as_str()) {
-        cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {ORACLE} {PYTHON_TEST_DEPS...}").run()?;
+        cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check {packages...}").run()?;
         sh.write_file(&stamp, &wanted)?;
     }
     Ok(python)
@@ -46,13 +53,19 @@ pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
 /// Builds and installs the Python package (release) into the oracle venv; returns its python.
 pub(crate) fn install_package(sh: &Shell) -> Result<PathBuf> {
     let python = venv(sh)?;
+    install_package_into(sh, &python)?;
+    Ok(python)
+}
+
+/// Builds and installs the Python package (release) with `python`.
+pub(crate) fn install_package_into(sh: &Shell, python: &std::path::Path) -> Result<()> {
     cmd!(
         sh,
         "{python} -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps ./crates/riegeli-python"
     )
     .run()
     .context("building the Python package failed")?;
-    Ok(python)
+    Ok(())
 }
 
 /// Runs the live interop tests: Rust tests marked `#[ignore]` whose names

@@ -1,0 +1,238 @@
+"""Ray Data I/O for Riegeli/records and ArrayRecord files (needs `ray[data]`).
+
+Datasets have one `binary` column, `record`::
+
+    import ray
+    from riegeli import ray as riegeli_ray
+
+    ds = riegeli_ray.read_array_record('data/')            # a file, a directory or a list
+    ds.write_datasink(riegeli_ray.RiegeliDatasink('out/', file_format='riegeli'))
+
+Read tasks are parts of files, so that one large file is read by many tasks: byte ranges of
+whole 64 KiB blocks for Riegeli/records files (a range reads the records of the chunks that
+begin in it, found from the block header where it starts), record index ranges for ArrayRecord
+files (through their footer). A directory means the files inside it, recursively, except those
+whose names begin with `.` or `_`. Paths with a scheme (`s3://...`), or any path with
+`filesystem=` (a `pyarrow.fs.FileSystem`), are read through pyarrow; ArrayRecord files there
+are read by byte ranges, as Riegeli/records files (an ArrayRecord file is one).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import uuid
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import ray.data
+from ray.data.block import BlockAccessor, BlockMetadata
+from ray.data.datasource import Datasink, Datasource, ReadTask
+
+import riegeli
+from riegeli.array_record import ArrayRecordReader, ArrayRecordWriter
+
+__all__ = ('RiegeliDatasink', 'RiegeliDatasource', 'read_array_record', 'read_riegeli')
+
+_SCHEMA = pa.schema([('record', pa.binary())])
+_FORMATS = ('riegeli', 'array_record')
+_MIN_RANGE = 64 << 10  # One block.
+_BLOCK_BYTES = 32 << 20  # A read task yields a table about every this many bytes of records.
+_Paths = Union[str, 'os.PathLike[str]', Sequence[Union[str, 'os.PathLike[str]']]]
+
+
+def _filesystem(path: str, filesystem: Optional[pafs.FileSystem]) -> Tuple[pafs.FileSystem, str]:
+    if filesystem is not None:
+        return filesystem, path
+    if '://' in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), os.path.abspath(path)
+
+
+def _files(paths: _Paths, filesystem: Optional[pafs.FileSystem]) -> List[Tuple[pafs.FileSystem, str, int]]:
+    """(filesystem, path, size) of each file, directories expanded, in order."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    files = []
+    for path in paths:
+        fs, path = _filesystem(os.fspath(path), filesystem)
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.Directory:
+            inside = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+            kept = [i for i in inside if i.type == pafs.FileType.File and not i.base_name.startswith(('.', '_'))]
+            files.extend((fs, i.path, i.size) for i in sorted(kept, key=lambda i: i.path))
+        elif info.type == pafs.FileType.File:
+            files.append((fs, path, info.size))
+        else:
+            raise FileNotFoundError(path)
+    return files
+
+
+def _table(records: List[bytes]) -> pa.Table:
+    return pa.Table.from_arrays([pa.array(records, type=pa.binary())], schema=_SCHEMA)
+
+
+def _read_byte_range(fs: pafs.FileSystem, path: str, start: int, end: int) -> Iterator[pa.Table]:
+    local = isinstance(fs, pafs.LocalFileSystem)
+    src = path if local else fs.open_input_file(path)
+    with riegeli.RecordReader(src, assumed_pos=None if local else 0) as reader:
+        reader.set_byte_range(start, end)
+        records, size, tables = [], 0, 0
+        for record in reader.read_records():
+            records.append(record)
+            size += len(record)
+            if size >= _BLOCK_BYTES:
+                yield _table(records)
+                records, size, tables = [], 0, tables + 1
+        if records or not tables:
+            yield _table(records)
+
+
+def _read_index_range(path: str, begin: int, end: int, batch: int, options: str) -> Iterator[pa.Table]:
+    reader = ArrayRecordReader(path, options)
+    try:
+        for first in range(begin, end, batch):
+            yield _table(reader.read(first, min(first + batch, end)))
+    finally:
+        reader.close()
+
+
+class RiegeliDatasource(Datasource):
+    """The records of Riegeli/records (`file_format='riegeli'`) or ArrayRecord
+    (`'array_record'`) files, for `ray.data.read_datasource`; `reader_options` are
+    ArrayRecordReader's."""
+
+    def __init__(
+        self,
+        paths: _Paths,
+        *,
+        file_format: str = 'riegeli',
+        filesystem: Optional[pafs.FileSystem] = None,
+        reader_options: str = '',
+    ) -> None:
+        super().__init__()
+        if file_format not in _FORMATS:
+            raise ValueError(f'file_format must be one of {_FORMATS}, not {file_format!r}')
+        self._files = [f for f in _files(paths, filesystem) if f[2] > 0]
+        self._format = file_format
+        self._reader_options = reader_options
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return sum(size for _, _, size in self._files)
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None) -> List[ReadTask]:
+        parallelism = max(parallelism, 1)
+        local = all(isinstance(fs, pafs.LocalFileSystem) for fs, _, _ in self._files)
+        by_index = self._format == 'array_record' and local
+        if by_index:
+            counts = []
+            for _, path, _ in self._files:
+                reader = ArrayRecordReader(path)
+                try:
+                    counts.append(reader.num_records())
+                finally:
+                    reader.close()
+            step = max(1, -(-sum(counts) // parallelism))
+        else:
+            # Whole blocks, rounded down, so that there are at least `parallelism` ranges.
+            step = max(_MIN_RANGE, self.estimate_inmemory_data_size() // parallelism // _MIN_RANGE * _MIN_RANGE)
+        tasks = []
+        for i, (fs, path, size) in enumerate(self._files):
+            if by_index:
+                parts = [(begin, min(begin + step, counts[i])) for begin in range(0, counts[i], step)]
+                batch = max(1, _BLOCK_BYTES * counts[i] // max(size, 1)) if parts else 1
+                for begin, end in parts:
+                    read = functools.partial(_read_index_range, path, begin, end, batch, self._reader_options)
+                    estimate = size * (end - begin) // counts[i]
+                    meta = BlockMetadata(num_rows=end - begin, size_bytes=estimate, input_files=[path], exec_stats=None)
+                    tasks.append(ReadTask(read, meta, schema=_SCHEMA, per_task_row_limit=per_task_row_limit))
+            else:
+                for start, end in riegeli.byte_ranges(size, step):
+                    read = functools.partial(_read_byte_range, fs, path, start, end)
+                    meta = BlockMetadata(num_rows=None, size_bytes=end - start, input_files=[path], exec_stats=None)
+                    tasks.append(ReadTask(read, meta, schema=_SCHEMA, per_task_row_limit=per_task_row_limit))
+        return tasks
+
+
+def read_riegeli(paths: _Paths, *, filesystem: Optional[pafs.FileSystem] = None, **kwargs: Any) -> ray.data.Dataset:
+    """A dataset of the records of Riegeli/records files (column `record`, `bytes`), one read
+    task per byte range; `kwargs` go to `ray.data.read_datasource` (`override_num_blocks`:
+    about how many read tasks; `concurrency`, `ray_remote_args`, ...)."""
+    return ray.data.read_datasource(RiegeliDatasource(paths, filesystem=filesystem), **kwargs)
+
+
+def read_array_record(
+    paths: _Paths, *, filesystem: Optional[pafs.FileSystem] = None, reader_options: str = '', **kwargs: Any
+) -> ray.data.Dataset:
+    """A dataset of the records of ArrayRecord files (column `record`, `bytes`), one read task
+    per range of record indices (per byte range on other filesystems than the local one);
+    `reader_options` are ArrayRecordReader's, `kwargs` as for `read_riegeli`."""
+    source = RiegeliDatasource(paths, file_format='array_record', filesystem=filesystem, reader_options=reader_options)
+    return ray.data.read_datasource(source, **kwargs)
+
+
+class RiegeliDatasink(Datasink):
+    """Writes a dataset into the directory `path` as Riegeli/records or ArrayRecord files,
+    one per write task (that received records), named `<uuid of this write>_<task>.riegeli`
+    (or `.array_record`). `options` are RecordWriter's or ArrayRecordWriter's; `column` holds
+    the records (`bytes`); `min_rows_per_file` makes Ray give each write task that many rows at
+    least. After the write, `written_paths` lists the files."""
+
+    def __init__(
+        self,
+        path: Union[str, 'os.PathLike[str]'],
+        *,
+        options: str = '',
+        file_format: str = 'riegeli',
+        column: str = 'record',
+        filesystem: Optional[pafs.FileSystem] = None,
+        min_rows_per_file: Optional[int] = None,
+    ) -> None:
+        if file_format not in _FORMATS:
+            raise ValueError(f'file_format must be one of {_FORMATS}, not {file_format!r}')
+        self._fs, self._path = _filesystem(os.fspath(path), filesystem)
+        self._min_rows_per_file = min_rows_per_file
+        self._options = options
+        self._format = file_format
+        self._column = column
+        self._write_uuid = ''
+        self.written_paths: List[str] = []
+
+    @property
+    def min_rows_per_write(self) -> Optional[int]:
+        return self._min_rows_per_file
+
+    def on_write_start(self) -> None:
+        self._fs.create_dir(self._path, recursive=True)
+        self._write_uuid = uuid.uuid4().hex
+
+    def write(self, blocks, ctx) -> Optional[str]:
+        path = f'{self._path}/{self._write_uuid}_{ctx.task_idx:06d}.{self._format}'
+        local = isinstance(self._fs, pafs.LocalFileSystem)
+        file = writer = None
+        try:
+            for block in blocks:
+                column = BlockAccessor.for_block(block).to_arrow().column(self._column)
+                if len(column) == 0:
+                    continue
+                if writer is None:
+                    file = None if local else self._fs.open_output_stream(path)
+                    dest = path if local else file
+                    if self._format == 'array_record':
+                        writer = ArrayRecordWriter(dest, self._options)
+                    else:
+                        pos = None if local else 0
+                        writer = riegeli.RecordWriter(dest, owns_dest=False, assumed_pos=pos, options=self._options)
+                write = writer.write if self._format == 'array_record' else writer.write_record
+                for record in column.to_pylist():
+                    write(record)
+            if writer is not None:
+                writer.close()
+        finally:
+            if file is not None:
+                file.close()
+        return None if writer is None else path
+
+    def on_write_complete(self, write_result) -> None:
+        self.written_paths = sorted(p for p in write_result.write_returns if p is not None)
