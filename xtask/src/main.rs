@@ -8,6 +8,7 @@
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
 //! - `python`: `pip install ./crates/riegeli-python` into that venv and its pytest suite (also in `ci`);
 //! - `engines`: the Beam and Ray I/O of the Python package, in a venv of their own (also in `ci`);
+//! - `objects`: object storage URLs against moto_server and nginx on loopback (also in `ci`);
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
 //!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
@@ -21,6 +22,7 @@ mod ci;
 mod common;
 mod engines;
 mod fuzz;
+mod objects;
 mod python;
 mod release;
 mod testdata;
@@ -41,6 +43,7 @@ fn main() -> Result<()> {
         Some("interop") => python::interop(&sh),
         Some("python") => python::package_tests(&sh),
         Some("engines") => engines::tests(&sh),
+        Some("objects") => objects::tests(&sh),
         Some("bench") => bench::run(&sh, rest),
         Some("release") => release::run(&sh, rest),
         Some("tidy") => tidy::run(&sh),
@@ -56,6 +59,7 @@ fn main() -> Result<()> {
                  interop                     live interop tests against the C++ implementation\n  \
                  python                      build the Python package into the oracle venv and run its pytest suite\n  \
                  engines                     riegeli.beam and riegeli.ray on Beam's DirectRunner and a local Ray cluster\n  \
+                 objects                     reading s3:// and http:// URLs against moto_server and nginx on loopback\n  \
                  bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \

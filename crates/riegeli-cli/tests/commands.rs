@@ -386,3 +386,35 @@ fn cat_byte_ranges_of_a_partition_print_the_file_once() {
     let out = riegeli(&["cat", "--byte-range", "0..10", "--records", "1", file], b"");
     assert!(!out.status.success() && out.status.code() == Some(2));
 }
+
+/// `cargo xtask objects` serves golden files at `testdata/<path>` of its S3 bucket and of
+/// its nginx: the commands that read take their URLs and print what they print for the files.
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_commands_read_s3_and_http_urls() {
+    let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name}: run `cargo xtask objects`"));
+    let (bucket, http) = (env("RIEGELI_TEST_S3_BUCKET"), env("RIEGELI_TEST_HTTP_URL"));
+    for path in ["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli"] {
+        let local = testdata(path);
+        let local = local.to_str().unwrap();
+        for url in [format!("s3://{bucket}/testdata/{path}"), format!("{http}/testdata/{path}")] {
+            for args in [
+                &["cat", "--format", "json"][..],
+                &["cat", "--records", "0,17,5..9"],
+                &["cat", "--byte-range", "40000.."],
+                &["count"],
+                &["verify"],
+            ] {
+                let want = riegeli(&[args, &[local]].concat(), b"");
+                let got = riegeli(&[args, &[url.as_str()]].concat(), b"");
+                assert!(got.status.success(), "{url} {args:?}: {}", text(&got.stderr));
+                assert_eq!(text(&got.stdout).replace(&url, local), text(&want.stdout), "{url} {args:?}");
+            }
+            let got = riegeli(&["describe", &url], b"");
+            assert!(got.status.success() && text(&got.stdout).contains("chunk"), "{url}: {}", text(&got.stderr));
+        }
+    }
+    let missing = format!("s3://{bucket}/testdata/no-such-file");
+    let out = riegeli(&["count", &missing], b"");
+    assert_one_line_error(&out, 1, "no-such-file");
+}

@@ -131,6 +131,10 @@ struct Cache {
     bytes: u64,
     /// Where the last read ended: a read there is sequential.
     last_end: Option<u64>,
+    /// Where prefetched ranges (chunks) end: a read does not cross one, so
+    /// that the reader of one chunk of a coalesced range does not take (and
+    /// count as read) the bytes of the next, which another thread reads.
+    part_ends: std::collections::BTreeSet<u64>,
 }
 
 struct Slot {
@@ -139,6 +143,27 @@ struct Slot {
     /// Fetched by a sequential read's read-ahead (reading it keeps the
     /// read-ahead going; reading a prefetched range does not).
     ahead: bool,
+    /// The parts read from it so far (merged, in order): once all of it was
+    /// read it is dropped. The threads of a parallel read read their own
+    /// chunks of a coalesced range, and may read past them (buffering).
+    read: Vec<Range<u64>>,
+}
+
+impl Slot {
+    /// Records that `range` was read; returns whether all of the slot was.
+    fn mark_read(&mut self, start: u64, range: Range<u64>) -> bool {
+        self.read.push(range);
+        self.read.sort_unstable_by_key(|r| r.start);
+        let mut merged: Vec<Range<u64>> = Vec::with_capacity(self.read.len());
+        for r in self.read.drain(..) {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        self.read = merged;
+        self.read.first().is_some_and(|r| r.start <= start && r.end >= self.end)
+    }
 }
 
 enum SlotState {
@@ -202,7 +227,15 @@ fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
         ),
         ObjectStoreScheme::Http => {
             let origin = &parsed[..url::Position::BeforePath];
-            Arc::new(object_store::http::HttpBuilder::new().with_url(origin).build().map_err(|e| invalid(&e))?)
+            // An `http://` URL says plain HTTP is wanted.
+            let client = object_store::ClientOptions::new().with_allow_http(parsed.scheme() == "http");
+            Arc::new(
+                object_store::http::HttpBuilder::new()
+                    .with_url(origin)
+                    .with_client_options(client)
+                    .build()
+                    .map_err(|e| invalid(&e))?,
+            )
         }
         _ => return Err(invalid(&"not an object store URL (s3://, gs://, az://, http(s)://)")),
     };
@@ -280,6 +313,7 @@ impl Shared {
         let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
         sorted.sort_unstable_by_key(|r| r.start);
         let mut cache = self.lock();
+        cache.part_ends.extend(sorted.iter().map(|r| r.end));
         let mut run: Option<Range<u64>> = None;
         for range in sorted {
             match &mut run {
@@ -315,7 +349,7 @@ impl Shared {
 
     /// Starts one ranged GET into a new pending slot.
     fn spawn(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, ahead: bool) {
-        cache.slots.insert(range.start, Slot { end: range.end, state: SlotState::Pending, ahead });
+        cache.slots.insert(range.start, Slot { end: range.end, state: SlotState::Pending, ahead, read: Vec::new() });
         cache.bytes += range.end - range.start;
         let shared = Arc::clone(self);
         let Ok(runtime) = runtime() else {
@@ -405,14 +439,21 @@ impl Shared {
                 }
                 SlotState::Ready(bytes) => {
                     let offset = (pos - start) as usize;
-                    let n = buf.len().min(bytes.len() - offset);
+                    let part_end = cache.part_ends.range(pos + 1..).next().map_or(u64::MAX, |&e| e);
+                    let n =
+                        buf.len().min(bytes.len() - offset).min(usize::try_from(part_end - pos).unwrap_or(usize::MAX));
                     buf[..n].copy_from_slice(&bytes[offset..offset + n]);
                     let read_end = pos + n as u64;
                     cache.last_end = Some(read_end);
-                    if read_end == end {
-                        // Read to its end: not needed again.
+                    let all_read = cache.slots.get_mut(&start).is_some_and(|slot| slot.mark_read(start, pos..read_end));
+                    if all_read {
+                        // Every byte was read: not needed again.
                         cache.slots.remove(&start);
                         cache.bytes -= end - start;
+                        let ends: Vec<u64> = cache.part_ends.range(start + 1..=end).copied().collect();
+                        for e in ends {
+                            cache.part_ends.remove(&e);
+                        }
                     }
                     if cache.bytes > self.config.max_cached {
                         evict_behind(&mut cache, read_end);
@@ -446,6 +487,7 @@ fn evict_behind(cache: &mut Cache, pos: u64) {
             cache.bytes -= slot.end - start;
         }
     }
+    cache.part_ends = cache.part_ends.split_off(&(pos + 1));
 }
 
 impl Read for ObjectSource {

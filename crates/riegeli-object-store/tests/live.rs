@@ -1,0 +1,176 @@
+//! Against real servers on loopback (`cargo xtask objects` starts them and sets the
+//! environment): moto_server (S3) and nginx (HTTP with ranges). Records are checked, and the
+//! fetch plans are counted in the servers' own logs: requests (both) and bytes (nginx).
+//!
+//! Ignored unless run by that task (`cargo test -- --ignored live_`).
+
+use std::collections::BTreeSet;
+use std::io::Cursor;
+
+use object_store::ObjectStoreExt;
+use object_store::path::Path;
+use riegeli_object_store::{ObjectSource, open_array_record, open_records};
+use riegeli_records::{
+    ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReaderOptions, RecordWriter,
+};
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run `cargo xtask objects`"))
+}
+
+/// A unique object name for this run.
+fn unique(name: &str) -> String {
+    format!("{}-{name}", std::process::id())
+}
+
+/// Puts `bytes` at `key` in the test bucket and in nginx's root; returns their URLs.
+fn publish(key: &str, bytes: &[u8]) -> [String; 2] {
+    let bucket = env("RIEGELI_TEST_S3_BUCKET");
+    let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(store.put(&Path::from(key), bytes.to_vec().into())).unwrap();
+    std::fs::write(std::path::Path::new(&env("RIEGELI_TEST_HTTP_ROOT")).join(key), bytes).unwrap();
+    [format!("s3://{bucket}/{key}"), format!("{}/{key}", env("RIEGELI_TEST_HTTP_URL"))]
+}
+
+/// What a server logged for `key` since `mark` (its log's length then): requests, and the
+/// response body bytes where the log has them (nginx).
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    requests: u64,
+    bytes: u64,
+}
+
+struct ServerLog {
+    path: String,
+    mark: usize,
+}
+
+impl ServerLog {
+    fn for_url(url: &str) -> Self {
+        let path = if url.starts_with("s3://") { env("RIEGELI_TEST_S3_LOG") } else { env("RIEGELI_TEST_HTTP_LOG") };
+        let mark = std::fs::read(&path).map_or(0, |log| log.len());
+        Self { path, mark }
+    }
+
+    /// GETs of `key` since the mark (and since the last call).
+    fn take(&mut self, key: &str) -> Seen {
+        // nginx writes its log line after the response; moto before: give both a moment.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let log = std::fs::read(&self.path).unwrap();
+        let new = String::from_utf8_lossy(&log[self.mark.min(log.len())..]).into_owned();
+        self.mark = log.len();
+        let mut seen = Seen::default();
+        for line in new.lines().filter(|line| line.contains("GET /") && line.contains(key)) {
+            seen.requests += 1;
+            // nginx: `GET /key 206 <bytes> "<range>"`.
+            if let Some(bytes) = line.split_whitespace().nth(3).and_then(|b| b.parse::<u64>().ok()) {
+                seen.bytes += bytes;
+            }
+        }
+        seen
+    }
+}
+
+/// (begin, end) of every chunk of `file` holding records, in file order.
+fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
+    let mut reader = ChunkReader::new(Cursor::new(file), ChunkReadOptions::default());
+    let mut out = Vec::new();
+    while let Some(chunk) = reader.read_chunk().unwrap() {
+        if chunk.header().num_records() > 0 {
+            out.push((chunk.begin(), chunk.end()));
+        }
+    }
+    out
+}
+
+fn records(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("record {i} {}", "y".repeat(i % 500)).into_bytes()).collect()
+}
+
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_array_record_fetches_the_trailer_once_then_only_the_chunks_a_batch_touches() {
+    let records = records(20_000);
+    let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:100,zstd:3".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let chunks = data_chunks(&file);
+    let (footer_begin, footer_end) = *chunks.last().unwrap();
+    let key = unique("batch.array_record");
+    for url in publish(&key, &file) {
+        let mut log = ServerLog::for_url(&url);
+        let mut reader = open_array_record(&url, ArrayRecordReaderOptions::default()).unwrap();
+        assert_eq!(reader.num_records(), 20_000, "{url}");
+        let open = log.take(&key);
+        assert!(open.requests <= 3, "{url}: opening made {open:?}");
+        if url.starts_with("http") {
+            assert!(open.bytes <= 65536 + (footer_end - footer_begin) + (64 << 10), "{url}: {open:?}");
+        }
+        let indices: Vec<u64> = (0..10_000u64).map(|i| (i * 7919 + 13) % 20_000).collect();
+        let got = reader.read_parallel(&indices).unwrap();
+        assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]), "{url}");
+        let batch = log.take(&key);
+        let touched: BTreeSet<u64> = indices.iter().map(|i| i / 100).collect();
+        let touched_bytes: u64 = touched.iter().map(|&k| chunks[k as usize].1 - chunks[k as usize].0).sum();
+        // Adjacent chunks are coalesced: far fewer requests than chunks.
+        assert!(batch.requests >= 1 && batch.requests < touched.len() as u64 / 4, "{url}: {batch:?}");
+        if url.starts_with("http") {
+            let within = batch.bytes >= touched_bytes && batch.bytes as f64 <= touched_bytes as f64 * 1.05;
+            assert!(within, "{url}: {batch:?} for {touched_bytes} bytes of chunks");
+        }
+        // count and num_records: no data chunk.
+        let reader = open_array_record(&url, ArrayRecordReaderOptions::default()).unwrap();
+        assert_eq!(reader.num_records(), 20_000);
+        let again = log.take(&key);
+        assert!(again.requests <= 3, "{url}: {again:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_sequential_reads_fetch_each_byte_once_in_large_requests() {
+    let records = records(40_000);
+    let mut writer = RecordWriter::new(Vec::new(), "zstd:1,chunk_size:256k".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let key = unique("sequential.riegeli");
+    for url in publish(&key, &file) {
+        let mut log = ServerLog::for_url(&url);
+        let options = RecordReaderOptions { parallelism: 1, ..RecordReaderOptions::default() };
+        let mut reader = open_records(&url, options).unwrap();
+        let mut n = 0;
+        while let Some(record) = reader.read_record().unwrap() {
+            assert_eq!(record, records[n][..], "{url}");
+            n += 1;
+        }
+        assert_eq!(n, records.len(), "{url}");
+        let seen = log.take(&key);
+        let size = file.len() as u64;
+        assert!(seen.requests <= size.div_ceil(8 << 20) + 2, "{url}: {seen:?} for {size} bytes");
+        if url.starts_with("http") {
+            assert_eq!(seen.bytes, size, "{url}: each byte once");
+        }
+        // Seeking and searching work on objects too.
+        let mut reader = open_records(&url, RecordReaderOptions::default()).unwrap();
+        reader.seek_numeric(size / 2).unwrap();
+        assert!(reader.read_record().unwrap().is_some());
+    }
+}
+
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_missing_objects_are_not_found_errors_naming_the_url() {
+    for url in [
+        format!("s3://{}/{}", env("RIEGELI_TEST_S3_BUCKET"), unique("missing")),
+        format!("{}/{}", env("RIEGELI_TEST_HTTP_URL"), unique("missing")),
+    ] {
+        let error = ObjectSource::open(&url).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{url}: {error}");
+        assert!(error.to_string().contains(&url), "{url}: {error}");
+    }
+}

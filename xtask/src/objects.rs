@@ -1,0 +1,177 @@
+//! `cargo xtask objects`: reading files in object storage against real servers on loopback,
+//! started here: an S3-compatible server (`moto_server`, from `moto[server]` in a venv of its
+//! own) and nginx (Debian's `nginx-light`, installed with apt-get if missing) serving a
+//! directory with range requests. Runs the ignored `live_` Rust tests (riegeli-object-store:
+//! records and fetch plans, counted in the servers' logs; the CLI on URLs) and the Python
+//! package's `tests_objects`, with the servers' addresses and credentials in the environment
+//! the way `object_store` reads them.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use xshell::{Shell, cmd};
+
+use crate::common::{project_root, step};
+
+/// The S3-compatible server and what the Python tests need with it.
+const OBJECTS_DEPS: &[&str] = &["moto[server]==5.2.5", "pytest==9.2.0", "protobuf==7.36.2"];
+
+/// The bucket the tests use.
+const BUCKET: &str = "riegeli-test";
+
+/// Golden files the CLI's live tests read by URL (paths under `testdata/`).
+const LIVE_TESTDATA: &[&str] = &["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli"];
+
+/// Children killed when the task ends, however it ends.
+struct Servers(Vec<Child>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A port free on loopback now.
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits until something accepts connections on `port`.
+fn wait_for(port: u16, what: &str, child: &mut Child, log: &Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            bail!("{what} exited ({status}) before listening on {port}:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("{what} did not listen on {port} within 60 s")
+}
+
+/// nginx's path, installing Debian's `nginx-light` if there is none.
+fn nginx(sh: &Shell) -> Result<PathBuf> {
+    let find = || {
+        ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].iter().map(PathBuf::from).find(|p| p.exists())
+    };
+    if let Some(path) = find() {
+        return Ok(path);
+    }
+    step("installing nginx-light (apt-get)");
+    if cmd!(sh, "apt-get install -y --no-install-recommends nginx-light").run().is_err() {
+        cmd!(sh, "apt-get update").run().context("apt-get update failed: nginx is needed")?;
+        cmd!(sh, "apt-get install -y --no-install-recommends nginx-light").run()?;
+    }
+    find().context("nginx not found after installing nginx-light")
+}
+
+/// The nginx configuration: one server on loopback serving `www`, logging each request's
+/// method, path, status, body bytes and Range header (what the tests count).
+fn nginx_conf(dir: &Path, port: u16) -> String {
+    let dir = dir.display();
+    format!(
+        "daemon off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/nginx-error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  log_format ranges '$request_method $uri $status $body_bytes_sent \"$http_range\"';\n  \
+         access_log {dir}/access.log ranges;\n  client_body_temp_path {dir}/tmp;\n  proxy_temp_path {dir}/tmp;\n  \
+         fastcgi_temp_path {dir}/tmp;\n  uwsgi_temp_path {dir}/tmp;\n  scgi_temp_path {dir}/tmp;\n  \
+         server {{ listen 127.0.0.1:{port}; root {dir}/www; }}\n}}\n"
+    )
+}
+
+pub(crate) fn tests(sh: &Shell) -> Result<()> {
+    let python = crate::python::venv_with(sh, "objects-venv", OBJECTS_DEPS)?;
+    crate::python::install_package_into(sh, &python)?;
+    let nginx = nginx(sh)?;
+    let dir = project_root().join("target").join("objects-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["www", "tmp"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let bin = python.parent().context("venv python has no directory")?;
+
+    step("starting moto_server and nginx on loopback");
+    let mut servers = Servers(Vec::new());
+    let s3_port = free_port()?;
+    // Its request log (werkzeug's, one line per request) goes to stderr.
+    let s3_log = dir.join("moto.log");
+    let log = std::fs::File::create(&s3_log)?;
+    let moto = Command::new(bin.join("moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &s3_port.to_string()])
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start moto_server")?;
+    servers.0.push(moto);
+    let http_port = free_port()?;
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(&dir, http_port))?;
+    let nginx = Command::new(nginx)
+        .args(["-p".as_ref(), dir.as_os_str(), "-c".as_ref(), conf.as_os_str()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nginx-stderr.log"))?)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start nginx")?;
+    servers.0.push(nginx);
+    let [moto, nginx] = &mut servers.0[..] else { unreachable!("two servers") };
+    wait_for(s3_port, "moto_server", moto, &s3_log)?;
+    wait_for(http_port, "nginx", nginx, &dir.join("nginx-error.log"))?;
+
+    let endpoint = format!("http://127.0.0.1:{s3_port}");
+    let create_bucket = format!(
+        "import boto3; boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
+         aws_secret_access_key='test', region_name='us-east-1').create_bucket(Bucket='{BUCKET}')"
+    );
+    cmd!(sh, "{python} -c {create_bucket}").run().context("cannot create the test bucket")?;
+    // Golden files for the CLI's tests, at `testdata/<path>` in the bucket and in nginx's root.
+    let upload = format!(
+        "import boto3, sys; s3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
+         aws_secret_access_key='test', region_name='us-east-1')\n\
+         for path in sys.argv[1:]: s3.upload_file('testdata/' + path, '{BUCKET}', 'testdata/' + path)"
+    );
+    for path in LIVE_TESTDATA {
+        let target = dir.join("www").join("testdata").join(path);
+        std::fs::create_dir_all(target.parent().context("a testdata path has a directory")?)?;
+        std::fs::copy(project_root().join("testdata").join(path), target)?;
+    }
+    cmd!(sh, "{python} -c {upload} {LIVE_TESTDATA...}").run().context("cannot upload the golden files")?;
+
+    let env = [
+        ("AWS_ENDPOINT", endpoint),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("RIEGELI_TEST_S3_BUCKET", BUCKET.to_owned()),
+        ("RIEGELI_TEST_S3_LOG", s3_log.display().to_string()),
+        ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
+        ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
+        ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
+    ];
+    step("live tests: riegeli-object-store and the CLI on s3:// and http:// URLs");
+    let mut rust = cmd!(sh, "cargo test --locked -p riegeli-object-store -p riegeli-cli -- --ignored live_");
+    for (key, value) in &env {
+        rust = rust.env(key, value);
+    }
+    rust.run()?;
+    step("live tests: the Python package on s3:// and http:// URLs");
+    let mut pytest = cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests_objects");
+    for (key, value) in &env {
+        pytest = pytest.env(key, value);
+    }
+    pytest.run()?;
+    drop(servers);
+    Ok(())
+}
