@@ -21,6 +21,9 @@
 //!   the same files, from Python (`crates/riegeli-python/bench/bench_python.py`): batch reads,
 //!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
 //!   stdout and in `target/bench-python/table.md`.
+//! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N]`: ~100 MB ArrayRecord and
+//!   Riegeli files read from S3 (moto_server on loopback, every request delayed by a proxy)
+//!   against the same reads from local disk; a table in `target/object-bench/table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -57,6 +60,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         Some("records") => records(sh, &args[1..]),
         Some("array-record") => array_record(sh, &args[1..]),
         Some("python") => python(sh, &args[1..]),
+        Some("objects") => objects(sh, &args[1..]),
         _ => {
             cmd!(sh, "cargo bench --workspace {args...}").run()?;
             Ok(())
@@ -314,6 +318,19 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
     let python = crate::python::install_package(sh)?;
     crate::common::step("timing ours against array_record_module (C++), from Python");
     cmd!(sh, "{python} crates/riegeli-python/bench/bench_python.py {args...}").run()?;
+    Ok(())
+}
+
+/// `bench objects`: reads from S3 (moto_server on loopback behind a proxy adding latency)
+/// against the same reads from local disk (`examples/object_bench.rs` of riegeli-object-store).
+fn objects(sh: &Shell, args: &[String]) -> Result<()> {
+    let live = crate::objects::serve(sh)?;
+    crate::common::step("S3 with latency against local disk");
+    let mut bench = cmd!(sh, "cargo run --release -p riegeli-object-store --example object_bench -- {args...}");
+    for (key, value) in &live.env {
+        bench = bench.env(key, value);
+    }
+    bench.run()?;
     Ok(())
 }
 

@@ -64,6 +64,7 @@ fn main() -> Result<()> {
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
                  bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
+                 bench objects [--megabytes N] [--latency-ms N]  S3 with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order\n  \

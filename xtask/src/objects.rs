@@ -89,7 +89,37 @@ fn nginx_conf(dir: &Path, port: u16) -> String {
     )
 }
 
+/// The servers running, and what a client needs to know of them.
+pub(crate) struct Live {
+    /// Stops them when dropped.
+    _servers: Servers,
+    /// The venv's python (moto, boto3, pytest, our package).
+    pub(crate) python: PathBuf,
+    /// Endpoints, credentials and test locations, for the environment of the clients.
+    pub(crate) env: Vec<(&'static str, String)>,
+}
+
 pub(crate) fn tests(sh: &Shell) -> Result<()> {
+    let live = serve(sh)?;
+    let python = &live.python;
+    step("live tests: riegeli-object-store and the CLI on s3:// and http:// URLs");
+    let mut rust = cmd!(sh, "cargo test --locked -p riegeli-object-store -p riegeli-cli -- --ignored live_");
+    for (key, value) in &live.env {
+        rust = rust.env(key, value);
+    }
+    rust.run()?;
+    step("live tests: the Python package on s3:// and http:// URLs");
+    let mut pytest = cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests_objects");
+    for (key, value) in &live.env {
+        pytest = pytest.env(key, value);
+    }
+    pytest.run()?;
+    Ok(())
+}
+
+/// Starts moto_server and nginx on loopback (their venv and nginx installed first, the test
+/// bucket created, the golden files the CLI's tests read uploaded).
+pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     let python = crate::python::venv_with(sh, "objects-venv", OBJECTS_DEPS)?;
     crate::python::install_package_into(sh, &python)?;
     let nginx = nginx(sh)?;
@@ -149,7 +179,7 @@ pub(crate) fn tests(sh: &Shell) -> Result<()> {
     cmd!(sh, "{python} -c {upload} {LIVE_TESTDATA...}").run().context("cannot upload the golden files")?;
 
     let env = [
-        ("AWS_ENDPOINT", endpoint),
+        ("AWS_ENDPOINT", endpoint.clone()),
         ("AWS_ALLOW_HTTP", "true".to_owned()),
         ("AWS_ACCESS_KEY_ID", "test".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
@@ -160,18 +190,5 @@ pub(crate) fn tests(sh: &Shell) -> Result<()> {
         ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
         ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
     ];
-    step("live tests: riegeli-object-store and the CLI on s3:// and http:// URLs");
-    let mut rust = cmd!(sh, "cargo test --locked -p riegeli-object-store -p riegeli-cli -- --ignored live_");
-    for (key, value) in &env {
-        rust = rust.env(key, value);
-    }
-    rust.run()?;
-    step("live tests: the Python package on s3:// and http:// URLs");
-    let mut pytest = cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests_objects");
-    for (key, value) in &env {
-        pytest = pytest.env(key, value);
-    }
-    pytest.run()?;
-    drop(servers);
-    Ok(())
+    Ok(Live { _servers: servers, python, env: env.to_vec() })
 }

@@ -1,0 +1,253 @@
+//! Reading from S3 with latency, against reading the same files from local disk: run by
+//! `cargo xtask bench objects` (which starts an S3-compatible server and sets `AWS_ENDPOINT`,
+//! the credentials and `RIEGELI_TEST_S3_BUCKET`).
+//!
+//! Writes a ~100 MB ArrayRecord file (`group_size:100,zstd:3`, 1 KiB records that do not
+//! compress) and a ~100 MB Riegeli file of the same records, uploads both, and reads them
+//! through a TCP proxy that delays every request by `--latency-ms` (default 20): a
+//! 10,000-index random batch (requests, bytes against the bytes of the chunks it touches plus
+//! the footer, records/s) and a sequential read (MB/s), next to the same reads of the local
+//! files. Prints a markdown table.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::ObjectStoreExt;
+use object_store::path::Path;
+use riegeli_object_store::{FetchConfig, Location, ObjectSource, array_record_reader};
+use riegeli_records::{
+    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader,
+    RecordReaderOptions, RecordWriter,
+};
+
+const RECORD: usize = 1024;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A proxy to `target` that holds each request (each read from the client) for `delay`.
+fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = TcpStream::connect(&target) else { continue };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (Ok(mut client_r), Ok(mut server_w)) = (client.try_clone(), server.try_clone()) else { continue };
+            let (mut server_r, mut client_w) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = client_r.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(delay);
+                    if server_w.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = server_w.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut server_r, &mut client_w);
+                let _ = client_w.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// Deterministic incompressible records.
+fn record(i: u64) -> Vec<u8> {
+    let mut state = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..RECORD)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let megabytes = arg("--megabytes", 100);
+    let latency = Duration::from_millis(arg("--latency-ms", 20));
+    let rounds = arg("--rounds", 3) as usize;
+    let n = megabytes * 1_000_000 / RECORD as u64;
+    let dir = PathBuf::from(std::env::var("RIEGELI_BENCH_DIR").unwrap_or_else(|_| "target/object-bench".into()));
+    std::fs::create_dir_all(&dir)?;
+    let (ar_path, rr_path) = (dir.join("bench.array_record"), dir.join("bench.riegeli"));
+    if !ar_path.exists() || !rr_path.exists() {
+        let mut ar = ArrayRecordWriter::new(std::fs::File::create(&ar_path)?, "group_size:100,zstd:3".parse()?)?;
+        let mut rr = RecordWriter::new(std::fs::File::create(&rr_path)?, "zstd:3".parse()?)?;
+        for i in 0..n {
+            let r = record(i);
+            ar.write_record(&r)?;
+            rr.write_record(&r)?;
+        }
+        ar.close()?;
+        rr.close()?;
+    }
+    let bucket = std::env::var("RIEGELI_TEST_S3_BUCKET")?;
+    let endpoint = std::env::var("AWS_ENDPOINT")?;
+    let s3_proxy = delaying_proxy(endpoint.trim_start_matches("http://").to_owned(), latency)?;
+    let s3: Arc<dyn object_store::ObjectStore> = Arc::new(
+        object_store::aws::AmazonS3Builder::from_env()
+            .with_bucket_name(&bucket)
+            .with_endpoint(format!("http://127.0.0.1:{s3_proxy}"))
+            .build()?,
+    );
+    let direct = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let http_root = PathBuf::from(std::env::var("RIEGELI_TEST_HTTP_ROOT")?);
+    for path in [&ar_path, &rr_path] {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("bench");
+        runtime.block_on(direct.put(&Path::from(name), std::fs::read(path)?.into()))?;
+        std::fs::copy(path, http_root.join(name))?;
+    }
+    let http_url = std::env::var("RIEGELI_TEST_HTTP_URL")?;
+    let http_proxy = delaying_proxy(http_url.trim_start_matches("http://").to_owned(), latency)?;
+    let http: Arc<dyn object_store::ObjectStore> = Arc::new(
+        object_store::http::HttpBuilder::new()
+            .with_url(format!("http://127.0.0.1:{http_proxy}"))
+            .with_client_options(object_store::ClientOptions::new().with_allow_http(true))
+            .build()?,
+    );
+
+    // The batch: the same 10,000 random indices for every reader.
+    let mut state = 12345u64;
+    let indices: Vec<u64> = (0..10_000)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 11) % n
+        })
+        .collect();
+    let touched: std::collections::BTreeSet<u64> = indices.iter().map(|i| i / 100).collect();
+    let size = std::fs::metadata(&ar_path)?.len();
+    // Data chunks (begin, end) in file order; the last one with records is the footer.
+    let mut chunks = Vec::new();
+    let mut scan = ChunkReader::new(std::fs::File::open(&ar_path)?, ChunkReadOptions::default());
+    while let Some(chunk) = scan.read_chunk()? {
+        if chunk.header().num_records() > 0 {
+            chunks.push((chunk.begin(), chunk.end()));
+        }
+    }
+    // The last two: the postscript, and before it the footer.
+    chunks.pop().ok_or("no postscript")?;
+    let (footer_begin, footer_end) = chunks.pop().ok_or("no footer")?;
+    let touched_bytes: u64 = touched.iter().map(|&k| chunks[k as usize].1 - chunks[k as usize].0).sum();
+
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{n} records of {RECORD} B (incompressible), ArrayRecord `group_size:100,zstd:3` {:.1} MB, \
+         Riegeli `zstd:3` {:.1} MB; moto_server (S3) and nginx (HTTP) on loopback, each behind a \
+         proxy adding {} ms to every request; local: the same files in the page cache; median of {rounds}.\n\n",
+        size as f64 / 1e6,
+        std::fs::metadata(&rr_path)?.len() as f64 / 1e6,
+        latency.as_millis()
+    ));
+    out.push_str(
+        "| workload | local disk | remote + latency | requests | bytes fetched | bytes / (chunks touched + footer) |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---:|\n");
+
+    for (server, store, scheme) in [("S3 (moto_server)", &s3, "s3"), ("HTTP (nginx)", &http, "http")] {
+        let open = |name: &str| {
+            ObjectSource::with_store(
+                Arc::clone(store),
+                Path::from(name),
+                &format!("{scheme}://{bucket}/{name}"),
+                FetchConfig {
+                    sequential_window: arg("--window-mb", 8) << 20,
+                    sequential_depth: arg("--depth", 4),
+                    ..FetchConfig::default()
+                },
+            )
+        };
+        // ArrayRecord: open, then the batch.
+        let (mut local_t, mut s3_t, mut opens) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut requests, mut bytes, mut open_requests, mut open_bytes) = (0, 0, 0, 0);
+        for _ in 0..rounds {
+            let start = Instant::now();
+            let mut reader = ArrayRecordReader::open(&ar_path, ArrayRecordReaderOptions::default())?;
+            let records = reader.read_parallel(&indices)?;
+            local_t.push(start.elapsed().as_secs_f64());
+            assert_eq!(records[0], record(indices[0])[..]);
+
+            let source = open("bench.array_record")?;
+            let counting = source.clone();
+            let start = Instant::now();
+            let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default())?;
+            opens.push(start.elapsed().as_secs_f64());
+            let opened = counting.stats();
+            let records = reader.read_parallel(&indices)?;
+            s3_t.push(start.elapsed().as_secs_f64());
+            assert!(records.iter().zip(&indices).all(|(r, &i)| r[..] == record(i)[..]));
+            let done = counting.stats();
+            (open_requests, open_bytes) = (opened.requests, opened.bytes);
+            (requests, bytes) = (done.requests - opened.requests, done.bytes - opened.bytes);
+        }
+        out.push_str(&format!(
+            "| {server}: ArrayRecord open (postscript + footer) | - | {:.0} ms | {open_requests} | {open_bytes} | - |\n",
+            median(opens) * 1e3
+        ));
+        out.push_str(&format!(
+            "| {server}: ArrayRecord open + read_parallel of 10,000 random indices ({} chunks, {touched_bytes} bytes; \
+             footer {} bytes) | {:.0} rec/s | {:.0} rec/s | {requests} (+{open_requests}) | {bytes} (+{open_bytes}) | \
+             batch {:.3}, with the opening {:.3} |\n",
+            touched.len(),
+            footer_end - footer_begin,
+            10_000.0 / median(local_t),
+            10_000.0 / median(s3_t),
+            bytes as f64 / touched_bytes as f64,
+            (bytes + open_bytes) as f64 / (touched_bytes + footer_end - footer_begin) as f64
+        ));
+
+        // Sequential: the whole Riegeli file.
+        let rr_size = std::fs::metadata(&rr_path)?.len() as f64;
+        let (mut local_t, mut s3_t) = (Vec::new(), Vec::new());
+        let (mut seq_requests, mut seq_bytes) = (0, 0);
+        for _ in 0..rounds {
+            let options = RecordReaderOptions { parallelism: 1, ..RecordReaderOptions::default() };
+            let start = Instant::now();
+            let mut reader = RecordReader::with_options(std::fs::File::open(&rr_path)?, options.clone());
+            let mut count = 0u64;
+            while reader.read_record()?.is_some() {
+                count += 1;
+            }
+            local_t.push(start.elapsed().as_secs_f64());
+            assert_eq!(count, n);
+            let source = open("bench.riegeli")?;
+            let counting = source.clone();
+            let start = Instant::now();
+            let mut reader = RecordReader::with_options(source, options);
+            let mut count = 0u64;
+            while reader.read_record()?.is_some() {
+                count += 1;
+            }
+            s3_t.push(start.elapsed().as_secs_f64());
+            assert_eq!(count, n);
+            let stats = counting.stats();
+            (seq_requests, seq_bytes) = (stats.requests, stats.bytes);
+        }
+        let (local_mbs, s3_mbs) = (rr_size / median(local_t) / 1e6, rr_size / median(s3_t) / 1e6);
+        out.push_str(&format!(
+            "| {server}: Riegeli sequential read (parallelism:1) | {local_mbs:.0} MB/s | {s3_mbs:.0} MB/s ({:.0}% of local) | {seq_requests} | {seq_bytes} | - |\n",
+            100.0 * s3_mbs / local_mbs
+        ));
+    }
+    print!("{out}");
+    std::fs::write(dir.join("table.md"), out)?;
+    Ok(())
+}
