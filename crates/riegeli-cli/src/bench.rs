@@ -13,9 +13,9 @@ use riegeli_codec::varint;
 use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
 use crate::exit::Usage;
+use crate::input::InputFormat;
 use crate::io::{self, PathArg};
 use crate::tfrecord::TfCompression;
-use crate::write::InputFormat;
 
 /// The option sets records_benchmark measures by default.
 pub(crate) const DEFAULT_CONFIGS: &[&str] = &[
@@ -356,7 +356,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
             Some(path) => {
                 let mut records = Vec::new();
                 let input = crate::write::boxed_input(Some(path))?;
-                crate::write::for_each_record(input, InputFormat::Delimited, TfCompression::None, |record| {
+                crate::input::for_each_record(input, InputFormat::Delimited, TfCompression::None, |record| {
                     records.push(record.to_vec());
                     Ok(())
                 })?;

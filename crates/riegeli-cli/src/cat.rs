@@ -345,12 +345,25 @@ fn cat_picks(
         Pick::One(i) => *i..*i + 1,
         Pick::Range(r) => r.clone(),
     });
+    // In file order, batches stream the records; in any other order, one batch decodes each
+    // chunk once (a chunk's records wanted by several batches would be decoded by each).
+    let bounds = picks.iter().filter_map(|pick| match pick {
+        Pick::One(i) => Some((*i, *i)),
+        Pick::Range(r) => r.end.checked_sub(1).filter(|&last| last >= r.start).map(|last| (r.start, last)),
+    });
+    let mut previous = None;
+    let ascending = bounds.into_iter().all(|(first, last)| {
+        let in_order = previous.is_none_or(|p| first >= p);
+        previous = Some(last);
+        in_order
+    });
+    let batch_size = if ascending { BATCH as u64 } else { u64::MAX };
     let mut printed = 0u64;
     let mut buf = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
     loop {
         batch.clear();
-        let room = args.limit.map_or(BATCH as u64, |limit| (limit - printed).min(BATCH as u64));
+        let room = args.limit.map_or(batch_size, |limit| (limit - printed).min(batch_size));
         batch.extend(indices.by_ref().take(room as usize));
         if batch.is_empty() {
             break;

@@ -12,6 +12,7 @@ mod bench;
 mod cat;
 mod describe;
 mod exit;
+mod input;
 mod io;
 mod progress;
 mod proto;

@@ -1,10 +1,9 @@
 //! `riegeli write`, `convert`, `recover` and `concat`.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
-use base64::Engine;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use riegeli_codec::{CompressionType, CompressorOptions};
 use riegeli_records::{
@@ -13,22 +12,10 @@ use riegeli_records::{
 };
 
 use crate::exit::Usage;
+use crate::input::{InputFormat, for_each_record};
 use crate::io::{self, PathArg};
 use crate::progress;
-use crate::tfrecord::{TfCompression, TfReader, TfWriter};
-
-/// Formats of records on standard input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum InputFormat {
-    /// Each record as its varint length then its bytes (protobuf's delimited stream).
-    Delimited,
-    /// Each line is a record (without its `\n`).
-    Lines,
-    /// JSON lines as `riegeli cat --format json` writes them (`data` or `data_base64`).
-    Json,
-    /// A TFRecord file (see --tfrecord-compression).
-    Tfrecord,
-}
+use crate::tfrecord::{TfCompression, TfWriter};
 
 /// Arguments of `riegeli write`.
 #[derive(Debug, Args)]
@@ -61,6 +48,11 @@ pub(crate) struct WriteArgs {
     /// A serialized FileDescriptorSet defining --record-type (e.g. from `protoc --include_imports -o`).
     #[arg(long, requires = "record_type")]
     descriptor_set: Option<PathArg>,
+    /// Encode chunks on N threads. Default: every core when the machine has more than
+    /// one and --options does not say `parallelism` (the file is byte-identical to a serial
+    /// write); `-j 1` (or `parallelism:0` in the options) encodes serially.
+    #[arg(long = "threads", short = 'j', value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// Arguments of `riegeli convert`.
@@ -85,6 +77,11 @@ pub(crate) struct ConvertArgs {
     /// Compression of TFRecord input or output.
     #[arg(long, value_enum, default_value_t = TfCompression::None)]
     tfrecord_compression: TfCompression,
+    /// Encode chunks on N threads. Default: every core when the machine has more than
+    /// one and --options does not say `parallelism` (the file is byte-identical to a serial
+    /// write); `-j 1` (or `parallelism:0` in the options) encodes serially.
+    #[arg(long = "threads", short = 'j', value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// File formats `convert` reads and writes.
@@ -108,6 +105,11 @@ pub(crate) struct RecoverArgs {
     /// Writer options for the new file.
     #[arg(long, short, default_value = "default")]
     options: String,
+    /// Encode chunks on N threads. Default: every core when the machine has more than
+    /// one and --options does not say `parallelism` (the file is byte-identical to a serial
+    /// write); `-j 1` (or `parallelism:0` in the options) encodes serially.
+    #[arg(long = "threads", short = 'j', value_name = "N")]
+    threads: Option<usize>,
 }
 
 /// Arguments of `riegeli concat`.
@@ -124,10 +126,29 @@ pub(crate) struct ConcatArgs {
     /// Always re-encode record by record.
     #[arg(long)]
     records: bool,
+    /// Encode chunks on N threads. Default: every core when the machine has more than
+    /// one and --options does not say `parallelism` (the file is byte-identical to a serial
+    /// write); `-j 1` (or `parallelism:0` in the options) encodes serially.
+    #[arg(long = "threads", short = 'j', value_name = "N")]
+    threads: Option<usize>,
 }
 
 fn parse_options(text: &str) -> Result<RecordWriterOptions> {
     text.parse::<RecordWriterOptions>().map_err(|e| Usage(format!("--options: {e}")).into())
+}
+
+/// The encoding threads of a Riegeli write: `-j N` (1: serially), else the options' own
+/// `parallelism`, else every core when there are several. Applied after the options were
+/// recorded in the metadata, so that the file does not depend on it.
+fn with_threads(options: RecordWriterOptions, text: &str, threads: Option<usize>) -> RecordWriterOptions {
+    let parallelism = match threads {
+        Some(n) => n.max(1),
+        None if text.split(',').any(|option| option.split(':').next().map(str::trim) == Some("parallelism")) => {
+            return options;
+        }
+        None => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+    };
+    options.set_parallelism(if parallelism > 1 { parallelism } else { 0 })
 }
 
 fn parse_array_options(text: &str) -> Result<ArrayRecordWriterOptions> {
@@ -142,94 +163,6 @@ fn array_record_writer(dest: Box<dyn Write + Send>, options: ArrayRecordWriterOp
             Err(Usage(format!("--options (ArrayRecord): {e}")).into())
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Calls `f` with each record of a delimited/lines/json/tfrecord stream.
-pub(crate) fn for_each_record(
-    input: Box<dyn Read>,
-    format: InputFormat,
-    compression: TfCompression,
-    mut f: impl FnMut(&[u8]) -> Result<()>,
-) -> Result<()> {
-    let mut buf = Vec::new();
-    match format {
-        InputFormat::Delimited => {
-            let mut reader = BufReader::with_capacity(1 << 16, input);
-            let mut offset = 0u64;
-            loop {
-                let mut len = 0u64;
-                let mut shift = 0;
-                let mut byte = [0u8; 1];
-                loop {
-                    match reader.read(&mut byte)? {
-                        0 if shift == 0 => return Ok(()),
-                        0 => bail!("truncated length varint at input offset {offset}"),
-                        _ => {}
-                    }
-                    offset += 1;
-                    if shift >= 63 && byte[0] > 1 {
-                        bail!("length varint overflows at input offset {offset}");
-                    }
-                    len |= u64::from(byte[0] & 0x7f) << shift;
-                    shift += 7;
-                    if byte[0] < 0x80 {
-                        break;
-                    }
-                }
-                if len > 1 << 31 {
-                    bail!("record at input offset {offset} claims {len} bytes (over 2 GiB)");
-                }
-                buf.clear();
-                if (&mut reader).take(len).read_to_end(&mut buf)? as u64 != len {
-                    bail!("truncated record at input offset {offset}");
-                }
-                offset += len;
-                f(&buf)?;
-            }
-        }
-        InputFormat::Lines => {
-            let mut reader = BufReader::with_capacity(1 << 16, input);
-            loop {
-                buf.clear();
-                if reader.read_until(b'\n', &mut buf)? == 0 {
-                    return Ok(());
-                }
-                if buf.last() == Some(&b'\n') {
-                    buf.pop();
-                }
-                f(&buf)?;
-            }
-        }
-        InputFormat::Json => {
-            let reader = BufReader::with_capacity(1 << 16, input);
-            for (number, line) in reader.lines().enumerate() {
-                let line = line?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let value: serde_json::Value =
-                    serde_json::from_str(&line).with_context(|| format!("input line {}", number + 1))?;
-                if let Some(text) = value.get("data").and_then(|d| d.as_str()) {
-                    f(text.as_bytes())?;
-                } else if let Some(encoded) = value.get("data_base64").and_then(|d| d.as_str()) {
-                    let bytes = base64::engine::general_purpose::STANDARD
-                        .decode(encoded)
-                        .with_context(|| format!("input line {}: data_base64", number + 1))?;
-                    f(&bytes)?;
-                } else {
-                    bail!("input line {}: no \"data\" or \"data_base64\" string", number + 1);
-                }
-            }
-            Ok(())
-        }
-        InputFormat::Tfrecord => {
-            let mut reader = TfReader::new(input, compression);
-            while reader.read_into(&mut buf)? {
-                f(&buf)?;
-            }
-            Ok(())
-        }
     }
 }
 
@@ -282,6 +215,7 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
             }
+            let options = with_threads(options, &args.options, args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
     };
@@ -448,6 +382,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
                 m.record_writer_options = options.to_string();
                 options = options.set_metadata(Some(m));
             }
+            let options = with_threads(options, args.options.as_deref().unwrap_or("default"), args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
         (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, args.tfrecord_compression)),
@@ -486,6 +421,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
         Some(m) => options.set_metadata(Some(m)),
         None => options,
     };
+    let options = with_threads(options, &args.options, args.threads);
     let mut writer = RecordWriter::with_io_thread(io::create(&args.out)?, options)?;
     let mut count = 0u64;
     while let Some(record) = reader.read_record()? {
@@ -505,7 +441,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
 
 pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
     io::check_output_is_not_an_input(&args.out, args.inputs.iter().map(|p| p.as_path()))?;
-    let mut options = parse_options(&args.options)?;
+    let mut options = with_threads(parse_options(&args.options)?, &args.options, args.threads);
     // Physical concatenation needs Riegeli files that end at a block boundary; anything
     // else goes record by record, where a bad input is reported as such. ArrayRecord
     // files also go record by record: their footers and postscripts are not records.

@@ -418,3 +418,67 @@ fn live_commands_read_s3_and_http_urls() {
     let out = riegeli(&["count", &missing], b"");
     assert_one_line_error(&out, 1, "no-such-file");
 }
+
+#[test]
+fn writes_are_parallel_by_default_and_byte_identical_to_serial_ones() {
+    let dir = scratch_dir("threads");
+    let lines: String = (0..20_000).map(|i| format!("line {i} {}\n", "abc".repeat(i % 40))).collect();
+    for options in ["zstd:3,chunk_size:64k", "brotli:6,chunk_size:64k", "snappy", "transpose,zstd:3,chunk_size:64k"] {
+        let mut files = Vec::new();
+        for threads in [None, Some("1"), Some("3")] {
+            let out = dir.join(format!("{}-{}.riegeli", options.replace([',', ':'], "_"), threads.unwrap_or("d")));
+            let out = out.to_str().unwrap().to_owned();
+            let mut args = vec!["write", "--options", options, "--input-format", "lines", "--metadata-comment", "c"];
+            if let Some(threads) = threads {
+                args.extend(["-j", threads]);
+            }
+            args.push(&out);
+            let result = riegeli(&args, lines.as_bytes());
+            assert!(result.status.success(), "{options} {threads:?}: {}", text(&result.stderr));
+            files.push(std::fs::read(&out).unwrap());
+        }
+        assert!(files.iter().all(|f| f == &files[0]), "{options}: default, -j 1 and -j 3 differ");
+        // recover and convert too.
+        let input = dir.join("input.riegeli");
+        std::fs::write(&input, &files[0]).unwrap();
+        let input = input.to_str().unwrap();
+        for command in ["recover", "convert"] {
+            let outs: Vec<Vec<u8>> = [None, Some("1")]
+                .iter()
+                .map(|threads| {
+                    let out = dir.join(format!("{command}-{}.riegeli", threads.unwrap_or("d")));
+                    let out = out.to_str().unwrap().to_owned();
+                    let mut args = vec![command, input, &out, "--options", options];
+                    if let Some(threads) = threads {
+                        args.extend(["-j", threads]);
+                    }
+                    let result = riegeli(&args, b"");
+                    assert!(result.status.success(), "{command}: {}", text(&result.stderr));
+                    std::fs::read(&out).unwrap()
+                })
+                .collect();
+            assert_eq!(outs[0], outs[1], "{command} {options}");
+        }
+    }
+    let help = riegeli(&["help", "write"], b"");
+    assert!(text(&help.stdout).contains("-j, --threads"), "{}", text(&help.stdout));
+}
+
+#[test]
+fn cat_records_in_any_order_prints_them_in_the_order_asked() {
+    let path = testdata("array_record/simple_zstd.array_record");
+    let file = path.to_str().unwrap();
+    let whole = riegeli(&["cat", "--format", "hex", file], b"");
+    let lines: Vec<String> = text(&whole.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 1500);
+    // More indices than one batch, out of order, with repeats and a descending run.
+    let indices: Vec<usize> = (0..6000).map(|i| (i * 7919 + 11) % 1500).collect();
+    let list: Vec<String> = indices.iter().map(usize::to_string).chain(["10..20".to_owned()]).collect();
+    let out = riegeli(&["cat", "--format", "hex", "--records", &list.join(","), file], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let want: Vec<&str> =
+        indices.iter().map(|&i| lines[i].as_str()).chain(lines[10..20].iter().map(String::as_str)).collect();
+    assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), want);
+    let out = riegeli(&["cat", "--format", "hex", "--records", &list.join(","), "--limit", "7", file], b"");
+    assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), want[..7]);
+}
