@@ -206,13 +206,31 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
+    /// Reads the next record, borrowed from the reader until the next call
+    /// (C++'s `ReadRecord(absl::string_view&)`), or `None` at the end of the
+    /// file: [`read_record`](Self::read_record) without the reference count
+    /// that a `Bytes` takes and drops, the cost of a record when records are
+    /// small.
+    pub fn read_record_ref(&mut self) -> Result<Option<&[u8]>> {
+        while self.index >= self.records.len() {
+            if !self.advance_chunk()? {
+                self.last_pos = None;
+                return Ok(None);
+            }
+        }
+        let index = self.index;
+        self.last_pos = RecordPosition::new(self.chunk_begin, index as u64);
+        self.index += 1;
+        Ok(self.records.get_slice(index))
+    }
+
     /// Reads the next record into `buf` (replacing its contents); returns
     /// `false` at the end of the file.
     pub fn read_record_into(&mut self, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        match self.read_record()? {
+        match self.read_record_ref()? {
             Some(record) => {
-                buf.extend_from_slice(&record);
+                buf.extend_from_slice(record);
                 Ok(true)
             }
             None => Ok(false),

@@ -134,3 +134,26 @@ fn corrupt_files_recover_exactly_what_the_format_promises() {
         assert_eq!(result.is_err(), lost || truncated, "{path}: {result:?}");
     }
 }
+
+#[test]
+fn borrowed_records_are_the_records_with_their_positions() {
+    for file in files("valid").into_iter().chain(files("array_record")) {
+        let path = file["path"].as_str().unwrap();
+        let bytes = std::fs::read(testdata().join(path)).unwrap();
+        let expected = record_set(file["records"].as_str().unwrap());
+        let mut positions = Vec::new();
+        let mut reader = RecordReader::new(Cursor::new(&bytes));
+        while reader.read_record().unwrap().is_some() {
+            positions.push(reader.last_pos());
+        }
+        let mut reader = RecordReader::new(Cursor::new(&bytes));
+        let mut i = 0;
+        while let Some(record) = reader.read_record_ref().unwrap() {
+            assert_eq!(record, &expected[i][..], "{path} record {i}");
+            assert_eq!(reader.last_pos(), positions[i], "{path} record {i}");
+            i += 1;
+        }
+        assert_eq!(i, expected.len(), "{path}");
+        assert_eq!(reader.last_pos(), None, "{path}: at the end");
+    }
+}
