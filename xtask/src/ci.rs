@@ -61,6 +61,12 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         step("engines: riegeli.beam and riegeli.ray in target/engines-venv, pytest");
         crate::engines::tests(sh)?;
     }
+    if skip_python {
+        step("object storage skipped (--no-python)");
+    } else {
+        step("object storage: moto_server and nginx on loopback, live Rust, CLI and Python tests");
+        crate::objects::tests(sh)?;
+    }
     step("ci passed");
     Ok(())
 }

@@ -52,8 +52,8 @@ fn main() -> Result<()> {
                 "usage: cargo xtask <task>\n\n\
                  tasks:\n  \
                  ci                          fmt, module cycles, unused deps, clippy, tests, feature matrix, docs,\n  \
-                                             fuzz check, testdata check, interop, python package tests, engines\n  \
-                                             (--no-interop skips interop, --no-python the last two)\n  \
+                                             fuzz check, testdata check, interop, python package tests, engines,\n  \
+                                             object storage (--no-interop skips interop, --no-python the last three)\n  \
                  fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \

@@ -80,7 +80,7 @@ fn nginx(sh: &Shell) -> Result<PathBuf> {
 fn nginx_conf(dir: &Path, port: u16) -> String {
     let dir = dir.display();
     format!(
-        "daemon off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/nginx-error.log;\n\
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/nginx-error.log;\n\
          events {{ worker_connections 64; }}\n\
          http {{\n  log_format ranges '$request_method $uri $status $body_bytes_sent \"$http_range\"';\n  \
          access_log {dir}/access.log ranges;\n  client_body_temp_path {dir}/tmp;\n  proxy_temp_path {dir}/tmp;\n  \

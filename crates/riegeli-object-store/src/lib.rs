@@ -30,7 +30,7 @@ use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
 use object_store::path::Path;
@@ -174,18 +174,25 @@ enum SlotState {
 
 /// The runtime the requests of every source run on.
 fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .thread_name("riegeli-object-store")
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| io::Error::other(format!("cannot start the object store runtime: {e}")))
+    /// The runtime and the process that started it: a child forked since
+    /// has none of its threads, and starts its own (the parent's is leaked).
+    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((owner, runtime)) = *slot
+        && owner == pid
+    {
+        return Ok(runtime);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("riegeli-object-store")
+        .enable_all()
+        .build()
+        .map_err(|e| io::Error::other(format!("cannot start the object store runtime: {e}")))?;
+    let runtime: &'static tokio::runtime::Runtime = Box::leak(Box::new(runtime));
+    *slot = Some((pid, runtime));
+    Ok(runtime)
 }
 
 /// Runs `future` on the runtime and waits for it on this thread (which may

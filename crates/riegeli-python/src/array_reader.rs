@@ -6,10 +6,14 @@
 //! a file that cannot be opened does not make the constructor fail: `ok()` is `False` and
 //! every read (and `close()`) raises `RuntimeError` with the reason.
 //!
+//! The path may be a URL (`s3://`, `gs://`, `az://`, `http(s)://`): the file is then read
+//! from object storage by ranged requests, each batch read fetching the chunks it needs
+//! concurrently (`riegeli_object_store`). A local file is read by positional reads, as
+//! `ArrayRecordReader::from_file` reads it.
+//!
 //! The reader is shared between Python threads (a data source serves several): its state is
 //! behind a mutex that is only waited on without the GIL.
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -18,11 +22,12 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use riegeli_object_store::Location;
 use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError};
 
-use crate::pyio::as_path;
+use crate::pyio::{as_path, open_location};
 
-type Inner = riegeli_records::ArrayRecordReader<File>;
+type Inner = riegeli_records::ArrayRecordReader<Location>;
 
 #[derive(Debug)]
 struct State {
@@ -92,7 +97,7 @@ fn to_list<'py>(py: Python<'py>, records: &[Bytes]) -> PyResult<Bound<'py, PyLis
     PyList::new(py, records.iter().map(|record| PyBytes::new(py, record)))
 }
 
-/// The path argument: `str` or `os.PathLike`.
+/// The path argument: `str` or `os.PathLike` (a URL is a `str`).
 fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     as_path(path)?
         .ok_or_else(|| PyTypeError::new_err(format!("path must be str or os.PathLike, not {}", path.get_type())))
@@ -169,7 +174,7 @@ impl ArrayRecordReader {
         let reader_options: ArrayRecordReaderOptions =
             options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
         let path = path_arg(path)?;
-        let opened = py.detach(|| Inner::open(&path, reader_options));
+        let opened = py.detach(|| riegeli_object_store::array_record_reader(open_location(&path)?, reader_options));
         let (reader, failure) = match opened {
             Ok(reader) => (Some(reader), None),
             Err(e) => (None, Some(format!("{e}; opening {}", path.display()))),

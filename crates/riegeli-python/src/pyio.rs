@@ -1,14 +1,17 @@
-//! Python file objects as Rust `Read`/`Write`/`Seek`, and the two kinds of source and
-//! destination: a native file (a path was given) or a Python binary file object.
+//! Python file objects as Rust `Read`/`Write`/`Seek`, and the kinds of source and
+//! destination: a native file (a path was given), an object in object storage (a URL was
+//! given; reading only) or a Python binary file object.
 //!
 //! The calling thread does not hold the GIL while Riegeli reads or writes; each call of a
 //! file object's method takes it for that call only.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use riegeli_object_store::{Location, ObjectSource, is_url};
 
 use crate::errors::PythonIoError;
 
@@ -92,6 +95,8 @@ impl Seek for PyFile {
 pub(crate) enum Src {
     /// A file opened by path.
     File(File),
+    /// An object opened by URL, read by ranged requests.
+    Object(ObjectSource),
     /// A Python file object.
     Py(PyFile),
 }
@@ -100,6 +105,7 @@ impl Read for Src {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Self::File(file) => file.read(buf),
+            Self::Object(object) => object.read(buf),
             Self::Py(file) => file.read(buf),
         }
     }
@@ -109,8 +115,20 @@ impl Seek for Src {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         match self {
             Self::File(file) => file.seek(pos),
+            Self::Object(object) => object.seek(pos),
             Self::Py(file) => file.seek(pos),
         }
+    }
+}
+
+/// Opens a path given to a reader: an object if it is a URL (`s3://`, `gs://`, `az://`,
+/// `http(s)://`, ...; configured from the environment, asked for its size here), else a
+/// local file, opened as before (any path the OS takes, a directory failing on reading).
+/// Does I/O: call it without the GIL.
+pub(crate) fn open_location(path: &Path) -> io::Result<Location> {
+    match path.to_str() {
+        Some(url) if is_url(url) => ObjectSource::open(url).map(Location::Object),
+        _ => File::open(path).map(Location::File),
     }
 }
 

@@ -1,17 +1,17 @@
 //! `RecordReader`: Google's Python `RecordReader` on `riegeli_records::RecordReader`.
 
 use std::cmp::Ordering;
-use std::fs::File;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use riegeli_object_store::Location;
 use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
-use crate::pyio::{PyFile, Src, as_path};
+use crate::pyio::{PyFile, Src, as_path, open_location};
 
 type Inner = riegeli_records::RecordReader<Src>;
 
@@ -249,11 +249,14 @@ impl RecordReader {
                     return Err(riegeli_error(
                         py,
                         "InvalidArgumentError",
-                        "assumed_pos applies to file objects, not paths".to_owned(),
+                        "assumed_pos applies to file objects, not paths or URLs".to_owned(),
                     ));
                 }
-                let file = py.detach(|| File::open(&path)).map_err(|e| io_to_py(py, &e))?;
-                (Src::File(file), 0, None)
+                let source = match py.detach(|| open_location(&path)).map_err(|e| io_to_py(py, &e))? {
+                    Location::File(file) => Src::File(file),
+                    Location::Object(object) => Src::Object(object),
+                };
+                (source, 0, None)
             }
             None => {
                 let file = PyFile::new(src.clone().unbind());

@@ -499,7 +499,8 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let options = ArrayRecordReaderOptions {
             parallelism: Some(parallelism),
-            readahead_buffer_size: 20_000,
+            // 0, as array_record's data source asks: still at least 8 MiB of chunks at once.
+            readahead_buffer_size: 0,
             ..ArrayRecordReaderOptions::default()
         };
         let source = Logged { inner: Cursor::new(file.clone()), log: log.clone() };
@@ -508,7 +509,7 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
         reader.set_prefetch(move |ranges| {
             assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start), "in file order: {ranges:?}");
             let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-            assert!(ranges.len() == 1 || bytes <= 20_000, "{bytes} bytes announced at once");
+            assert!(ranges.len() == 1 || bytes <= 8 << 20, "{bytes} bytes announced at once");
             hook_log.lock().unwrap().extend(ranges.iter().cloned().map(Event::Announced));
         });
         log.lock().unwrap().clear();
@@ -522,6 +523,9 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
         // Every chunk the batch touches once (all of them: every 7th record of 10-record
         // chunks), then the single read's chunk again.
         assert_eq!(announced.len(), 301, "parallelism {parallelism}");
+        // The whole batch (1.7 MB) in one window, so that a source can coalesce it.
+        let first_window = events.iter().take_while(|e| matches!(e, Event::Announced(_))).count();
+        assert_eq!(first_window, 300, "parallelism {parallelism}");
         // Each read falls in a range announced before it.
         let mut seen = Vec::new();
         for event in &events {

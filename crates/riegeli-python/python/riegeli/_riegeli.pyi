@@ -1,4 +1,19 @@
-"""The native part of riegeli (Rust). Import the classes from `riegeli`."""
+"""The native part of riegeli (Rust). Import the classes from `riegeli`.
+
+Readers (`RecordReader`, `ArrayRecordReader`, and so `ArrayRecordDataSource`) also take the
+URL of an object in object storage, as a `str`, wherever they take a path:
+`s3://bucket/key` (also `s3a://`), `gs://bucket/key`, `az://container/blob` (also `azure://`,
+`abfs(s)://`, `adl://`), or `http(s)://host/path` (any server answering HEAD and ranged
+GETs). The object is read by ranged requests through a cache, without the GIL: sequential
+reads fetch large windows ahead, batch reads of an ArrayRecord file fetch exactly the chunks
+they need, concurrently. Credentials, regions and endpoints come from the environment as the
+Rust `object_store` crate reads them: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+`AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ENDPOINT` (an S3-compatible server),
+`AWS_ALLOW_HTTP=true` (a plain-HTTP endpoint), ...; `GOOGLE_SERVICE_ACCOUNT` (a key file),
+`GOOGLE_APPLICATION_CREDENTIALS`, ...; `AZURE_STORAGE_ACCOUNT_NAME`,
+`AZURE_STORAGE_ACCOUNT_KEY`, ... Writers take local paths or file objects only. A worker
+process forked after this one read URLs reads them too (readers opened in the worker).
+"""
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,7 +66,8 @@ class RecordWriter:
     """Writes records to a Riegeli/records file.
 
     dest is a binary file object (write, flush, and tell unless assumed_pos is given; close
-    if owns_dest) or a path (str or os.PathLike), created or truncated and written natively.
+    if owns_dest) or a local path (str or os.PathLike), created or truncated and written
+    natively. URLs are not written to: write locally (or to a file object) and upload.
     """
 
     def __init__(
@@ -87,8 +103,12 @@ class RecordWriter:
 class RecordReader:
     """Reads records from a Riegeli/records file.
 
-    src is a binary file object (read, seek and tell; close if owns_src) or a path (str or
-    os.PathLike), read natively.
+    src is a binary file object (read, seek and tell; close if owns_src), a path (str or
+    os.PathLike), read natively, or the URL of an object (a str: `s3://bucket/key`,
+    `gs://...`, `az://...`, `https://...`; see the module's docstring for credentials), read
+    natively by ranged requests. A missing file or object raises FileNotFoundError (the
+    object's URL in the message), other failures to open one OSError; `assumed_pos` applies
+    to file objects only.
 
     As in Google's module: damage raises DataLossError unless recovery is given (then it is
     skipped and recovery is called with a SkippedRegion; raising StopIteration there ends
@@ -158,6 +178,8 @@ class ArrayRecordWriter:
     in the calling thread, without the GIL, in batches; the file is written on an I/O
     thread). Other keyword arguments are accepted and ignored, as C++.
 
+    `path` is a local path: URLs are not written to (write locally and upload).
+
     A file that cannot be created does not raise here: `ok()` is then `False`, and `write()`
     and `close()` raise `RuntimeError` with the reason. Writing after `close()` raises
     `RuntimeError('Object closed')`. A writer dropped without `close()` still finishes its
@@ -204,8 +226,15 @@ class ArrayRecordReader:
 
     Keyword arguments (`file_reader_buffer_size`, `file_options`) are accepted and ignored.
 
-    As in C++, a file that cannot be opened does not raise here: `ok()` is then `False` and
-    every read, `seek()` and `close()` raise `RuntimeError` with the reason. Unlike C++, a
+    `path` is a local path or the URL of an object (a str: `s3://bucket/key`, `gs://...`,
+    `az://...`, `https://...`; see the module's docstring for credentials), read by ranged
+    requests: opening reads only the end of the object (footer and index), and each batch
+    read fetches exactly the chunks it decodes, concurrently (`read()`: those of its
+    read-ahead).
+
+    As in C++, a file or object that cannot be opened (missing, no access) does not raise
+    here: `ok()` is then `False` and every read, `seek()` and `close()` raise `RuntimeError`
+    with the reason and the path or URL. Unlike C++, a
     file whose footer is damaged, or a plain Riegeli/records file, is indexed by scanning it
     instead of failing. Every read releases the GIL; batch reads decode chunks on several
     threads and build their list at once.

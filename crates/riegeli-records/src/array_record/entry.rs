@@ -86,6 +86,9 @@ fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
 /// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
 pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
 
+/// The fewest bytes of chunks announced at once.
+pub(crate) const MIN_PREFETCH: u64 = 8 << 20;
+
 /// Announces to a prefetch hook the byte ranges of the chunks a read is about
 /// to read, in order, a window of up to `budget` raw bytes at a time (a new
 /// window once half of the last one is read).
@@ -101,13 +104,15 @@ pub(crate) struct Prefetcher<'a> {
 }
 
 impl<'a> Prefetcher<'a> {
+    /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
+    /// as array_record's data source asks, every chunk would be a request of its own).
     pub(crate) fn new(
         hook: Option<&'a mut PrefetchHook>,
         chunks: &'a [ChunkEntry],
         ks: &'a [usize],
         budget: u64,
     ) -> Self {
-        Self { hook, chunks, ks, budget, announced: 0, refill_at: 0 }
+        Self { hook, chunks, ks, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
     }
 
     /// Called before reading `ks[i]`.

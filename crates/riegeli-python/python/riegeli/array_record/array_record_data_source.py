@@ -10,6 +10,12 @@ A data source (as Grain and PyTorch use them) over one or more files::
 Record keys number the records of all files (or of the part of each file asked for) one after
 the other. Readers are opened on first use, and again in each process a pickled data source
 reaches (Grain's worker processes).
+
+Files may be objects in object storage, named by URL strings (`s3://bucket/key`, `gs://...`,
+`az://...`, `https://host/path`, also with `[start:end]`): they are kept as given (never made
+`pathlib.Path`s, which would collapse the `//`) and read by `ArrayRecordReader` with ranged
+requests, credentials and endpoints coming from the environment (`AWS_ACCESS_KEY_ID`, ...).
+Workers receive the data source pickled and open their own readers, forked or spawned.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class FileInstruction(Protocol):
     examples_in_shard: int
 
 
+# A path, a URL (a str, passed on unchanged) or a FileInstruction.
 PathLikeOrFileInstruction = Union[str, 'os.PathLike[str]', FileInstruction]
 ArrayRecordDataSourcePaths = Union[PathLikeOrFileInstruction, Sequence[PathLikeOrFileInstruction]]
 
@@ -148,9 +155,11 @@ class ArrayRecordDataSource:
 
         Args:
           paths: a path (`str` or `pathlib.Path`, possibly `"file[start:end]"` for records
-            `[start, end)` of the file), an object with `filename`, `skip`, `take` and
-            `examples_in_shard` (a TFDS FileInstruction), or a non-empty sequence of them.
-            Only plain paths are opened here (to count their records).
+            `[start, end)` of the file) or a URL (`str` only: `"s3://bucket/key"`,
+            `"gs://..."`, `"az://..."`, `"https://..."`, possibly with `[start:end]`), an
+            object with `filename`, `skip`, `take` and `examples_in_shard` (a TFDS
+            FileInstruction), or a non-empty sequence of them. Only plain paths are opened
+            here (to count their records).
           reader_options: reader options (`{'max_parallelism': '0'}`, ...), given to each
             `ArrayRecordReader` after `readahead_buffer_size:0`.
           reader_pool_size: accepted for compatibility; no effect (one reader per file, shared
