@@ -211,7 +211,23 @@ struct Printer {
 impl Printer {
     /// Appends `record` to `buf`, formatted; `Ok(false)` when it is skipped (a
     /// record that does not parse as the proto type, with `--skip-corrupted`).
-    fn format(&self, buf: &mut Vec<u8>, record: &[u8], label: Label, name: &str, first: bool) -> Result<bool> {
+    /// A large record in a format that can be written in pieces is written to
+    /// `out` (after what `buf` holds) as it is formatted, never held whole.
+    fn format(
+        &self,
+        buf: &mut Vec<u8>,
+        out: &mut dyn Write,
+        record: &[u8],
+        label: Label,
+        name: &str,
+        first: bool,
+    ) -> Result<bool> {
+        if record.len() >= STREAM_RECORDS_FROM
+            && matches!(self.format, Format::Delimited | Format::Hex | Format::Base64)
+        {
+            self.stream(buf, out, record)?;
+            return Ok(true);
+        }
         match self.format {
             Format::Text => {
                 buf.extend_from_slice(text::escape_text(record).as_bytes());
@@ -268,6 +284,42 @@ impl Printer {
             }
         }
         Ok(true)
+    }
+}
+
+/// Records from this size on are written out in pieces as they are formatted.
+const STREAM_RECORDS_FROM: usize = 1 << 20;
+
+impl Printer {
+    /// Writes `buf` and then `record` formatted, piece by piece, to `out`;
+    /// leaves `buf` empty.
+    fn stream(&self, buf: &mut Vec<u8>, out: &mut dyn Write, record: &[u8]) -> Result<()> {
+        // Pieces of a multiple of 3 bytes, so that base64 pieces concatenate.
+        const PIECE: usize = 3 << 16;
+        if self.format == Format::Delimited {
+            varint::encode_u64(record.len() as u64, buf);
+        }
+        out.write_all(buf)?;
+        buf.clear();
+        for piece in record.chunks(PIECE) {
+            match self.format {
+                Format::Delimited => out.write_all(piece)?,
+                Format::Base64 => {
+                    let text = base64::engine::general_purpose::STANDARD.encode(piece);
+                    out.write_all(text.as_bytes())?;
+                }
+                _ => {
+                    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+                    buf.extend(piece.iter().flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]));
+                    out.write_all(buf)?;
+                    buf.clear();
+                }
+            }
+        }
+        if self.format != Format::Delimited {
+            out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 }
 
@@ -371,7 +423,7 @@ fn cat_picks(
         let records = reader.read_parallel(&batch).with_context(|| name.clone())?;
         buf.clear();
         for (&index, record) in batch.iter().zip(&records) {
-            if printer.format(&mut buf, record, Label::Index(index), &name, printed == 0)? {
+            if printer.format(&mut buf, out, record, Label::Index(index), &name, printed == 0)? {
                 printed += 1;
             }
         }
@@ -475,7 +527,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 continue;
             }
             buf.clear();
-            if printer.format(&mut buf, &record, Label::Pos(pos), &name, printed == 0)? {
+            if printer.format(&mut buf, &mut out, &record, Label::Pos(pos), &name, printed == 0)? {
                 printed += 1;
                 out.write_all(&buf)?;
             }

@@ -482,3 +482,33 @@ fn cat_records_in_any_order_prints_them_in_the_order_asked() {
     let out = riegeli(&["cat", "--format", "hex", "--records", &list.join(","), "--limit", "7", file], b"");
     assert_eq!(text(&out.stdout).lines().collect::<Vec<_>>(), want[..7]);
 }
+
+#[test]
+fn large_records_are_printed_in_pieces_exactly() {
+    let dir = scratch_dir("large-records");
+    let file = dir.join("large.riegeli");
+    let file = file.to_str().unwrap();
+    // A 3 MiB record (printed in pieces) between small ones, as delimited input.
+    let big: Vec<u8> = (0..3u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let records: Vec<&[u8]> = vec![b"small", &big, b"", b"end"];
+    let mut input = Vec::new();
+    for record in &records {
+        let mut n = record.len();
+        while n >= 0x80 {
+            input.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        input.push(n as u8);
+        input.extend_from_slice(record);
+    }
+    assert!(riegeli(&["write", "--options", "zstd:1", file], &input).status.success());
+    let out = riegeli(&["cat", "--format", "delimited", file], b"");
+    assert_eq!(out.stdout, input);
+    let out = riegeli(&["cat", "--format", "hex", file], b"");
+    let hex: String = records.iter().map(|r| r.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n").collect();
+    assert_eq!(text(&out.stdout), hex);
+    let out = riegeli(&["cat", "--format", "base64", file], b"");
+    use base64::Engine as _;
+    let b64: String = records.iter().map(|r| base64::engine::general_purpose::STANDARD.encode(r) + "\n").collect();
+    assert_eq!(text(&out.stdout), b64);
+}

@@ -117,11 +117,25 @@ fn holds_back(fetched: &Fetched) -> bool {
     fetched.ticket.is_none() && (fetched.chunk.header.num_records() > 0 || fetched.chunk.data.len() > MAX_SMALL_CHUNK)
 }
 
+/// Bytes read ahead (raw chunks, and what those on the workers decode to)
+/// past which no more chunks are read ahead, unless none is: a file of huge
+/// chunks holds one chunk ahead, not `parallelism + 1`.
+const MAX_AHEAD_BYTES: u64 = 64 << 20;
+
+/// What a queued chunk holds while it waits: its raw data, and its records
+/// if a worker decodes it.
+fn held_bytes(fetched: &Fetched) -> u64 {
+    let decoded = if fetched.ticket.is_some() { fetched.chunk.header.decoded_data_size() } else { 0 };
+    (fetched.chunk.data.len() as u64).saturating_add(decoded)
+}
+
 /// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
 pub(crate) struct ReadAhead {
     parallelism: usize,
     /// Consecutive `read_chunk` results not yet taken, in file order.
     queue: VecDeque<Item>,
+    /// [`held_bytes`] of the queued chunks.
+    queued_bytes: u64,
     /// How many chunks in `queue` have a ticket.
     ticketed: usize,
     /// Started on the first data chunk worth a thread.
@@ -147,6 +161,7 @@ impl ReadAhead {
         Self {
             parallelism: parallelism.max(1),
             queue: VecDeque::new(),
+            queued_bytes: 0,
             ticketed: 0,
             pool: None,
             spare: Vec::new(),
@@ -184,6 +199,7 @@ impl ReadAhead {
                 if fetched.ticket.is_some() {
                     self.ticketed -= 1;
                 }
+                self.queued_bytes = self.queued_bytes.saturating_sub(held_bytes(&fetched));
                 if !holds_back(&fetched) {
                     // Keep the workers busy while the caller consumes this chunk.
                     self.top_up(source, options);
@@ -206,6 +222,7 @@ impl ReadAhead {
         let max_queued = 4 * (self.parallelism + 1);
         while self.ticketed <= self.parallelism
             && self.queue.len() < max_queued
+            && (self.queue.is_empty() || self.queued_bytes < MAX_AHEAD_BYTES)
             && !self.queue.back().is_some_and(|item| match item {
                 Item::Chunk(fetched) => holds_back(fetched),
                 Item::End(_) => true,
@@ -216,7 +233,9 @@ impl ReadAhead {
                     let ticket =
                         worth_a_worker(&chunk, options.parallel_min_chunk_size).then(|| self.dispatch(&chunk, options));
                     self.ticketed += usize::from(ticket.is_some());
-                    self.queue.push_back(Item::Chunk(Fetched { chunk, ticket }));
+                    let fetched = Fetched { chunk, ticket };
+                    self.queued_bytes = self.queued_bytes.saturating_add(held_bytes(&fetched));
+                    self.queue.push_back(Item::Chunk(fetched));
                 }
                 Ok(None) => self.queue.push_back(Item::End(Ok(()))),
                 Err(e) => self.queue.push_back(Item::End(Err(e))),
@@ -257,6 +276,7 @@ impl ReadAhead {
     /// background and are dropped. The threads stay.
     pub(crate) fn discard(&mut self) {
         self.queue.clear();
+        self.queued_bytes = 0;
         self.ticketed = 0;
         if let Some(pool) = &mut self.pool {
             pool.abandon();
@@ -273,6 +293,8 @@ impl ReadAhead {
             }
         }
         self.ticketed = 0;
+        self.queued_bytes =
+            self.queue.iter().map(|item| if let Item::Chunk(f) = item { held_bytes(f) } else { 0 }).sum();
     }
 }
 
@@ -337,6 +359,32 @@ mod tests {
         }
         assert!(fetched > 10);
         assert!(ahead.is_empty());
+    }
+
+    #[test]
+    fn huge_chunks_are_read_ahead_one_at_a_time() {
+        // 24 MiB records of zeros, one per chunk: a few KiB raw, 24 MiB decoded each.
+        let options: RecordWriterOptions = "zstd:1".parse().unwrap();
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        let record = vec![0u8; 24 << 20];
+        for _ in 0..6 {
+            writer.write_record(&record).unwrap();
+            writer.flush().unwrap();
+        }
+        let file = writer.close().unwrap();
+        let options = RecordReaderOptions::default();
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(4, FieldProjection::all());
+        let mut records = 0;
+        while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
+            // 64 MiB ahead at most: two such chunks being decoded, then the third waits.
+            assert!(ahead.ticketed <= 3 && ahead.queued_bytes <= (64 << 20) + (24 << 20) + (1 << 20), "{ahead:?}");
+            if let Some(ticket) = fetched.ticket {
+                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+                records += 1;
+            }
+        }
+        assert_eq!(records, 6);
     }
 
     #[test]
