@@ -35,12 +35,14 @@ def _records(ds) -> collections.Counter:
 
 
 def test_read_tasks_are_parts_of_files(inputs):
-    source = riegeli_ray.RiegeliDatasource(inputs.riegeli_files)
+    source = riegeli_ray.RiegeliDatasource(inputs.riegeli_files, min_bytes_per_task=64 << 10)
     tasks = source.get_read_tasks(20)
     # Ranges of one block (64 KiB) at least: fewer than 20 for these small files.
     assert len(tasks) == sum(-(-path.stat().st_size // (64 << 10)) for path in inputs.riegeli_files)
     assert len(tasks) > 2 * len(inputs.riegeli_files)
-    assert len(riegeli_ray.RiegeliDatasource(inputs.riegeli_files).get_read_tasks(1)) == len(inputs.riegeli_files)
+    assert len(source.get_read_tasks(1)) == len(inputs.riegeli_files)
+    # By default, tasks of 16 MiB at least: one per small file.
+    assert len(riegeli_ray.RiegeliDatasource(inputs.riegeli_files).get_read_tasks(20)) == len(inputs.riegeli_files)
     source = riegeli_ray.RiegeliDatasource(inputs.array_record_dir, file_format='array_record')
     tasks = source.get_read_tasks(20)
     assert 20 <= len(tasks) <= 20 + len(inputs.array_record_files)
@@ -56,7 +58,7 @@ def test_read_tasks_in_this_process(inputs, monkeypatch, file_format):
     monkeypatch.setattr(riegeli_ray, '_BLOCK_BYTES', 4 << 10)
     paths = inputs.riegeli_files if file_format == 'riegeli' else inputs.array_record_files
     expected = inputs.riegeli_records if file_format == 'riegeli' else inputs.array_records
-    tasks = riegeli_ray.RiegeliDatasource(paths, file_format=file_format).get_read_tasks(8)
+    tasks = riegeli_ray.RiegeliDatasource(paths, file_format=file_format, min_bytes_per_task=1).get_read_tasks(8)
     records: collections.Counter = collections.Counter()
     tables = 0
     for task in tasks:
@@ -69,7 +71,9 @@ def test_read_tasks_in_this_process(inputs, monkeypatch, file_format):
 
 
 def test_read_riegeli(cluster, inputs):
-    ds = riegeli_ray.read_riegeli([str(p) for p in inputs.riegeli_files], override_num_blocks=12).materialize()
+    ds = riegeli_ray.read_riegeli(
+        [str(p) for p in inputs.riegeli_files], min_bytes_per_task=64 << 10, override_num_blocks=12
+    ).materialize()
     assert _read_tasks(ds) > 2 * len(inputs.riegeli_files)
     assert _records(ds) == inputs.riegeli_records
 
@@ -84,7 +88,9 @@ def test_read_through_a_pyarrow_filesystem(cluster, inputs):
     """A filesystem other than the local one is read through pyarrow file objects (ArrayRecord
     files by byte ranges too)."""
     fs = pafs.SubTreeFileSystem(str(inputs.array_record_dir.parent), pafs.LocalFileSystem())
-    ds = riegeli_ray.read_array_record('array_record', filesystem=fs, override_num_blocks=12).materialize()
+    ds = riegeli_ray.read_array_record(
+        'array_record', filesystem=fs, min_bytes_per_task=64 << 10, override_num_blocks=12
+    ).materialize()
     assert _read_tasks(ds) > 2 * len(inputs.array_record_files)
     assert _records(ds) == inputs.array_records
     ds = riegeli_ray.read_riegeli('riegeli', filesystem=fs, override_num_blocks=12).materialize()
