@@ -1,16 +1,16 @@
 //! Fetch plans against object_store's in-memory store: what each kind of read
 //! asks for, counted by the source (requests and bytes), and the records it gets.
 
-use std::io::Cursor;
+mod common;
+
 use std::sync::Arc;
 
+use common::data_chunks;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use riegeli_object_store::{FetchConfig, Location, ObjectSource, array_record_reader};
-use riegeli_records::{
-    ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader, RecordWriter,
-};
+use riegeli_records::{ArrayRecordReaderOptions, ArrayRecordWriter, RecordReader, RecordWriter};
 
 fn records(n: usize) -> Vec<Vec<u8>> {
     (0..n).map(|i| format!("record {i} {}", "x".repeat(i % 300)).into_bytes()).collect()
@@ -27,18 +27,6 @@ fn store_with(name: &str, bytes: Vec<u8>) -> Arc<dyn ObjectStore> {
 fn source(store: &Arc<dyn ObjectStore>, name: &str) -> ObjectSource {
     ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), FetchConfig::default())
         .unwrap()
-}
-
-/// (begin, end) of every chunk of `file` holding records, in file order.
-fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
-    let mut reader = ChunkReader::new(Cursor::new(file), ChunkReadOptions::default());
-    let mut out = Vec::new();
-    while let Some(chunk) = reader.read_chunk().unwrap() {
-        if chunk.header().num_records() > 0 {
-            out.push((chunk.begin(), chunk.end()));
-        }
-    }
-    out
 }
 
 #[test]

@@ -4,15 +4,15 @@
 //!
 //! Ignored unless run by that task (`cargo test -- --ignored live_`).
 
-use std::collections::BTreeSet;
-use std::io::Cursor;
+mod common;
 
+use std::collections::BTreeSet;
+
+use common::data_chunks;
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
 use riegeli_object_store::{ObjectSource, open_array_record, open_records};
-use riegeli_records::{
-    ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReaderOptions, RecordWriter,
-};
+use riegeli_records::{ArrayRecordReaderOptions, ArrayRecordWriter, RecordReaderOptions, RecordWriter};
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run `cargo xtask objects`"))
@@ -70,18 +70,6 @@ impl ServerLog {
         }
         seen
     }
-}
-
-/// (begin, end) of every chunk of `file` holding records, in file order.
-fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
-    let mut reader = ChunkReader::new(Cursor::new(file), ChunkReadOptions::default());
-    let mut out = Vec::new();
-    while let Some(chunk) = reader.read_chunk().unwrap() {
-        if chunk.header().num_records() > 0 {
-            out.push((chunk.begin(), chunk.end()));
-        }
-    }
-    out
 }
 
 fn records(n: usize) -> Vec<Vec<u8>> {
