@@ -103,7 +103,8 @@ pub(crate) fn tests(sh: &Shell) -> Result<()> {
     let live = serve(sh)?;
     let python = &live.python;
     step("live tests: riegeli-object-store and the CLI on s3:// and http:// URLs");
-    let mut rust = cmd!(sh, "cargo test --locked -p riegeli-object-store -p riegeli-cli -- --ignored live_");
+    let mut rust =
+        cmd!(sh, "cargo test --locked --all-features -p riegeli-object-store -p riegeli-cli -- --ignored live_");
     for (key, value) in &live.env {
         rust = rust.env(key, value);
     }
