@@ -146,10 +146,21 @@ impl From<std::io::Error> for ReadError {
 fn resume_after(error: &FramingError, begin: u64, physical: &[u8]) -> Resume {
     match error.kind() {
         FramingErrorKind::BlockHeaderMismatch { field: "previous_chunk", .. } => {
-            // As C++: trust the rest of a valid block header if it points into its own block.
             let block = error.position();
             let offset = usize::try_from(block - begin).unwrap_or(usize::MAX);
             match physical.get(offset..).map(|b| BlockHeader::parse(b, block)) {
+                // The chunk the valid block header interrupts begins after the
+                // damaged one (e.g. a file torn by a crash, then appended to:
+                // the torn chunk claims bytes the appended chunks took over):
+                // it is read, not skipped.
+                Some(Ok((header, _)))
+                    if block
+                        .checked_sub(header.previous_chunk)
+                        .is_some_and(|interrupted| interrupted > begin && is_possible_chunk_boundary(interrupted)) =>
+                {
+                    Resume::At(block - header.previous_chunk)
+                }
+                // As C++: trust the rest of a valid block header if it points into its own block.
                 Some(Ok((header, _))) if header.next_chunk <= BLOCK_SIZE => Resume::At(block + header.next_chunk),
                 _ => Resume::FindFrom(block.saturating_add(1)),
             }

@@ -278,6 +278,31 @@ fn to_u32(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 
+/// Bytes the decoder keeps for each bucket of a header (its place, where its
+/// decompressed bytes start, whether it is decompressed).
+const BUCKET_STATE: u64 = (size_of::<Bucket>() + size_of::<usize>() + 1) as u64;
+/// Bytes the decoder keeps for each buffer of a header (its place and cursor).
+const BUFFER_STATE: u64 = (size_of::<BufferPlace>() + size_of::<Cursor>()) as u64;
+/// Bytes the decoder keeps for each node of a header (the node, its id, next and mark).
+const NODE_STATE: u64 = (size_of::<Node>() + 3 * size_of::<u32>()) as u64;
+
+/// Checks what the decoder is about to allocate for the buckets, buffers and
+/// nodes a header counts against `max_decoded_size`: every item takes a byte
+/// or two of the header, but many times that in the decoder, so a header
+/// within the limit could otherwise make it allocate far beyond it.
+fn check_state(state: u64, offset: usize, limits: &DecodeLimits) -> Result<(), CodecError> {
+    if state > limits.max_decoded_size {
+        return Err(CodecError::limit(
+            WHAT_HEADER,
+            offset as u64,
+            "max_decoded_size (decoder state for the header's buckets, buffers and nodes)",
+            state,
+            limits.max_decoded_size,
+        ));
+    }
+    Ok(())
+}
+
 fn bad_header(offset: usize, reason: &'static str) -> CodecError {
     CodecError::invalid(WHAT_HEADER, offset as u64, reason)
 }
@@ -440,7 +465,11 @@ impl TransposedChunkDecoder {
         let parsed = self.parse(data, limits, projection)?;
         let out = std::mem::take(&mut self.spare_out);
         let ends = std::mem::take(&mut self.spare_ends);
-        let mut state = RunState::new(num_records, capacity, self.strict && !projection, out, ends)?;
+        // The stack may take as many bytes as the decoded size limit, no more:
+        // what its pops must emit bounds its entries by the chunk's decoded
+        // size, but each entry takes several times the bytes it stands for.
+        let max_stack = usize::try_from(limits.max_decoded_size / size_of::<StackEntry>() as u64).unwrap_or(usize::MAX);
+        let mut state = RunState::new(num_records, capacity, max_stack, self.strict && !projection, out, ends)?;
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
 
@@ -549,8 +578,12 @@ impl TransposedChunkDecoder {
         if num_buckets as usize > h.remaining() || num_buffers as usize > h.remaining() {
             return Err(CodecError::truncated(WHAT_HEADER, h.pos as u64, 1));
         }
+        let mut state = u64::from(num_buckets) * BUCKET_STATE + u64::from(num_buffers) * BUFFER_STATE;
+        check_state(state, h.pos, limits)?;
         self.buckets.clear();
+        self.buckets.reserve(num_buckets as usize);
         self.places.clear();
+        self.places.reserve(num_buffers as usize);
         for _ in 0..num_buckets {
             let stored_size = h.u64()?;
             let stored = chunk.take(stored_size)?;
@@ -607,11 +640,15 @@ impl TransposedChunkDecoder {
         if s > h.remaining() / 2 {
             return Err(CodecError::truncated(WHAT_HEADER, h.pos as u64, (2 * s - h.remaining()) as u64));
         }
+        state += u64::from(num_nodes) * NODE_STATE;
+        check_state(state, h.pos, limits)?;
         self.ids.clear();
+        self.ids.reserve(s);
         for _ in 0..s {
             self.ids.push(h.u32()?);
         }
         self.nexts.clear();
+        self.nexts.reserve(s);
         for _ in 0..s {
             self.nexts.push(h.u32()?);
         }
@@ -818,6 +855,8 @@ struct RunState {
     /// Decoded size at each record start.
     limits: Vec<usize>,
     skipped_level: usize,
+    /// The most entries the submessage stack may hold.
+    max_stack: usize,
     strict: bool,
 }
 
@@ -828,6 +867,7 @@ impl RunState {
     fn new(
         num_records: u64,
         capacity: usize,
+        max_stack: usize,
         strict: bool,
         mut out: Vec<u8>,
         mut limits: Vec<usize>,
@@ -838,7 +878,7 @@ impl RunState {
         out.resize(capacity, 0);
         limits.clear();
         limits.reserve(usize::try_from(num_records.min(MAX_RESERVED_RECORDS)).unwrap_or(0));
-        Ok(Self { num_records, out, pos: capacity, limits, skipped_level: 0, strict })
+        Ok(Self { num_records, out, pos: capacity, limits, skipped_level: 0, max_stack, strict })
     }
 
     #[inline(always)]
@@ -905,11 +945,15 @@ impl RunState {
         Ok(())
     }
 
-    /// Pushes an open submessage, bounding the stack by what its pops must emit.
+    /// Pushes an open submessage, bounding the stack by what its pops must
+    /// emit and by `max_stack`.
     #[inline(always)]
     fn push(&mut self, stack: &mut Vec<StackEntry>, node: u32, min_pop_bytes: usize) -> Step {
         if (stack.len() + 1) * min_pop_bytes > self.pos {
             return Err("submessage stack overflow: more open submessages than output left");
+        }
+        if stack.len() >= self.max_stack {
+            return Err("submessage stack overflow: more open submessages than max_decoded_size allows");
         }
         stack.push(StackEntry { end: self.size(), node });
         Ok(())
