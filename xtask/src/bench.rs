@@ -24,6 +24,13 @@
 //! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N]`: ~100 MB ArrayRecord and
 //!   Riegeli files read from S3 (moto_server on loopback, every request delayed by a proxy)
 //!   against the same reads from local disk; a table in `target/object-bench/table.md`.
+//! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
+//!   in the engines venv (`crates/riegeli-python/bench/bench_engines.py`), on the same records
+//!   (1 GB of ~4 KiB text-like records by default, kept under /dev/shm): Beam's DirectRunner
+//!   reading Riegeli files with `riegeli.beam.ReadFromRiegeli` against TFRecord files with
+//!   `beam.io.ReadFromTFRecord` (in process and with 2 worker processes), and Ray reading one
+//!   Riegeli file with `riegeli.ray.read_riegeli` on 1 and 2 CPUs; a table on stdout and in
+//!   `target/bench-engines/table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -61,6 +68,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         Some("array-record") => array_record(sh, &args[1..]),
         Some("python") => python(sh, &args[1..]),
         Some("objects") => objects(sh, &args[1..]),
+        Some("engines") => engines(sh, &args[1..]),
         _ => {
             cmd!(sh, "cargo bench --workspace {args...}").run()?;
             Ok(())
@@ -318,6 +326,17 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
     let python = crate::python::install_package(sh)?;
     crate::common::step("timing ours against array_record_module (C++), from Python");
     cmd!(sh, "{python} crates/riegeli-python/bench/bench_python.py {args...}").run()?;
+    Ok(())
+}
+
+/// `bench engines`: Beam and Ray reading the same records, in the engines venv
+/// (`crates/riegeli-python/bench/bench_engines.py`, whose flags `args` are).
+fn engines(sh: &Shell, args: &[String]) -> Result<()> {
+    let python = crate::python::venv_with(sh, "engines-venv", crate::engines::ENGINE_DEPS)?;
+    crate::common::step("installing riegeli (Python, release) into the engines venv");
+    crate::python::install_package_into(sh, &python)?;
+    crate::common::step("Beam: ReadFromRiegeli against ReadFromTFRecord; Ray: read_riegeli on 1 and 2 CPUs");
+    cmd!(sh, "{python} crates/riegeli-python/bench/bench_engines.py {args...}").run()?;
     Ok(())
 }
 

@@ -7,8 +7,11 @@ use anyhow::Result;
 use xshell::{Shell, cmd};
 
 /// What the engine tests need, pinned to versions that install together on Python 3.11:
-/// the engines, the C++ implementation (array-record, to read back what they write) and pytest.
-const ENGINE_DEPS: &[&str] = &["apache-beam==2.77.0", "ray[data]==2.52.0", "array-record==0.8.6", "pytest==9.2.0"];
+/// the engines, the C++ implementation (array-record, to read back what they write) and pytest;
+/// and google-crc32c for `bench engines`, where Beam's TFRecord reader checks crc32c through it
+/// (without it, or crcmod or python-snappy, that reader refuses to run).
+pub(crate) const ENGINE_DEPS: &[&str] =
+    &["apache-beam==2.77.0", "ray[data]==2.52.0", "array-record==0.8.6", "pytest==9.2.0", "google-crc32c==1.9.0"];
 
 /// The test files, each run by its own pytest: Ray's raylet is started by a fork of the test
 /// process, which can hang if a Beam pipeline left gRPC threads in it.

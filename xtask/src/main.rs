@@ -11,6 +11,7 @@
 //! - `objects`: object storage URLs against moto_server and nginx on loopback (also in `ci`);
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
+//!   `bench engines`: Beam and Ray reading the same records (Riegeli against TFRecord, 1 and 2 CPUs);
 //!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
 //! - `release <version>`: bump every crate, require a CHANGELOG section, package in order;
 //! - `tidy`: no two modules of a crate import each other (also a step of `ci`).
@@ -67,6 +68,8 @@ fn main() -> Result<()> {
                  bench objects [--megabytes N] [--latency-ms N]  S3 with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
+                 bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \
+                                             Beam ReadFromRiegeli vs ReadFromTFRecord, Ray read_riegeli on 1 and 2 CPUs\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order\n  \
                  tidy                        no two modules of a crate import each other"
             );
