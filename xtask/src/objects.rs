@@ -161,15 +161,12 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     wait_for(http_port, "nginx", nginx, &dir.join("nginx-error.log"))?;
 
     let endpoint = format!("http://127.0.0.1:{s3_port}");
-    let create_bucket = format!(
-        "import boto3; boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
-         aws_secret_access_key='test', region_name='us-east-1').create_bucket(Bucket='{BUCKET}')"
-    );
-    cmd!(sh, "{python} -c {create_bucket}").run().context("cannot create the test bucket")?;
-    // Golden files for the CLI's tests, at `testdata/<path>` in the bucket and in nginx's root.
-    let upload = format!(
+    // The test bucket, with the golden files the CLI's tests read at `testdata/<path>` (also
+    // in nginx's root), by one client.
+    let setup = format!(
         "import boto3, sys; s3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
          aws_secret_access_key='test', region_name='us-east-1')\n\
+         s3.create_bucket(Bucket='{BUCKET}')\n\
          for path in sys.argv[1:]: s3.upload_file('testdata/' + path, '{BUCKET}', 'testdata/' + path)"
     );
     for path in LIVE_TESTDATA {
@@ -177,7 +174,7 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         std::fs::create_dir_all(target.parent().context("a testdata path has a directory")?)?;
         std::fs::copy(project_root().join("testdata").join(path), target)?;
     }
-    cmd!(sh, "{python} -c {upload} {LIVE_TESTDATA...}").run().context("cannot upload the golden files")?;
+    cmd!(sh, "{python} -c {setup} {LIVE_TESTDATA...}").run().context("cannot create the test bucket")?;
 
     let env = [
         ("AWS_ENDPOINT", endpoint.clone()),

@@ -321,19 +321,22 @@ impl Shared {
         sorted.sort_unstable_by_key(|r| r.start);
         let mut cache = self.lock();
         cache.part_ends.extend(sorted.iter().map(|r| r.end));
-        let mut run: Option<Range<u64>> = None;
+        let mut runs: Vec<Range<u64>> = Vec::new();
         for range in sorted {
-            match &mut run {
+            match runs.last_mut() {
                 Some(current) if range.start <= current.end => current.end = current.end.max(range.end),
-                _ => {
-                    if let Some(done) = run.replace(range) {
-                        self.ensure(&mut cache, done, self.config.max_request, false);
-                    }
-                }
+                _ => runs.push(range),
             }
         }
-        if let Some(done) = run {
-            self.ensure(&mut cache, done, self.config.max_request, false);
+        for run in runs {
+            // Ranges come from an index in the file: fetched ahead only up to the
+            // cache's bound (past it, reads fetch what they need when they need it).
+            let room = self.config.max_cached.saturating_sub(cache.bytes);
+            if room == 0 {
+                break;
+            }
+            let end = run.end.min(run.start.saturating_add(room));
+            self.ensure(&mut cache, run.start..end, self.config.max_request, false);
         }
     }
 

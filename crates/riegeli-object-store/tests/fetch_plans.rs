@@ -122,3 +122,22 @@ fn a_missing_object_and_a_bad_url_are_clear_errors() {
     assert!(riegeli_object_store::is_url("s3://bucket/key") && riegeli_object_store::is_url("HTTPS://h/k"));
     assert!(!riegeli_object_store::is_url("/tmp/file") && !riegeli_object_store::is_url("file.riegeli"));
 }
+
+#[test]
+fn prefetching_stops_at_the_cache_bound() {
+    // An index may claim chunks as large as the object: prefetching holds at most
+    // `max_cached` bytes, and reads past them still get their bytes.
+    let bytes: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+    let store = store_with("big", bytes.clone());
+    let config = FetchConfig { max_cached: 1 << 20, max_request: 256 << 10, ..FetchConfig::default() };
+    let mut source = ObjectSource::with_store(Arc::clone(&store), Path::from("big"), "memory:///big", config).unwrap();
+    source.prefetch(std::slice::from_ref(&(0..8 << 20)));
+    let mut buf = [0u8; 16];
+    std::io::Read::read_exact(&mut source, &mut buf).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let stats = source.stats();
+    assert!(stats.bytes <= 1 << 20, "{stats:?}");
+    std::io::Seek::seek(&mut source, std::io::SeekFrom::Start(7 << 20)).unwrap();
+    std::io::Read::read_exact(&mut source, &mut buf).unwrap();
+    assert_eq!(&buf[..], &bytes[7 << 20..(7 << 20) + 16]);
+}
