@@ -3,6 +3,18 @@
 //! can replay `fuzz/regressions/` through the same calls.
 #![forbid(unsafe_code)]
 
+pub mod array_record;
+pub mod cli;
 pub mod codec;
 pub mod framing;
+pub mod options;
 pub mod records;
+pub mod recovery;
+
+// The CLI's input parsers, compiled here from its sources (it is a binary
+// crate); `cli` checks them. At the root, as in the CLI, where `input.rs`
+// finds `crate::tfrecord`.
+#[path = "../../crates/riegeli-cli/src/input.rs"]
+mod input;
+#[path = "../../crates/riegeli-cli/src/tfrecord.rs"]
+mod tfrecord;

@@ -8,6 +8,9 @@ use crate::common::step;
 /// The cargo-machete release this check was written against.
 const CARGO_MACHETE_VERSION: &str = "0.9.2";
 
+/// The cargo-deny release whose deny.toml format this check was written against.
+const CARGO_DENY_VERSION: &str = "0.20.2";
+
 /// Codec feature sets checked besides the default (`--no-default-features` and each codec alone).
 const FEATURE_MATRIX: &[&str] = &["", "brotli", "brotli-c", "zstd", "snappy"];
 
@@ -19,10 +22,19 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     crate::tidy::run(sh)?;
     step("unused dependencies");
     unused_dependencies(sh)?;
+    step("dependency policy: cargo deny check licenses bans (deny.toml)");
+    dependency_policy(sh)?;
     step("clippy");
     cmd!(sh, "cargo clippy --workspace --all-targets --all-features --locked -- -D warnings").run()?;
     step("test");
     cmd!(sh, "cargo test --workspace --all-features --locked").run()?;
+    step("loom: the pool, work queue and write-behind thread model-checked");
+    // Its own target directory: `--cfg loom` would otherwise rebuild everything in `target/`.
+    // No codec features: the model tests need none, and the build stays small.
+    cmd!(sh, "cargo test --locked -p riegeli-records --lib --release --no-default-features loom")
+        .env("RUSTFLAGS", "--cfg loom")
+        .env("CARGO_TARGET_DIR", "target/loom")
+        .run()?;
     step("codec feature matrix");
     // Without any codec, the tests check that compressed data is `Unsupported`;
     // each codec alone must at least build with its tests.
@@ -87,5 +99,16 @@ fn unused_dependencies(sh: &Shell) -> Result<()> {
     if !output.status.success() || stderr.lines().any(|line| line.starts_with("error")) {
         bail!("cargo machete: unused dependencies, or a manifest it could not read");
     }
+    Ok(())
+}
+
+/// Checks `deny.toml`'s license allow-list and bans with cargo-deny (installed if missing),
+/// offline and against the lockfile: neither check needs the advisory database.
+fn dependency_policy(sh: &Shell) -> Result<()> {
+    // Called as `cargo-deny`, as cargo-machete above.
+    if cmd!(sh, "cargo-deny --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
+        cmd!(sh, "cargo install cargo-deny --version {CARGO_DENY_VERSION} --locked").run()?;
+    }
+    cmd!(sh, "cargo-deny --frozen check --hide-inclusion-graph licenses bans").run()?;
     Ok(())
 }

@@ -2,8 +2,9 @@
 //!
 //! For each target: replay `fuzz/regressions/<target>/` with the fuzz build
 //! (where riegeli-framing's hash checks are off, unlike in `cargo test`), then
-//! fuzz for N seconds with `fuzz/corpus/<target>/` as the corpus. A crash
-//! leaves its input in `fuzz/artifacts/<target>/` and fails the task.
+//! fuzz for N seconds with `fuzz/corpus/<target>/` as the corpus (gitignored, it
+//! grows between runs) and the committed seeds of `fuzz/seeds/<target>/`, if
+//! any. A crash leaves its input in `fuzz/artifacts/<target>/` and fails the task.
 
 use std::path::PathBuf;
 
@@ -53,8 +54,14 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         crate::common::step(&format!("fuzz {target} for {seconds} s"));
         let corpus = format!("corpus/{target}");
         sh.create_dir(&corpus)?;
-        cmd!(sh, "cargo fuzz run --sanitizer none {target} {corpus} -- {max_time} -timeout=20 -print_final_stats=1")
-            .run()?;
+        // The committed seeds, read but never written (libFuzzer adds new inputs to the first directory).
+        let seeds: Vec<String> =
+            Some(format!("seeds/{target}")).filter(|dir| sh.path_exists(dir)).into_iter().collect();
+        cmd!(
+            sh,
+            "cargo fuzz run --sanitizer none {target} {corpus} {seeds...} -- {max_time} -timeout=20 -print_final_stats=1"
+        )
+        .run()?;
     }
     Ok(())
 }

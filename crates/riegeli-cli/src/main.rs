@@ -12,6 +12,8 @@ mod bench;
 mod cat;
 mod describe;
 mod exit;
+#[cfg(test)]
+mod fuzz_regressions;
 mod input;
 mod io;
 mod progress;

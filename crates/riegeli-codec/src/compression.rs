@@ -680,23 +680,33 @@ mod zstd_impl {
                 context.insert(decoder)
             }
         };
-        // Decompress into spare capacity of exactly the declared size (or a
-        // little more, if `out` already had it): a longer stream fails with
+        // Decompress into spare capacity of exactly the declared size (or
+        // more, if `out` already had it): a longer stream fails with
         // "destination buffer too small" or is caught by the length check.
         let start = out.len();
         out.reserve_exact(size);
+        let roomy = out.capacity() - start > size;
         let mut cursor = Cursor::new(&mut *out);
         cursor.set_position(start as u64);
-        let written = match decoder.decompress_to_buffer(stream, &mut cursor) {
-            Ok(written) => written,
-            Err(e) if e.to_string().contains("too small") => return Err(longer_than_declared(0)),
-            Err(e) => return Err(failed(0, &e)),
-        };
-        if written != size {
-            out.truncate(start);
-            return Err(if written > size { longer_than_declared(0) } else { shorter_than_declared(stream.len()) });
+        let mut result = decoder.decompress_to_buffer(stream, &mut cursor);
+        if matches!(result, Ok(written) if written == size) {
+            return Ok(());
         }
-        Ok(())
+        out.truncate(start);
+        if roomy {
+            // A stream that is not exactly `size` bytes fails as it does with room
+            // for exactly `size`: with more room zstd gets further and may fail
+            // otherwise (corruption past the declared size rather than "too small"),
+            // and the error would depend on what `out` held before (found by
+            // fuzzing: serial and parallel ArrayRecord reads disagreed).
+            result = decoder.decompress_to_buffer(stream, &mut Vec::with_capacity(size));
+        }
+        match result {
+            Ok(written) if written < size => Err(shorter_than_declared(stream.len())),
+            Ok(_) => Err(longer_than_declared(0)),
+            Err(e) if e.to_string().contains("too small") => Err(longer_than_declared(0)),
+            Err(e) => Err(failed(0, &e)),
+        }
     }
 }
 
@@ -792,5 +802,33 @@ mod tests {
         let mut out = vec![7];
         assert!(c.compress(b"abc", &mut out).is_err());
         assert_eq!(out, [7]);
+    }
+
+    /// A zstd stream longer than declared fails the same way whatever room the
+    /// output buffer has (found by fuzzing `array_record_reader`: a reader's
+    /// recycled buffer let zstd reach a corruption past the declared size, a
+    /// fresh one stopped at the declared size, so serial and parallel reads
+    /// reported different errors).
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn zstd_errors_do_not_depend_on_the_room_in_the_output() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| ((i % 251) ^ (i / 1000)) as u8).collect();
+        let mut encoder = zstd::bulk::Compressor::new(3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        encoder.include_checksum(true).unwrap();
+        let stream = encoder.compress(&data).unwrap();
+        // Declares 1000 bytes; a byte near the end changed, so that decoding past
+        // the declared size fails the checksum.
+        let mut block = Vec::new();
+        crate::varint::encode_u64(1000, &mut block);
+        block.extend_from_slice(&stream);
+        let near_end = block.len() - 10;
+        block[near_end] ^= 0x55;
+        let mut decompressor = Decompressor::new();
+        let fresh = decompressor.decompress(CompressionType::Zstd, &block, 1 << 20, &mut Vec::new()).unwrap_err();
+        let mut roomy = Vec::with_capacity(1 << 20);
+        let reused = decompressor.decompress(CompressionType::Zstd, &block, 1 << 20, &mut roomy).unwrap_err();
+        assert_eq!(fresh, reused);
+        assert!(roomy.is_empty());
     }
 }

@@ -50,10 +50,14 @@ mod sink;
 mod skipped_region;
 mod source;
 mod split;
+mod sync;
 mod trailer;
 mod work_queue;
 mod write_behind;
 mod writer;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use crate::{
     array_record::{

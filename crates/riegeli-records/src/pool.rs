@@ -24,10 +24,10 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 
+use crate::sync::mpsc::{Receiver, Sender, channel};
+use crate::sync::thread::{self, JoinHandle};
 use crate::work_queue::WorkQueue;
 
 /// The cores this process may use, asked once: `available_parallelism` reads
@@ -117,7 +117,7 @@ impl<W: Worker> Pool<W> {
                 let factory = Arc::clone(&factory);
                 #[cfg(test)]
                 let alive = Arc::clone(&alive);
-                std::thread::Builder::new()
+                thread::Builder::new()
                     .name(format!("{name}-{i}"))
                     .spawn(move || {
                         #[cfg(test)]

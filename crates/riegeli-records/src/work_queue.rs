@@ -3,7 +3,9 @@
 //! for jobs; the thread that queued them may take some back to run itself.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 struct State<T> {
     jobs: VecDeque<T>,

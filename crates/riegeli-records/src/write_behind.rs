@@ -2,10 +2,10 @@
 //! on a background thread.
 
 use std::io::{self, Write};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, channel, sync_channel};
-use std::thread::JoinHandle;
 
 use crate::flush::{SyncWrite, flush_and_sync};
+use crate::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
+use crate::sync::thread::{self, JoinHandle};
 
 /// Default size of each buffer handed to the background thread.
 const DEFAULT_BUFFER: usize = 1 << 20;
@@ -92,7 +92,7 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
         let (to_thread, messages) = sync_channel::<Message<W>>(QUEUED);
         let (spare_tx, spare) = channel::<Vec<u8>>();
         let (error_tx, errors) = channel::<io::Error>();
-        let thread = std::thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("riegeli-write".into())
             .spawn(move || run(dest, &messages, &spare_tx, &error_tx))?;
         Ok(Self {
@@ -193,8 +193,8 @@ impl<W> WriteBehind<W> {
 fn run<W: Write>(
     mut dest: W,
     messages: &Receiver<Message<W>>,
-    spare: &std::sync::mpsc::Sender<Vec<u8>>,
-    errors: &std::sync::mpsc::Sender<io::Error>,
+    spare: &Sender<Vec<u8>>,
+    errors: &Sender<io::Error>,
 ) -> W {
     // After the first error (sent once to the caller) nothing more is written.
     let mut failed = false;
