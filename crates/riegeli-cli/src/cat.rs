@@ -105,8 +105,14 @@ pub(crate) struct CatArgs {
 
 impl CatArgs {
     fn decoding_threads(&self) -> usize {
-        self.threads.unwrap_or_else(|| usize::from(std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)))
+        decoding_threads(self.threads)
     }
+}
+
+/// Background decoding threads for `-j`: by default 1 when the machine has
+/// more than one core.
+pub(crate) fn decoding_threads(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(|| usize::from(std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)))
 }
 
 /// Arguments of `riegeli count`.
@@ -211,8 +217,9 @@ struct Printer {
 impl Printer {
     /// Appends `record` to `buf`, formatted; `Ok(false)` when it is skipped (a
     /// record that does not parse as the proto type, with `--skip-corrupted`).
-    /// A large record in a format that can be written in pieces is written to
-    /// `out` (after what `buf` holds) as it is formatted, never held whole.
+    /// A delimited record, and a large record in a format that can be written
+    /// in pieces, goes to `out` instead, after what `buf` holds (`buf` is then
+    /// empty): never copied twice, nor held whole.
     fn format(
         &self,
         buf: &mut Vec<u8>,
@@ -258,8 +265,11 @@ impl Printer {
                 buf.push(b'\n');
             }
             Format::Delimited => {
+                // Straight to `out` (after what `buf` holds): one copy of the record, not two.
                 varint::encode_u64(record.len() as u64, buf);
-                buf.extend_from_slice(record);
+                out.write_all(buf)?;
+                buf.clear();
+                out.write_all(record)?;
             }
             Format::ProtoText | Format::ProtoJson => {
                 let printer = self.proto.as_ref().context("record type")?;
@@ -506,9 +516,29 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             Some(Start::Position(pos)) if !stdin => Some(pos),
             _ => None,
         };
+        // Positions are printed in JSON, name records that do not parse in the proto formats,
+        // and tell where `--from` starts on standard input; otherwise records are borrowed
+        // from the reader (no reference count per record).
+        let plain_format = matches!(args.format, Format::Text | Format::Hex | Format::Base64 | Format::Delimited);
+        let wants_pos = !plain_format || (stdin && start.is_some());
         let mut printed = 0u64;
         while args.limit.is_none_or(|limit| printed < limit) {
-            let record = match reader.read_record() {
+            let owned;
+            let mut pos = RecordPosition::default();
+            let read = if wants_pos {
+                match reader.read_record() {
+                    Ok(Some(record)) => {
+                        pos = reader.last_pos().unwrap_or_default();
+                        owned = record;
+                        Ok(Some(&owned[..]))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            } else {
+                reader.read_record_ref()
+            };
+            let record = match read {
                 Ok(record) => record,
                 Err(e) if e.is_corruption() && seeked_to.is_some_and(|p| e.position() == Some(p.chunk_begin())) => {
                     let pos = seeked_to.map(|p| p.chunk_begin()).unwrap_or_default();
@@ -522,12 +552,11 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             };
             seeked_to = None;
             let Some(record) = record else { break };
-            let pos = reader.last_pos().unwrap_or_default();
             if stdin && start.is_some_and(|start| start.skips(pos)) {
                 continue;
             }
             buf.clear();
-            if printer.format(&mut buf, &mut out, &record, Label::Pos(pos), &name, printed == 0)? {
+            if printer.format(&mut buf, &mut out, record, Label::Pos(pos), &name, printed == 0)? {
                 printed += 1;
                 out.write_all(&buf)?;
             }

@@ -50,6 +50,11 @@ pub(crate) struct VerifyArgs {
     /// Check ArrayRecord files as plain Riegeli/records only (not their footer).
     #[arg(long)]
     plain: bool,
+    /// Chunks checked and decoded ahead on this many background threads while
+    /// the file is read (0: all on one thread). Default: 1 when the machine has
+    /// more than one core.
+    #[arg(long, short = 'j', value_name = "N")]
+    threads: Option<usize>,
 }
 
 pub(crate) fn chunk_type_name(chunk_type: u8) -> String {
@@ -319,7 +324,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         let name = io::name(path);
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let input = io::open(path)?.with_progress(&name, true);
-        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+        let threads = crate::cat::decoding_threads(args.threads);
+        let mut reader = ChunkReader::with_decoding_threads(input, ChunkReadOptions::default(), threads);
         let mut decoder = decoder();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
         // Records of the ArrayRecord footer and postscript, which are not data.
@@ -331,7 +337,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         let mut what = String::new();
         let found = "; an ArrayRecord trailer (its footer is checked only in a file)";
         loop {
-            let chunk = match reader.read_chunk() {
+            let (chunk, decoded) = match reader.read_decoded() {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(e) if e.is_corruption() => {
@@ -359,7 +365,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 problems += 1;
                 progress::out(&format!("{name}: position 0: missing file signature"));
             }
-            match decoder.records(&chunk) {
+            match decoded {
                 Ok(Some(decoded)) => {
                     let n = decoded.len() as u64;
                     records += n;

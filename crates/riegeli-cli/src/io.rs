@@ -115,14 +115,32 @@ pub(crate) fn check_output_is_not_an_input<'a>(
     Ok(())
 }
 
+/// Output buffer size: large writes, few system calls.
+const OUTPUT_BUFFER: usize = 1 << 20;
+
 /// Creates `path` for writing, or standard output for `-`. The writer can
 /// move to another thread (a `RecordWriter`'s I/O thread).
 pub(crate) fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(BufWriter::with_capacity(1 << 16, io::stdout())));
+        return Ok(Box::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout_file())));
     }
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    Ok(Box::new(BufWriter::with_capacity(1 << 16, file)))
+    Ok(Box::new(BufWriter::with_capacity(OUTPUT_BUFFER, file)))
+}
+
+/// Standard output as a file of its own descriptor: `Stdout` is line-buffered
+/// and searches every write for a newline, which for binary output is pure cost.
+/// (Falls back to `Stdout` where the descriptor cannot be duplicated.)
+fn stdout_file() -> Box<dyn Write + Send> {
+    #[cfg(unix)]
+    let owned = std::os::fd::AsFd::as_fd(&io::stdout()).try_clone_to_owned();
+    #[cfg(windows)]
+    let owned = std::os::windows::io::AsHandle::as_handle(&io::stdout()).try_clone_to_owned();
+    #[cfg(any(unix, windows))]
+    if let Ok(owned) = owned {
+        return Box::new(File::from(owned));
+    }
+    Box::new(io::stdout())
 }
 
 /// The size of a file input, if known.

@@ -179,6 +179,18 @@ pub(crate) fn read_chunk<R: Read>(
     Ok(read_lazy_chunk(source, options)?.map(LazyChunk::gather))
 }
 
+/// Checks the data hash of a chunk read with `verify_hashes` off, as
+/// [`read_chunk`] would have: a mismatch is damage that reading resumes after.
+pub(crate) fn verify_hash(chunk: &mut RawChunk, options: &ChunkReadOptions) -> Result<(), Damage> {
+    if options.verify_hashes && !chunk.hash_verified {
+        if let Err(e) = riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data) {
+            return Err(Damage::new(e, chunk.begin, Resume::At(chunk.end)));
+        }
+        chunk.hash_verified = true;
+    }
+    Ok(())
+}
+
 /// [`read_chunk`], leaving the data of a chunk that block headers interrupt
 /// to be gathered later.
 pub(crate) fn read_lazy_chunk<R: Read>(
@@ -302,7 +314,7 @@ pub(crate) fn skip_damage<R: Read>(source: &mut Source<R>, resume: Resume) -> Re
 /// A chunk of a Riegeli/records file, as [`ChunkReader`] returns it.
 #[derive(Debug, Clone)]
 pub struct Chunk {
-    raw: RawChunk,
+    pub(crate) raw: RawChunk,
 }
 
 impl Chunk {
@@ -335,47 +347,5 @@ impl Chunk {
     /// the spec says, since the chunk's own hashes protect it.
     pub fn damaged_block_headers(&self) -> &[u64] {
         &self.raw.damaged_block_headers
-    }
-}
-
-/// Reads a file chunk by chunk (for inspection tools: `describe`, `verify`,
-/// physical concatenation). Verifies block headers, chunk header hashes and
-/// data hashes; does not decode chunk data.
-#[derive(Debug)]
-pub struct ChunkReader<R> {
-    source: Source<R>,
-    options: ChunkReadOptions,
-    pending: Option<Pending>,
-}
-
-impl<R: Read> ChunkReader<R> {
-    /// A chunk reader of the file whose bytes `src` yields from the beginning.
-    pub fn new(src: R, options: ChunkReadOptions) -> Self {
-        Self { source: Source::new(src, 0), options, pending: None }
-    }
-
-    /// The position of the next chunk.
-    pub fn pos(&self) -> u64 {
-        self.source.pos()
-    }
-
-    /// Reads the next chunk, or `None` at the end of the file. After an error
-    /// (other than I/O), [`recover`](Self::recover) skips the damaged region.
-    pub fn read_chunk(&mut self) -> Result<Option<Chunk>, Error> {
-        match read_chunk(&mut self.source, &self.options) {
-            Ok(chunk) => Ok(chunk.map(|raw| Chunk { raw })),
-            Err(ReadError::Io(e)) => Err(e),
-            Err(ReadError::Damage(damage)) => {
-                let (error, pending) = damage.into_pending();
-                self.pending = Some(pending);
-                Err(error)
-            }
-        }
-    }
-
-    /// Skips the damage the last error reported; returns the skipped region.
-    pub fn recover(&mut self) -> Result<Option<SkippedRegion>, Error> {
-        let Some(pending) = self.pending.take() else { return Ok(None) };
-        pending.skip(&mut self.source).map(Some)
     }
 }

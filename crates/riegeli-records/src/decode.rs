@@ -124,20 +124,23 @@ impl ChunkDecoder {
         }
     }
 
+    /// [`decode`](Self::decode), checking the data hash first if `verify_hashes`
+    /// and reading did not (a check left to the thread that decodes), with
+    /// errors placed at the chunk.
+    pub(crate) fn checked_decode(&mut self, chunk: &RawChunk, verify_hashes: bool) -> Result<Option<DecodedRecords>> {
+        if verify_hashes && !chunk.hash_verified {
+            riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
+        }
+        self.decode(chunk).map_err(|e| Error::codec(chunk.begin, e))
+    }
+
     /// The records of a data chunk read through an index (ArrayRecord):
     /// checks the data hash if reading did not, requires records, and checks
     /// their number against the header.
     pub(crate) fn data_records(&mut self, chunk: &RawChunk, verify_hashes: bool) -> Result<DecodedRecords> {
-        if verify_hashes && !chunk.hash_verified {
-            riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
-        }
-        let records = match self.decode(chunk) {
-            Ok(Some(records)) => records,
-            Ok(None) => {
-                let chunk_type = chunk.header.chunk_type();
-                return Err(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }));
-            }
-            Err(e) => return Err(Error::codec(chunk.begin, e)),
+        let Some(records) = self.checked_decode(chunk, verify_hashes)? else {
+            let chunk_type = chunk.header.chunk_type();
+            return Err(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }));
         };
         let (header, decoded) = (chunk.header.num_records(), records.len() as u64);
         if decoded != header {

@@ -37,6 +37,7 @@
 mod array_record;
 mod chunk_reader;
 mod chunker;
+mod chunks;
 mod decode;
 mod error;
 mod flush;
@@ -65,7 +66,8 @@ pub use crate::{
         ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport,
         IndexSource, ReadAt, find_array_record_trailer, index_riegeli_file,
     },
-    chunk_reader::{Chunk, ChunkReader},
+    chunk_reader::Chunk,
+    chunks::{ChunkReader, DecodedChunk},
     decode::ChunkDecoder,
     error::{Corruption, EncodeError, Error, ErrorKind, Result},
     flush::{FlushType, SyncWrite},

@@ -1,7 +1,8 @@
 //! Read-ahead for [`RecordReader`](crate::RecordReader) with `parallelism > 0`:
-//! raw chunks are read (framing, header and data hash checks) on the calling
-//! thread, and data chunks are decoded on persistent background threads while
-//! the caller consumes records. A caller that would wait for a chunk decodes
+//! raw chunks are read (framing and header checks) on the calling thread, and
+//! data chunks are hash-checked and decoded on persistent background threads
+//! while the caller consumes records (other chunks are hash-checked on the
+//! calling thread as they are read). A caller that would wait for a chunk decodes
 //! one itself: the chunk it wants if no worker has taken it yet, else the last
 //! one queued. Results are handed back strictly in file order.
 //!
@@ -15,12 +16,17 @@ use std::collections::VecDeque;
 use std::io::Read;
 use std::sync::Arc;
 
-use riegeli_codec::{ChunkType, CodecError, CompressionType, DecodedRecords, FieldProjection};
+use riegeli_codec::{ChunkType, CompressionType, DecodedRecords, FieldProjection};
 
-use crate::chunk_reader::{RawChunk, ReadError, read_chunk};
+use riegeli_framing::is_possible_chunk_boundary;
+
+use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk, verify_hash};
 use crate::decode::ChunkDecoder;
+use crate::error::Error;
+use crate::options::ChunkReadOptions;
 use crate::options::RecordReaderOptions;
 use crate::pool::{Help, Panicked, Pool, Worker};
+use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 
 /// A chunk as the reader gets it: read and hash-checked, and, if its decoding
@@ -46,11 +52,13 @@ enum Item {
     End(Result<(), ReadError>),
 }
 
-/// A decoded chunk: the decoder's result, and whether the transposed decoder
-/// made the records (to give their buffers back to the right one).
+/// A decoded chunk: its hash check (the chunk is not decoded if it fails),
+/// the decoder's result, and whether the transposed decoder made the records
+/// (to give their buffers back to the right one).
 #[derive(Debug)]
 pub(crate) struct Decoded {
-    pub(crate) result: Result<Option<DecodedRecords>, CodecError>,
+    pub(crate) hash: Result<(), Damage>,
+    pub(crate) result: Result<Option<DecodedRecords>, Error>,
     pub(crate) transposed: bool,
 }
 
@@ -72,6 +80,8 @@ struct Job {
 struct Decoding {
     decoder: ChunkDecoder,
     projection: Arc<FieldProjection>,
+    /// Whether data hashes are checked (chunks come to the threads unchecked).
+    options: ChunkReadOptions,
 }
 
 impl Worker for Decoding {
@@ -86,22 +96,27 @@ impl Worker for Decoding {
             self.decoder.set_field_projection((*job.projection).clone());
             self.projection = job.projection;
         }
-        let result = self.decoder.decode(&job.chunk);
-        Decoded { result, transposed: self.decoder.last_transposed() }
+        let mut chunk = job.chunk;
+        let hash = verify_hash(&mut chunk, &self.options);
+        let result = if hash.is_ok() { self.decoder.checked_decode(&chunk, false) } else { Ok(None) };
+        Decoded { hash, result, transposed: self.decoder.last_transposed() }
     }
 }
 
-/// Whether a chunk's decoding goes to a worker: simple and transposed chunks
-/// of at least `min_size` decoded bytes (the chunk at 0 is checked
-/// as the file signature, never decoded), except uncompressed simple chunks,
-/// whose decoding only splits the data (records are slices of it): handing
-/// them over would cost more than it saves.
-fn worth_a_worker(chunk: &RawChunk, min_size: u64) -> bool {
+/// Whether a chunk's hash check and decoding go to a worker: simple and
+/// transposed chunks of at least `min_size` decoded bytes (the chunk at 0 is
+/// checked as the file signature, never decoded). An uncompressed simple
+/// chunk goes only if its hash is to be checked: its decoding alone only
+/// splits the data (records are slices of it), and handing that over would
+/// cost more than it saves.
+fn worth_a_worker(chunk: &RawChunk, min_size: u64, check_hash: bool) -> bool {
     if chunk.begin == 0 || chunk.header.decoded_data_size() < min_size {
         return false;
     }
     match ChunkType::from_byte(chunk.header.chunk_type()) {
-        Some(ChunkType::Simple) => chunk.data.first().is_some_and(|&byte| byte != CompressionType::None.to_byte()),
+        Some(ChunkType::Simple) => {
+            check_hash || chunk.data.first().is_some_and(|&byte| byte != CompressionType::None.to_byte())
+        }
         Some(ChunkType::Transposed) => true,
         _ => false,
     }
@@ -127,6 +142,32 @@ const MAX_AHEAD_BYTES: u64 = 64 << 20;
 fn held_bytes(fetched: &Fetched) -> u64 {
     let decoded = if fetched.ticket.is_some() { fetched.chunk.header.decoded_data_size() } else { 0 };
     (fetched.chunk.data.len() as u64).saturating_add(decoded)
+}
+
+/// Moves past the damage `pending` describes, where reading ahead may have
+/// gone already: chunks read ahead past damage that resumes at a chunk end
+/// (found by a decoding thread) leave the source past them too, where a serial
+/// reader's is at the first of them, and nothing is left to skip.
+pub(crate) fn skip_damage_ahead<R: Read>(
+    ahead: Option<&mut ReadAhead>,
+    source: &mut Source<R>,
+    pending: Pending,
+) -> Result<SkippedRegion, Error> {
+    if let Some(ahead) = ahead
+        && let Some(next) = ahead.front_begin()
+    {
+        if let Resume::At(pos) = pending.resume
+            && pos <= next
+        {
+            // As `skip_damage` with the source at `next`.
+            let end = if is_possible_chunk_boundary(pos) { pos } else { next };
+            return Ok(SkippedRegion::new(pending.begin, end, pending.message));
+        }
+        // Not reached: damage that does not resume at a chunk end is met
+        // while reading, which stops reading ahead.
+        ahead.discard();
+    }
+    pending.skip(source)
 }
 
 /// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
@@ -228,12 +269,25 @@ impl ReadAhead {
                 Item::End(_) => true,
             })
         {
-            match read_chunk(source, &options.chunks) {
-                Ok(Some(chunk)) => {
-                    let ticket =
-                        worth_a_worker(&chunk, options.parallel_min_chunk_size).then(|| self.dispatch(&chunk, options));
-                    self.ticketed += usize::from(ticket.is_some());
-                    let fetched = Fetched { chunk, ticket };
+            // Hashes are checked after reading: by the worker that decodes the
+            // chunk, or here if none does.
+            let unchecked = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
+            let read = read_chunk(source, &unchecked).and_then(|chunk| match chunk {
+                Some(chunk)
+                    if worth_a_worker(&chunk, options.parallel_min_chunk_size, options.chunks.verify_hashes) =>
+                {
+                    let ticket = self.dispatch(&chunk, options);
+                    Ok(Some(Fetched { chunk, ticket: Some(ticket) }))
+                }
+                Some(mut chunk) => match verify_hash(&mut chunk, &options.chunks) {
+                    Ok(()) => Ok(Some(Fetched::serial(chunk))),
+                    Err(damage) => Err(ReadError::Damage(damage)),
+                },
+                None => Ok(None),
+            });
+            match read {
+                Ok(Some(fetched)) => {
+                    self.ticketed += usize::from(fetched.ticket.is_some());
                     self.queued_bytes = self.queued_bytes.saturating_add(held_bytes(&fetched));
                     self.queue.push_back(Item::Chunk(fetched));
                 }
@@ -250,6 +304,7 @@ impl ReadAhead {
             Pool::new("riegeli-decode", self.parallelism, Help::Always, move || Decoding {
                 decoder: ChunkDecoder::new(&options.chunks),
                 projection: Arc::new(FieldProjection::all()),
+                options: options.chunks.clone(),
             })
         });
         let job = Job { chunk: chunk.clone(), projection: Arc::clone(&self.projection), spare: self.spare.pop() };
@@ -405,9 +460,28 @@ mod tests {
     }
 
     #[test]
-    fn uncompressed_simple_chunks_are_not_read_ahead() {
+    fn uncompressed_simple_chunks_go_to_workers_only_for_their_hashes() {
         let file = file_with("uncompressed,chunk_size:4k");
+        // Hashes checked: each data chunk goes to a worker, which checks its hash and splits it.
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
+        let mut source = Source::new(&file[..], 0);
+        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut handed_over = 0;
+        while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
+            if fetched.chunk.header.num_records() > 0 {
+                let ticket = fetched.ticket.expect("a data chunk decoded by the caller");
+                assert!(!fetched.chunk.hash_verified, "hashed on the reading thread");
+                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+                handed_over += 1;
+            } else {
+                assert!(fetched.chunk.hash_verified, "a chunk without records left unchecked");
+            }
+        }
+        assert!(handed_over > 10);
+
+        // Hashes not checked: splitting alone stays with the caller.
+        let mut options = options;
+        options.chunks.verify_hashes = false;
         let mut source = Source::new(&file[..], 0);
         let mut ahead = ReadAhead::new(2, FieldProjection::all());
         let mut with_records = 0;

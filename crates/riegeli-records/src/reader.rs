@@ -5,9 +5,7 @@ use std::io::{Read, Seek};
 
 use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
-use riegeli_framing::{
-    BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, is_possible_chunk_boundary, parse_chunk_header,
-};
+use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
 
 use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk};
 use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
@@ -15,7 +13,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
-use crate::read_ahead::{Fetched, ReadAhead};
+use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::trailer::{Disposition, TrailerDetector};
@@ -485,7 +483,7 @@ impl<R: Read> RecordReader<R> {
             // chunk that looks like a footer) and the chunk is small if it is
             // a postscript.
             let options = &self.options.chunks;
-            let decode = || ChunkDecoder::new(options).decode(chunk).ok().flatten();
+            let decode = || ChunkDecoder::new(options).checked_decode(chunk, options.verify_hashes).ok().flatten();
             let step = self.trailer.feed(chunk.begin, &chunk.header, decode, || None::<DecodedRecords>);
             if !step.release_held {
                 return Ok(true);
@@ -526,12 +524,13 @@ impl<R: Read> RecordReader<R> {
         let decoded = match from_worker {
             Some(Ok(decoded)) => {
                 self.records_from_worker = Some(decoded.transposed);
+                decoded.hash.map_err(Failure::Damage)?;
                 decoded.result
             }
             Some(Err(_)) => return Err(Failure::Panicked(Box::new(Fetched::serial(chunk)))),
             None => {
                 self.records_from_worker = None;
-                self.decoder.decode(&chunk)
+                self.decoder.checked_decode(&chunk, self.options.chunks.verify_hashes)
             }
         };
         match decoded {
@@ -544,7 +543,7 @@ impl<R: Read> RecordReader<R> {
                 let chunk_type = chunk.header.chunk_type();
                 Err(damage(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }), &chunk))
             }
-            Err(e) => Err(damage(Error::codec(chunk.begin, e), &chunk)),
+            Err(e) => Err(damage(e, &chunk)),
         }
     }
 
@@ -581,22 +580,7 @@ impl<R: Read> RecordReader<R> {
         self.index = 0;
         self.peeked = None;
         self.peeked_damage = None;
-        if let Some(next) = self.ahead.as_ref().and_then(ReadAhead::front_begin) {
-            // Chunks were read ahead past the damage: the source is past them
-            // too, where a serial reader's is at `next`.
-            if let Resume::At(pos) = pending.resume
-                && pos <= next
-            {
-                // As `skip_damage` with the source at `next`: nothing to skip.
-                let end = if is_possible_chunk_boundary(pos) { pos } else { next };
-                self.chunk_begin = end;
-                return Ok(SkippedRegion::new(pending.begin, end, pending.message));
-            }
-            // Not reached: damage that does not resume at a chunk end is
-            // met while reading, which stops reading ahead.
-            self.discard_ahead();
-        }
-        let region = pending.skip(&mut self.source)?;
+        let region = skip_damage_ahead(self.ahead.as_mut(), &mut self.source, pending)?;
         self.chunk_begin = region.end();
         Ok(region)
     }

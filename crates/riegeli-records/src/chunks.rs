@@ -1,0 +1,126 @@
+//! [`ChunkReader`]: a file read chunk by chunk, for inspection tools; with
+//! [`read_decoded`](ChunkReader::read_decoded), each chunk with its records,
+//! hash-checked and decoded on background threads if asked (the read-ahead
+//! of [`RecordReader`](crate::RecordReader), on the same pool).
+
+use std::io::Read;
+
+use riegeli_codec::{DecodedRecords, FieldProjection};
+
+use crate::chunk_reader::{Chunk, Pending, RawChunk, ReadError, read_chunk, verify_hash};
+use crate::decode::ChunkDecoder;
+use crate::error::Error;
+use crate::options::{ChunkReadOptions, RecordReaderOptions};
+use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
+use crate::skipped_region::SkippedRegion;
+use crate::source::Source;
+
+/// A chunk and its records (`None` for chunks without records), or why they
+/// could not be decoded; see [`ChunkReader::read_decoded`].
+pub type DecodedChunk = (Chunk, Result<Option<DecodedRecords>, Error>);
+
+/// The records of a chunk, or why they could not be decoded.
+type Records = Result<Option<DecodedRecords>, Error>;
+
+/// Reads a file chunk by chunk (for inspection tools: `describe`, `verify`,
+/// physical concatenation). Verifies block headers, chunk header hashes and
+/// data hashes; [`read_chunk`](Self::read_chunk) does not decode chunk data,
+/// [`read_decoded`](Self::read_decoded) does.
+#[derive(Debug)]
+pub struct ChunkReader<R> {
+    source: Source<R>,
+    /// Chunk limits and hash checks; with decoding threads, their number too.
+    options: RecordReaderOptions,
+    pending: Option<Pending>,
+    /// With decoding threads: chunks read ahead, checked and decoded on them.
+    ahead: Option<ReadAhead>,
+    /// Decodes on the calling thread (made on first use).
+    decoder: Option<ChunkDecoder>,
+}
+
+impl<R: Read> ChunkReader<R> {
+    /// A chunk reader of the file whose bytes `src` yields from the beginning.
+    pub fn new(src: R, options: ChunkReadOptions) -> Self {
+        Self::with_decoding_threads(src, options, 0)
+    }
+
+    /// A chunk reader whose [`read_decoded`](Self::read_decoded) checks data
+    /// hashes and decodes records on `threads` background threads (none: on
+    /// the calling thread) while the caller handles earlier chunks. Reading
+    /// goes ahead of the caller by a few chunks (at most 64 MiB), never past
+    /// damage; chunks, errors and skipped regions are those of a reader
+    /// without threads.
+    pub fn with_decoding_threads(src: R, options: ChunkReadOptions, threads: usize) -> Self {
+        let options = RecordReaderOptions { chunks: options, parallelism: threads, ..RecordReaderOptions::default() };
+        let ahead = (threads > 0).then(|| ReadAhead::new(threads, FieldProjection::all()));
+        Self { source: Source::new(src, 0), options, pending: None, ahead, decoder: None }
+    }
+
+    /// The position of the next chunk.
+    pub fn pos(&self) -> u64 {
+        self.ahead.as_ref().and_then(ReadAhead::front_begin).unwrap_or(self.source.pos())
+    }
+
+    /// Reads the next chunk, or `None` at the end of the file. After an error
+    /// (other than I/O), [`recover`](Self::recover) skips the damaged region.
+    pub fn read_chunk(&mut self) -> Result<Option<Chunk>, Error> {
+        Ok(self.read_checked()?.map(|(raw, _)| Chunk { raw }))
+    }
+
+    /// Reads the next chunk with its records, or `None` at the end of the
+    /// file. A chunk that does not decode is returned with the decoding error
+    /// (reading goes on with the next chunk); errors of the chunk itself (its
+    /// framing, header or data hash) are errors of this call, after which
+    /// [`recover`](Self::recover) skips the damaged region, as for
+    /// [`read_chunk`](Self::read_chunk).
+    pub fn read_decoded(&mut self) -> Result<Option<DecodedChunk>, Error> {
+        let Some((raw, decoded)) = self.read_checked()? else { return Ok(None) };
+        let records = match decoded {
+            Some(records) => records,
+            None => {
+                let decoder = self.decoder.get_or_insert_with(|| ChunkDecoder::new(&self.options.chunks));
+                decoder.checked_decode(&raw, self.options.chunks.verify_hashes)
+            }
+        };
+        Ok(Some((Chunk { raw }, records)))
+    }
+
+    /// The next chunk, hash-checked, with its records if a thread decoded them.
+    fn read_checked(&mut self) -> Result<Option<(RawChunk, Option<Records>)>, Error> {
+        let fetched = match &mut self.ahead {
+            Some(ahead) => ahead.fetch(&mut self.source, &self.options),
+            None => read_chunk(&mut self.source, &self.options.chunks).map(|chunk| chunk.map(Fetched::serial)),
+        };
+        let damage = match fetched {
+            Ok(None) => return Ok(None),
+            Ok(Some(Fetched { chunk, ticket: None })) => return Ok(Some((chunk, None))),
+            Ok(Some(Fetched { chunk, ticket: Some(ticket) })) => {
+                match self.ahead.as_mut().and_then(|ahead| ahead.take(ticket)) {
+                    Some(Ok(decoded)) => match decoded.hash {
+                        Ok(()) => return Ok(Some((chunk, Some(decoded.result)))),
+                        Err(damage) => damage,
+                    },
+                    // The ticket was abandoned, or its thread panicked: checked and decoded here.
+                    _ => {
+                        let mut chunk = chunk;
+                        match verify_hash(&mut chunk, &self.options.chunks) {
+                            Ok(()) => return Ok(Some((chunk, None))),
+                            Err(damage) => damage,
+                        }
+                    }
+                }
+            }
+            Err(ReadError::Io(e)) => return Err(e),
+            Err(ReadError::Damage(damage)) => damage,
+        };
+        let (error, pending) = damage.into_pending();
+        self.pending = Some(pending);
+        Err(error)
+    }
+
+    /// Skips the damage the last error reported; returns the skipped region.
+    pub fn recover(&mut self) -> Result<Option<SkippedRegion>, Error> {
+        let Some(pending) = self.pending.take() else { return Ok(None) };
+        skip_damage_ahead(self.ahead.as_mut(), &mut self.source, pending).map(Some)
+    }
+}
