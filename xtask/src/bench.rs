@@ -31,6 +31,13 @@
 //!   `beam.io.ReadFromTFRecord` (in process and with 2 worker processes), and Ray reading one
 //!   Riegeli file with `riegeli.ray.read_riegeli` on 1 and 2 CPUs; a table on stdout and in
 //!   `target/bench-engines/table.md`.
+//! - `bench limits [--megabytes N] [--rounds R] [--huge-mib M] [--skip-huge] [--out PATH]`: one
+//!   table (`bench_limits.rs`) of the `riegeli` CLI at the limits: `verify`, `cat` and `count`
+//!   against `dd` on files in the page cache, `riegeli write` (default threads, `-j 1`) against
+//!   C++'s writer, `cat --records` with 10,000 random indices against C++'s `read(indices)`, and
+//!   the peak RSS of each command on four huge records; whole processes timed, best of R rounds;
+//!   files under `<target dir>/bench-limits/` (honouring `CARGO_TARGET_DIR`), the table in its
+//!   `table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -69,6 +76,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         Some("python") => python(sh, &args[1..]),
         Some("objects") => objects(sh, &args[1..]),
         Some("engines") => engines(sh, &args[1..]),
+        Some("limits") => crate::bench_limits::run(sh, &args[1..]),
         _ => {
             cmd!(sh, "cargo bench --workspace {args...}").run()?;
             Ok(())

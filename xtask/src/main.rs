@@ -19,6 +19,7 @@
 #![allow(clippy::print_stderr, reason = "xtask reports progress to the terminal")]
 
 mod bench;
+mod bench_limits;
 mod ci;
 mod common;
 mod engines;
