@@ -374,7 +374,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                     } else if trailer.is_none() && !args.plain && n > 0 {
                         let holding = detector.holds();
                         let step =
-                            detector.feed(chunk.begin(), chunk.header(), || Some(&decoded), || None::<DecodedRecords>);
+                            detector.feed(chunk.begin(), chunk.header(), || Some(decoded), || None::<DecodedRecords>);
                         if holding && !step.release_held {
                             trailer_records += held_records;
                         }

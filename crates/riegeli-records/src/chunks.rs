@@ -17,10 +17,22 @@ use crate::source::Source;
 
 /// A chunk and its records (`None` for chunks without records), or why they
 /// could not be decoded; see [`ChunkReader::read_decoded`].
-pub type DecodedChunk = (Chunk, Result<Option<DecodedRecords>, Error>);
+pub type DecodedChunk<'a> = (Chunk, Result<Option<&'a DecodedRecords>, Error>);
 
 /// The records of a chunk, or why they could not be decoded.
 type Records = Result<Option<DecodedRecords>, Error>;
+
+/// A chunk read and hash-checked, with its records and whether they are of a
+/// transposed chunk if a thread decoded them.
+type Checked = (RawChunk, Option<(Records, bool)>);
+
+/// Records handed out, kept to give their buffers back to the decoder that made them.
+#[derive(Debug)]
+struct Lent {
+    records: DecodedRecords,
+    /// Whether a thread decoded them, and then whether as a transposed chunk.
+    from_thread: Option<bool>,
+}
 
 /// Reads a file chunk by chunk (for inspection tools: `describe`, `verify`,
 /// physical concatenation). Verifies block headers, chunk header hashes and
@@ -36,6 +48,8 @@ pub struct ChunkReader<R> {
     ahead: Option<ReadAhead>,
     /// Decodes on the calling thread (made on first use).
     decoder: Option<ChunkDecoder>,
+    /// The records `read_decoded` returned last.
+    lent: Option<Lent>,
 }
 
 impl<R: Read> ChunkReader<R> {
@@ -53,7 +67,7 @@ impl<R: Read> ChunkReader<R> {
     pub fn with_decoding_threads(src: R, options: ChunkReadOptions, threads: usize) -> Self {
         let options = RecordReaderOptions { chunks: options, parallelism: threads, ..RecordReaderOptions::default() };
         let ahead = (threads > 0).then(|| ReadAhead::new(threads, FieldProjection::all()));
-        Self { source: Source::new(src, 0), options, pending: None, ahead, decoder: None }
+        Self { source: Source::new(src, 0), options, pending: None, ahead, decoder: None, lent: None }
     }
 
     /// The position of the next chunk.
@@ -73,20 +87,38 @@ impl<R: Read> ChunkReader<R> {
     /// framing, header or data hash) are errors of this call, after which
     /// [`recover`](Self::recover) skips the damaged region, as for
     /// [`read_chunk`](Self::read_chunk).
-    pub fn read_decoded(&mut self) -> Result<Option<DecodedChunk>, Error> {
+    /// The records are lent until the next call, then their buffers are
+    /// decoded into again.
+    pub fn read_decoded(&mut self) -> Result<Option<DecodedChunk<'_>>, Error> {
+        self.give_back();
         let Some((raw, decoded)) = self.read_checked()? else { return Ok(None) };
-        let records = match decoded {
-            Some(records) => records,
+        let (records, from_thread) = match decoded {
+            Some((records, transposed)) => (records, Some(transposed)),
             None => {
                 let decoder = self.decoder.get_or_insert_with(|| ChunkDecoder::new(&self.options.chunks));
-                decoder.checked_decode(&raw, self.options.chunks.verify_hashes)
+                (decoder.checked_decode(&raw, self.options.chunks.verify_hashes), None)
             }
+        };
+        let records = match records {
+            Ok(Some(records)) => Ok(Some(&self.lent.insert(Lent { records, from_thread }).records)),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
         };
         Ok(Some((Chunk { raw }, records)))
     }
 
+    /// Gives the records lent last to the decoder that made them.
+    fn give_back(&mut self) {
+        let Some(Lent { records, from_thread }) = self.lent.take() else { return };
+        match (from_thread, &mut self.ahead, &mut self.decoder) {
+            (Some(transposed), Some(ahead), _) => ahead.recycle(records, transposed),
+            (None, _, Some(decoder)) => decoder.recycle(records),
+            _ => {}
+        }
+    }
+
     /// The next chunk, hash-checked, with its records if a thread decoded them.
-    fn read_checked(&mut self) -> Result<Option<(RawChunk, Option<Records>)>, Error> {
+    fn read_checked(&mut self) -> Result<Option<Checked>, Error> {
         let fetched = match &mut self.ahead {
             Some(ahead) => ahead.fetch(&mut self.source, &self.options),
             None => read_chunk(&mut self.source, &self.options.chunks).map(|chunk| chunk.map(Fetched::serial)),
@@ -97,7 +129,7 @@ impl<R: Read> ChunkReader<R> {
             Ok(Some(Fetched { chunk, ticket: Some(ticket) })) => {
                 match self.ahead.as_mut().and_then(|ahead| ahead.take(ticket)) {
                     Some(Ok(decoded)) => match decoded.hash {
-                        Ok(()) => return Ok(Some((chunk, Some(decoded.result)))),
+                        Ok(()) => return Ok(Some((chunk, Some((decoded.result, decoded.transposed))))),
                         Err(damage) => damage,
                     },
                     // The ticket was abandoned, or its thread panicked: checked and decoded here.
