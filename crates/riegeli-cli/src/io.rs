@@ -86,10 +86,25 @@ pub(crate) fn url(path: &Path) -> Option<&str> {
     path.to_str().filter(|text| riegeli_object_store::is_url(text))
 }
 
-/// Opens a file or an object (which must be seekable).
+/// Opens a file or an object (which must be seekable). An object opened
+/// before in this process is opened again as a clone of its first source,
+/// sharing what it fetched: detecting an ArrayRecord trailer, then reading
+/// the records, costs one `HEAD` and fetches the tail once.
 pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
     if let Some(url) = url(path) {
-        return Ok(Seekable::Object(ObjectSource::open(url).with_context(|| format!("cannot open {url}"))?));
+        static OPENED: std::sync::Mutex<Vec<(String, ObjectSource)>> = std::sync::Mutex::new(Vec::new());
+        let mut opened = OPENED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let source = match opened.iter().find(|(seen, _)| seen == url) {
+            Some((_, source)) => source.clone(),
+            None => {
+                let source = ObjectSource::open(url).with_context(|| format!("cannot open {url}"))?;
+                opened.push((url.to_owned(), source.clone()));
+                source
+            }
+        };
+        let mut object = Seekable::Object(source);
+        object.seek(io::SeekFrom::Start(0))?;
+        return Ok(object);
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {

@@ -414,6 +414,18 @@ fn live_commands_read_s3_and_http_urls() {
             assert!(got.status.success() && text(&got.stdout).contains("chunk"), "{url}: {}", text(&got.stderr));
         }
     }
+    // One command opens an object once, however many times it reads it (an ArrayRecord
+    // file: its trailer detected, then its records read).
+    let log = env("RIEGELI_TEST_HTTP_LOG");
+    let path = "array_record/simple_zstd.array_record";
+    let mark = std::fs::read(&log).unwrap().len();
+    let got = riegeli(&["cat", "--format", "json", &format!("{http}/testdata/{path}")], b"");
+    assert!(got.status.success(), "{}", text(&got.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let after = std::fs::read(&log).unwrap();
+    let heads = text(&after[mark..]).lines().filter(|l| l.starts_with(&format!("HEAD /testdata/{path} "))).count();
+    assert_eq!(heads, 1, "{}", text(&after[mark..]));
+
     let missing = format!("s3://{bucket}/testdata/no-such-file");
     let out = riegeli(&["count", &missing], b"");
     assert_one_line_error(&out, 1, "no-such-file");
