@@ -19,7 +19,7 @@ use std::io::Cursor;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions};
 
 /// At most this many indices are asked.
 const MAX_INDICES: usize = 24;
@@ -44,23 +44,15 @@ fn options(parallelism: usize, readahead_buffer_size: u64) -> ArrayRecordReaderO
 fn seeds() -> &'static [Vec<u8>] {
     static SEEDS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        [
+        let options = [
             "group_size:5,brotli:1",
             "group_size:3,transpose,zstd:1",
             "group_size:11,uncompressed,pad_to_block_boundary:true",
-        ]
-        .iter()
-        .map(|options| {
-            let options = options.parse().unwrap_or_else(|e| panic!("{options}: {e}"));
-            let mut writer = ArrayRecordWriter::new(Vec::new(), options).expect("writer");
-            for i in 0..300u32 {
-                let len = (i as usize * 53) % 1024;
-                let record: Vec<u8> = (0..len).map(|j| (i as usize * 31 + j * 7 + j / 5) as u8).collect();
-                writer.write_record(&record).expect("write");
-            }
-            writer.close().expect("close")
+        ];
+        crate::array_record_seeds(&options, 300, |i| {
+            let len = (i as usize * 53) % 1024;
+            (0..len).map(|j| (i as usize * 31 + j * 7 + j / 5) as u8).collect()
         })
-        .collect()
     })
 }
 
@@ -103,24 +95,7 @@ pub fn array_record_reader(data: &[u8]) {
         rest.to_vec()
     } else {
         let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
-        let mut file = seed.clone();
-        if let [low, high, flag, ..] = *rest
-            && flag % 2 == 1
-        {
-            file.truncate(file.len().saturating_sub(usize::from(u16::from_le_bytes([low, high]))));
-        }
-        for patch in rest.get(3..).unwrap_or_default().chunks_exact(4) {
-            if let &[a, b, c, byte] = patch
-                && !file.is_empty()
-            {
-                let offset = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
-                let len = file.len();
-                if let Some(slot) = file.get_mut(offset % len) {
-                    *slot = byte;
-                }
-            }
-        }
-        file
+        crate::mutated(seed, rest)
     };
     check_reads(&file, &requests, readahead);
 }

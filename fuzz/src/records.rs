@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions};
 
 /// Small limits, so that no input makes a run allocate much.
 fn options(parallelism: usize) -> ArrayRecordReaderOptions {
@@ -35,22 +35,14 @@ fn options(parallelism: usize) -> ArrayRecordReaderOptions {
 fn seeds() -> &'static [Vec<u8>] {
     static SEEDS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        [
+        let options = [
             "group_size:16,zstd:3",
             "group_size:7,transpose,snappy",
             "group_size:40,uncompressed,pad_to_block_boundary:true",
-        ]
-        .iter()
-        .map(|options| {
-            let options = options.parse().unwrap_or_else(|e| panic!("{options}: {e}"));
-            let mut writer = ArrayRecordWriter::new(Vec::new(), options).expect("writer");
-            for i in 0..160u32 {
-                let record: Vec<u8> = (0..1024u32).map(|j| b"riegeli array record "[((i + j) % 21) as usize]).collect();
-                writer.write_record(&record).expect("write");
-            }
-            writer.close().expect("close")
+        ];
+        crate::array_record_seeds(&options, 160, |i| {
+            (0..1024u32).map(|j| b"riegeli array record "[((i + j) % 21) as usize]).collect()
         })
-        .collect()
     })
 }
 
@@ -66,25 +58,8 @@ pub fn array_record_open(data: &[u8]) {
         (rest.to_vec(), rest.get(rest.len().saturating_sub(8)..).unwrap_or_default())
     } else {
         let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
-        let mut file = seed.clone();
-        let header = rest.get(..3).unwrap_or_default();
-        if let [low, high, flag] = *header
-            && flag % 2 == 1
-        {
-            file.truncate(file.len().saturating_sub(usize::from(u16::from_le_bytes([low, high]))));
-        }
+        let file = crate::mutated(seed, rest);
         let patches = rest.get(3..).unwrap_or_default();
-        for patch in patches.chunks_exact(4) {
-            if let &[a, b, c, byte] = patch
-                && !file.is_empty()
-            {
-                let offset = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
-                let len = file.len();
-                if let Some(slot) = file.get_mut(offset % len) {
-                    *slot = byte;
-                }
-            }
-        }
         (file, patches.get(patches.len().saturating_sub(8)..).unwrap_or_default())
     };
     check_file(&file, picks);

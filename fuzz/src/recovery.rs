@@ -119,23 +119,7 @@ pub fn record_reader_recovery(data: &[u8]) {
     }
     let seeds = seeds();
     let Some(seed) = seeds.get(usize::from(mode / 2) % seeds.len()) else { return };
-    let mut file = seed.clone();
-    if let [low, high, flag, ..] = *rest
-        && flag % 2 == 1
-    {
-        file.truncate(file.len().saturating_sub(usize::from(u16::from_le_bytes([low, high]))));
-    }
-    for patch in rest.get(3..).unwrap_or_default().chunks_exact(4) {
-        if let &[a, b, c, byte] = patch
-            && !file.is_empty()
-        {
-            let offset = usize::from(a) | usize::from(b) << 8 | usize::from(c) << 16;
-            let len = file.len();
-            if let Some(slot) = file.get_mut(offset % len) {
-                *slot = byte;
-            }
-        }
-    }
+    let file = crate::mutated(seed, rest);
     check_recovery(&file);
 }
 
