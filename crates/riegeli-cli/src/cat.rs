@@ -229,11 +229,18 @@ impl Printer {
         name: &str,
         first: bool,
     ) -> Result<bool> {
-        if record.len() >= STREAM_RECORDS_FROM
-            && matches!(self.format, Format::Delimited | Format::Hex | Format::Base64)
-        {
-            self.stream(buf, out, record)?;
-            return Ok(true);
+        if record.len() >= STREAM_RECORDS_FROM {
+            match self.format {
+                Format::Delimited | Format::Hex | Format::Base64 => {
+                    self.stream(buf, out, record)?;
+                    return Ok(true);
+                }
+                Format::Json => {
+                    stream_json(buf, out, record, label)?;
+                    return Ok(true);
+                }
+                _ => {}
+            }
         }
         match self.format {
             Format::Text => {
@@ -331,6 +338,36 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+/// A large record as `--format json` prints it, written to `out` (after what
+/// `buf` holds) as it is escaped, never held whole: the same line as the
+/// `serde_json` object of small records (keys in order: `data` or
+/// `data_base64`, then `index` or `pos`, then `size`).
+fn stream_json(buf: &mut Vec<u8>, out: &mut dyn Write, record: &[u8], label: Label) -> Result<()> {
+    // Pieces of a multiple of 3 bytes, so that base64 pieces concatenate.
+    const PIECE: usize = 3 << 16;
+    out.write_all(buf)?;
+    buf.clear();
+    match std::str::from_utf8(record) {
+        Ok(text) => {
+            out.write_all(b"{\"data\":")?;
+            serde_json::to_writer(&mut *out, text)?;
+        }
+        Err(_) => {
+            out.write_all(b"{\"data_base64\":\"")?;
+            for piece in record.chunks(PIECE) {
+                out.write_all(base64::engine::general_purpose::STANDARD.encode(piece).as_bytes())?;
+            }
+            out.write_all(b"\"")?;
+        }
+    }
+    let label = match label {
+        Label::Pos(pos) => format!("\"pos\":{}", json!(pos.to_string())),
+        Label::Index(index) => format!("\"index\":{index}"),
+    };
+    out.write_all(format!(",{label},\"size\":{}}}\n", record.len()).as_bytes())?;
+    Ok(())
 }
 
 /// One item of a `--records` list.

@@ -523,4 +523,45 @@ fn large_records_are_printed_in_pieces_exactly() {
     use base64::Engine as _;
     let b64: String = records.iter().map(|r| base64::engine::general_purpose::STANDARD.encode(r) + "\n").collect();
     assert_eq!(text(&out.stdout), b64);
+
+    // JSON: a large record that is not UTF-8 (`data_base64`) and a large text with characters
+    // to escape (`data`), printed in pieces as the same lines serde_json makes of small ones.
+    let file = dir.join("large-json.riegeli");
+    let file = file.to_str().unwrap();
+    let text_record: String = (0..120_000).map(|i| format!("\"line\" {i}\t\u{e9}\u{1f600}\n")).collect();
+    assert!(text_record.len() > 2 << 20);
+    let records: Vec<&[u8]> = vec![b"small", &big, text_record.as_bytes(), b"end"];
+    let input: Vec<u8> = records.iter().flat_map(|r| [&varint(r.len())[..], r].concat()).collect();
+    assert!(riegeli(&["write", "--options", "zstd:1", file], &input).status.success());
+    for args in [&["cat", "--format", "json", file][..], &["cat", "--format", "json", "--records", "0..4", file]] {
+        let out = riegeli(args, b"");
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), records.len(), "{args:?}");
+        for (line, record) in lines.iter().zip(&records) {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            // Compact, keys in serde_json's order: what it prints of the parsed line.
+            assert_eq!(&serde_json::to_string(&value).unwrap(), line, "{args:?}");
+            assert_eq!(value["size"], record.len(), "{args:?}");
+            let data = match (value["data"].as_str(), value["data_base64"].as_str()) {
+                (Some(text), None) => text.as_bytes().to_vec(),
+                (None, Some(b64)) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap(),
+                _ => panic!("{args:?}: neither data nor data_base64"),
+            };
+            assert!(data == *record, "{args:?}: record of {} bytes differs", record.len());
+            assert!(value.get("pos").is_some() != value.get("index").is_some(), "{args:?}");
+        }
+    }
+}
+
+/// `n` as a LEB128 varint.
+fn varint(mut n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out
 }
