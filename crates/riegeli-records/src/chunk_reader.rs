@@ -311,7 +311,7 @@ pub(crate) fn skip_damage<R: Read>(source: &mut Source<R>, resume: Resume) -> Re
     }
 }
 
-/// A chunk of a Riegeli/records file, as [`ChunkReader`] returns it.
+/// A chunk of a Riegeli/records file, as [`ChunkReader`](crate::ChunkReader) returns it.
 #[derive(Debug, Clone)]
 pub struct Chunk {
     pub(crate) raw: RawChunk,
