@@ -49,7 +49,7 @@ fn seeds() -> &'static [Vec<u8>] {
             "group_size:3,transpose,zstd:1",
             "group_size:11,uncompressed,pad_to_block_boundary:true",
         ];
-        crate::array_record_seeds(&options, 300, |i| {
+        super::seeds::array_record_seeds(&options, 300, |i| {
             let len = (i as usize * 53) % 1024;
             (0..len).map(|j| (i as usize * 31 + j * 7 + j / 5) as u8).collect()
         })
@@ -95,7 +95,7 @@ pub fn array_record_reader(data: &[u8]) {
         rest.to_vec()
     } else {
         let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
-        crate::mutated(seed, rest)
+        super::seeds::mutated(seed, rest)
     };
     check_reads(&file, &requests, readahead);
 }

@@ -40,7 +40,7 @@ fn seeds() -> &'static [Vec<u8>] {
             "group_size:7,transpose,snappy",
             "group_size:40,uncompressed,pad_to_block_boundary:true",
         ];
-        crate::array_record_seeds(&options, 160, |i| {
+        super::seeds::array_record_seeds(&options, 160, |i| {
             (0..1024u32).map(|j| b"riegeli array record "[((i + j) % 21) as usize]).collect()
         })
     })
@@ -58,7 +58,7 @@ pub fn array_record_open(data: &[u8]) {
         (rest.to_vec(), rest.get(rest.len().saturating_sub(8)..).unwrap_or_default())
     } else {
         let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
-        let file = crate::mutated(seed, rest);
+        let file = super::seeds::mutated(seed, rest);
         let patches = rest.get(3..).unwrap_or_default();
         (file, patches.get(patches.len().saturating_sub(8)..).unwrap_or_default())
     };

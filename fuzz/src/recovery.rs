@@ -119,7 +119,7 @@ pub fn record_reader_recovery(data: &[u8]) {
     }
     let seeds = seeds();
     let Some(seed) = seeds.get(usize::from(mode / 2) % seeds.len()) else { return };
-    let file = crate::mutated(seed, rest);
+    let file = super::seeds::mutated(seed, rest);
     check_recovery(&file);
 }
 

@@ -10,6 +10,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+#[path = "../../../fuzz/src/seeds.rs"]
+mod seeds;
+
 #[path = "../../../fuzz/src/records.rs"]
 #[allow(unreachable_pub, reason = "public in the fuzz crate, which shares this file")]
 mod checks;
