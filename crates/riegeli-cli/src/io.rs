@@ -86,19 +86,20 @@ pub(crate) fn url(path: &Path) -> Option<&str> {
     path.to_str().filter(|text| riegeli_object_store::is_url(text))
 }
 
-/// Opens a file or an object (which must be seekable). An object opened
-/// before in this process is opened again as a clone of its first source,
-/// sharing what it fetched: detecting an ArrayRecord trailer, then reading
-/// the records, costs one `HEAD` and fetches the tail once.
+/// Opens a file or an object (which must be seekable). The object opened
+/// last is opened again as a clone of its source, sharing what it fetched:
+/// detecting an ArrayRecord trailer, then reading the records, costs one
+/// `HEAD` and fetches the tail once. (Only the last is kept: commands go
+/// through their files one at a time, and a kept source keeps its cache.)
 pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
     if let Some(url) = url(path) {
-        static OPENED: std::sync::Mutex<Vec<(String, ObjectSource)>> = std::sync::Mutex::new(Vec::new());
-        let mut opened = OPENED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let source = match opened.iter().find(|(seen, _)| seen == url) {
-            Some((_, source)) => source.clone(),
-            None => {
+        static LAST: std::sync::Mutex<Option<(String, ObjectSource)>> = std::sync::Mutex::new(None);
+        let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let source = match &*last {
+            Some((seen, source)) if seen == url => source.clone(),
+            _ => {
                 let source = ObjectSource::open(url).with_context(|| format!("cannot open {url}"))?;
-                opened.push((url.to_owned(), source.clone()));
+                *last = Some((url.to_owned(), source.clone()));
                 source
             }
         };

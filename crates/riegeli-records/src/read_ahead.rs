@@ -261,6 +261,9 @@ impl ReadAhead {
         // Non-data chunks (padding, unknown types) do not count against the
         // decoding window; this bounds how many of them wait in the queue.
         let max_queued = 4 * (self.parallelism + 1);
+        // Hashes are checked after reading: by the worker that decodes the
+        // chunk, or here if none does.
+        let unchecked = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
         while self.ticketed <= self.parallelism
             && self.queue.len() < max_queued
             && (self.queue.is_empty() || self.queued_bytes < MAX_AHEAD_BYTES)
@@ -269,9 +272,6 @@ impl ReadAhead {
                 Item::End(_) => true,
             })
         {
-            // Hashes are checked after reading: by the worker that decodes the
-            // chunk, or here if none does.
-            let unchecked = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
             let read = read_chunk(source, &unchecked).and_then(|chunk| match chunk {
                 Some(chunk)
                     if worth_a_worker(&chunk, options.parallel_min_chunk_size, options.chunks.verify_hashes) =>
