@@ -318,6 +318,9 @@ impl Compressor {
 pub struct Decompressor {
     #[cfg(feature = "zstd")]
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// A streaming context, for decompressing only the beginning of a block.
+    #[cfg(feature = "zstd")]
+    zstd_stream: Option<zstd::stream::raw::Decoder<'static>>,
     #[cfg(feature = "snappy")]
     snappy: Option<snap::raw::Decoder>,
 }
@@ -365,6 +368,27 @@ impl Decompressor {
         max_size: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
+        self.decompress_prefix(compression_type, input, max_size, u64::MAX, out)
+    }
+
+    /// [`decompress`](Self::decompress), but appends only the first `prefix`
+    /// bytes of the decompressed block (all of it if it is shorter): what
+    /// reading one record of a chunk needs. Zstd decompresses no further than
+    /// the end of the zstd block (at most 128 KiB) holding the prefix's end;
+    /// brotli stops there too, but decodes into its window first, so it
+    /// saves work only for blocks longer than the window; snappy
+    /// decompresses all and drops the rest. The declared size is checked as by
+    /// `decompress` (against `max_size`, and against a zstd frame's content
+    /// size); what the stream holds after the prefix is not looked at, so a
+    /// stream corrupt only there is not reported.
+    pub fn decompress_prefix(
+        &mut self,
+        compression_type: CompressionType,
+        input: &[u8],
+        max_size: u64,
+        prefix: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
         if !compression_type.is_supported() {
             return Err(compression_type.unsupported());
         }
@@ -374,24 +398,32 @@ impl Decompressor {
         }
         let size = usize::try_from(declared)
             .map_err(|_| CodecError::limit("compressed block", 0, "address space", declared, usize::MAX as u64))?;
+        // At most `size`, which fits in a usize.
+        let wanted = usize::try_from(prefix).map_or(size, |prefix| prefix.min(size));
         let stream = input.get(prefix_len..).unwrap_or_default();
         let start = out.len();
         let result = match compression_type {
             CompressionType::None => {
-                out.extend_from_slice(input);
+                out.extend_from_slice(input.get(..wanted).unwrap_or_default());
                 Ok(())
             }
             #[cfg(feature = "brotli")]
-            CompressionType::Brotli => brotli_impl::decompress(stream, size, out),
+            CompressionType::Brotli => brotli_impl::decompress(stream, size, wanted, out),
+            #[cfg(feature = "zstd")]
+            CompressionType::Zstd if wanted < size => {
+                zstd_impl::decompress_prefix(&mut self.zstd_stream, stream, size, wanted, out)
+            }
             #[cfg(feature = "zstd")]
             CompressionType::Zstd => zstd_impl::decompress(&mut self.zstd, stream, size, out),
             #[cfg(feature = "snappy")]
             CompressionType::Snappy => {
-                snappy_impl::decompress(self.snappy.get_or_insert_with(snap::raw::Decoder::new), stream, size, out)
+                // Snappy blocks decompress in one go; the rest is dropped.
+                let decoder = self.snappy.get_or_insert_with(snap::raw::Decoder::new);
+                snappy_impl::decompress(decoder, stream, size, out).map(|()| out.truncate(start + wanted))
             }
             #[allow(unreachable_patterns, reason = "reached when a codec feature is off")]
             other => {
-                let _ = (stream, size);
+                let _ = (stream, size, wanted);
                 Err(other.unsupported())
             }
         };
@@ -481,9 +513,11 @@ mod brotli_impl {
         Ok(())
     }
 
-    pub(super) fn decompress(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
+    /// Appends the first `prefix` bytes (at most `size`) of the stream's
+    /// `size` decompressed bytes, decompressing no further.
+    pub(super) fn decompress(stream: &[u8], size: usize, prefix: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
         let start = out.len();
-        out.resize(start + size, 0);
+        out.resize(start + prefix, 0);
         let output = out.get_mut(start..).unwrap_or_default();
         // Large-window streams are accepted, as C++ Riegeli's reader does.
         let mut decoder = BrotliDecoderOptions::new()
@@ -492,6 +526,8 @@ mod brotli_impl {
             .map_err(|_| codec_failed("brotli", 0, "setting decoder parameters failed".to_owned()))?;
         match decoder.decompress(stream, output) {
             Ok(result) => match result.info {
+                // The prefix is full; the rest of the stream is not looked at.
+                DecoderInfo::NeedsMoreOutput if prefix < size && result.bytes_written == prefix => Ok(()),
                 DecoderInfo::Finished if result.bytes_written != size => Err(shorter_than_declared(result.bytes_read)),
                 DecoderInfo::Finished if result.bytes_read != stream.len() => Err(trailing_bytes(result.bytes_read)),
                 DecoderInfo::Finished => Ok(()),
@@ -568,9 +604,11 @@ mod brotli_impl {
         Ok(())
     }
 
-    pub(super) fn decompress(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
+    /// Appends the first `prefix` bytes (at most `size`) of the stream's
+    /// `size` decompressed bytes, decompressing no further.
+    pub(super) fn decompress(stream: &[u8], size: usize, prefix: usize, out: &mut Vec<u8>) -> Result<(), CodecError> {
         let start = out.len();
-        out.resize(start + size, 0);
+        out.resize(start + prefix, 0);
         let output = out.get_mut(start..).unwrap_or_default();
         // `BrotliState::new` accepts large-window streams, as C++ Riegeli's reader does.
         let mut state = BrotliState::new(StandardAlloc::default(), StandardAlloc::default(), StandardAlloc::default());
@@ -599,6 +637,8 @@ mod brotli_impl {
                 }
                 Ok(())
             }
+            // The prefix is full; the rest of the stream is not looked at.
+            BrotliResult::NeedsMoreOutput if prefix < size && out_offset == prefix => Ok(()),
             BrotliResult::NeedsMoreOutput => Err(longer_than_declared(in_offset)),
             BrotliResult::NeedsMoreInput => Err(CodecError::truncated("compressed stream", stream.len() as u64, 1)),
             BrotliResult::ResultFailure => {
@@ -610,9 +650,12 @@ mod brotli_impl {
 
 #[cfg(feature = "zstd")]
 mod zstd_impl {
-    //! Zstd through the `zstd` crate's bulk API, with reused contexts.
+    //! Zstd through the `zstd` crate's bulk API, with reused contexts; a
+    //! prefix of a block through its streaming API, which stops at the end of
+    //! the zstd block (at most 128 KiB of output) holding the prefix's end.
     use std::io::Cursor;
 
+    use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
     use zstd::zstd_safe::{self, CParameter, DParameter};
 
     use super::{
@@ -653,25 +696,30 @@ mod zstd_impl {
         Ok(())
     }
 
-    pub(super) fn decompress(
-        context: &mut Option<zstd::bulk::Decompressor<'static>>,
-        stream: &[u8],
-        size: usize,
-        out: &mut Vec<u8>,
-    ) -> Result<(), CodecError> {
-        // Exactly one frame, and nothing after it.
+    /// Checks that `stream` is exactly one frame, and that a content size in
+    /// its header agrees with the declared `size`.
+    fn check_frame(stream: &[u8], size: usize) -> Result<(), CodecError> {
         let frame_len = zstd_safe::find_frame_compressed_size(stream).map_err(|code| {
             codec_failed("zstd", 0, format!("invalid or truncated frame: {}", zstd_safe::get_error_name(code)))
         })?;
         if frame_len != stream.len() {
             return Err(trailing_bytes(frame_len));
         }
-        // A content size in the frame header must agree with the declared size.
         if let Ok(Some(content_size)) = zstd_safe::get_frame_content_size(stream)
             && content_size != size as u64
         {
             return Err(if content_size > size as u64 { longer_than_declared(0) } else { shorter_than_declared(0) });
         }
+        Ok(())
+    }
+
+    pub(super) fn decompress(
+        context: &mut Option<zstd::bulk::Decompressor<'static>>,
+        stream: &[u8],
+        size: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        check_frame(stream, size)?;
         let decoder = match context {
             Some(decoder) => decoder,
             None => {
@@ -707,6 +755,42 @@ mod zstd_impl {
             Err(e) if e.to_string().contains("too small") => Err(longer_than_declared(0)),
             Err(e) => Err(failed(0, &e)),
         }
+    }
+
+    /// Appends the first `prefix` (< `size`) decompressed bytes of `stream`,
+    /// through a streaming context that stops there.
+    pub(super) fn decompress_prefix(
+        context: &mut Option<zstd::stream::raw::Decoder<'static>>,
+        stream: &[u8],
+        size: usize,
+        prefix: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        check_frame(stream, size)?;
+        let decoder = match context {
+            Some(decoder) => {
+                decoder.reinit().map_err(|e| failed(0, &e))?;
+                decoder
+            }
+            None => {
+                let mut decoder = zstd::stream::raw::Decoder::new().map_err(|e| failed(0, &e))?;
+                decoder.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG)).map_err(|e| failed(0, &e))?;
+                context.insert(decoder)
+            }
+        };
+        let start = out.len();
+        out.resize(start + prefix, 0);
+        let mut output = OutBuffer::around(out.get_mut(start..).unwrap_or_default());
+        let mut input = InBuffer::around(stream);
+        while output.pos() < prefix {
+            let before = (input.pos(), output.pos());
+            let hint = decoder.run(&mut input, &mut output).map_err(|e| failed(input.pos(), &e))?;
+            if output.pos() < prefix && (hint == 0 || (input.pos(), output.pos()) == before) {
+                // The frame ended, or nothing moved with all the input given.
+                return Err(shorter_than_declared(input.pos()));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -322,6 +322,67 @@ fn values_declared_size_must_match_the_header() {
     }
 }
 
+fn decode_prefix(
+    decoder: &mut SimpleChunkDecoder,
+    data: &[u8],
+    num_records: u64,
+    decoded_data_size: u64,
+    wanted: u64,
+) -> Result<DecodedRecords, CodecError> {
+    let data = Bytes::copy_from_slice(data);
+    decoder.decode_prefix(data, num_records, decoded_data_size, &DecodeLimits::default(), wanted)
+}
+
+/// Records of 0 to ~60 KB, compressible, so that compressed values span
+/// several zstd blocks (128 KiB) and brotli meta-blocks.
+fn varied_records() -> Vec<Vec<u8>> {
+    (0..24u32)
+        .map(|i| {
+            let len = (i * 7919 % 61) as usize * 1000 + (i as usize % 3);
+            (0..len).map(|j| b"abcdefgh"[(j * (i as usize + 1) / 7) % 8] ^ (j / 4096) as u8).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn prefixes_of_every_codec_are_the_first_records() {
+    let records = varied_records();
+    let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    for options in options_of_every_codec() {
+        let (data, n, size) = encode(options, &refs);
+        // One decoder for every prefix: its contexts are reused and reset.
+        let mut decoder = SimpleChunkDecoder::new();
+        for wanted in (0..=n + 1).chain([u64::MAX]) {
+            let prefix = decode_prefix(&mut decoder, &data, n, size, wanted).unwrap();
+            let expected = &records[..wanted.min(n) as usize];
+            assert_eq!(collect(&prefix), expected, "{options:?}, {wanted} records");
+            decoder.recycle(prefix);
+        }
+    }
+}
+
+#[test]
+fn a_prefix_is_not_decompressed_past_its_records() {
+    let records = varied_records();
+    let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    // Zstd blocks are at most 128 KiB of output, so the first block does not
+    // reach the damage. (A brotli meta-block can hold the whole chunk, with the
+    // damage in its header's tables.)
+    if cfg!(feature = "zstd") {
+        let options = CompressorOptions::zstd();
+        let (mut data, n, size) = encode(options, &refs);
+        // Damage the last bytes of the values stream: the whole chunk fails, the first
+        // records, which end long before, still decode.
+        let len = data.len();
+        for byte in &mut data[len - 40..len - 4] {
+            *byte ^= 0x5a;
+        }
+        assert!(decode(&data, n, size).is_err(), "{options:?}: the damage is seen by a whole decode");
+        let prefix = decode_prefix(&mut SimpleChunkDecoder::new(), &data, n, size, 3).unwrap();
+        assert_eq!(collect(&prefix), &records[..3], "{options:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -363,6 +424,32 @@ proptest! {
         }
         if options.compression_type != CompressionType::None {
             prop_assert_eq!(zero_copy, 0);
+        }
+    }
+
+    /// Every prefix of a valid chunk is its first records; a prefix of a
+    /// damaged one is an error or records of the lengths asked for.
+    #[test]
+    fn prop_prefixes(records in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..3000), 0..12),
+                     which in 0usize..4, wanted in 0u64..14,
+                     flip in prop::option::of((any::<prop::sample::Index>(), 1u8..))) {
+        let options = options_of_every_codec();
+        let options = options[which % options.len()];
+        let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+        let (mut data, n, size) = encode(options, &refs);
+        let mut decoder = SimpleChunkDecoder::new();
+        match flip {
+            None => {
+                let prefix = decode_prefix(&mut decoder, &data, n, size, wanted).unwrap();
+                prop_assert_eq!(collect(&prefix), &records[..wanted.min(n) as usize]);
+            }
+            Some((index, xor)) => {
+                let i = index.index(data.len());
+                data[i] ^= xor;
+                if let Ok(prefix) = decode_prefix(&mut decoder, &data, n, size, wanted) {
+                    prop_assert_eq!(prefix.len() as u64, wanted.min(n));
+                }
+            }
         }
     }
 
