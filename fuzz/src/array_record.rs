@@ -130,6 +130,19 @@ fn check_reads(file: &[u8], requests: &[[u8; 3]], readahead: u64) {
     assert_eq!(batch.as_ref().ok(), expected.as_ref(), "read_indices({indices:?})");
     let batch_parallel = parallel.read_parallel(&indices).map(to_vecs);
     assert_eq!(batch_parallel.as_ref().ok(), expected.as_ref(), "read_parallel({indices:?})");
+    // Chunk by chunk: the same records at the same positions, each position once.
+    let mut each: Vec<Option<Vec<u8>>> = vec![None; indices.len()];
+    let each_result = parallel.read_parallel_each(&indices, |records| {
+        for (p, record) in records {
+            assert!(each.get_mut(*p).is_some_and(|slot| slot.replace(record.to_vec()).is_none()), "position {p}");
+        }
+    });
+    if each_result.is_ok() {
+        let each: Option<Vec<Vec<u8>>> = each.into_iter().collect();
+        assert_eq!(each.as_ref(), expected.as_ref(), "read_parallel_each({indices:?})");
+    } else {
+        assert!(expected.is_none(), "read_parallel_each({indices:?}) failed alone");
+    }
 
     // Ranges between consecutive indices, in either order.
     for pair in indices.windows(2) {
@@ -141,6 +154,15 @@ fn check_reads(file: &[u8], requests: &[[u8; 3]], readahead: u64) {
             got.as_ref().map_err(ToString::to_string),
             got_parallel.as_ref().map_err(ToString::to_string),
             "read_range({range:?})"
+        );
+        let mut each = Vec::new();
+        let each_result = parallel.read_range_parallel_each(range.clone(), |records| {
+            each.extend(records.iter().map(|record| record.to_vec()));
+        });
+        assert_eq!(
+            each_result.map(|()| each).map_err(|e| e.to_string()),
+            got.as_ref().map(Clone::clone).map_err(ToString::to_string),
+            "read_range_parallel_each({range:?})"
         );
         check_range(&mut serial, range, got.ok());
     }

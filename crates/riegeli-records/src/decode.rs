@@ -106,18 +106,29 @@ impl ChunkDecoder {
 
     /// The records of a chunk, or `None` for chunks without records.
     pub(crate) fn decode(&mut self, chunk: &RawChunk) -> std::result::Result<Option<DecodedRecords>, CodecError> {
+        self.decode_prefix(chunk, u64::MAX)
+    }
+
+    /// [`decode`](Self::decode), but of a simple chunk only the first `wanted`
+    /// records (its values decompressed no further than they end); other
+    /// chunks are decoded whole.
+    fn decode_prefix(
+        &mut self,
+        chunk: &RawChunk,
+        wanted: u64,
+    ) -> std::result::Result<Option<DecodedRecords>, CodecError> {
         let header = &chunk.header;
         #[cfg(test)]
         tests::maybe_panic(header.decoded_data_size());
         let data = chunk.data.clone();
+        let (n, size) = (header.num_records(), header.decoded_data_size());
         match ChunkType::from_byte(header.chunk_type()) {
             Some(ChunkType::Simple) => {
                 self.last_transposed = false;
-                self.simple.decode(data, header.num_records(), header.decoded_data_size(), &self.limits).map(Some)
+                self.simple.decode_prefix(data, n, size, &self.limits, wanted).map(Some)
             }
             Some(ChunkType::Transposed) => {
                 self.last_transposed = true;
-                let (n, size) = (header.num_records(), header.decoded_data_size());
                 self.transposed.decode(data, n, size, &self.limits, &self.projection).map(Some)
             }
             _ => Ok(None),
@@ -128,22 +139,49 @@ impl ChunkDecoder {
     /// and reading did not (a check left to the thread that decodes), with
     /// errors placed at the chunk.
     pub(crate) fn checked_decode(&mut self, chunk: &RawChunk, verify_hashes: bool) -> Result<Option<DecodedRecords>> {
+        self.checked_decode_prefix(chunk, verify_hashes, u64::MAX)
+    }
+
+    fn checked_decode_prefix(
+        &mut self,
+        chunk: &RawChunk,
+        verify_hashes: bool,
+        wanted: u64,
+    ) -> Result<Option<DecodedRecords>> {
         if verify_hashes && !chunk.hash_verified {
             riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data)?;
         }
-        self.decode(chunk).map_err(|e| Error::codec(chunk.begin, e))
+        self.decode_prefix(chunk, wanted).map_err(|e| Error::codec(chunk.begin, e))
     }
 
     /// The records of a data chunk read through an index (ArrayRecord):
     /// checks the data hash if reading did not, requires records, and checks
     /// their number against the header.
     pub(crate) fn data_records(&mut self, chunk: &RawChunk, verify_hashes: bool) -> Result<DecodedRecords> {
-        let Some(records) = self.checked_decode(chunk, verify_hashes)? else {
+        self.data_records_prefix(chunk, verify_hashes, u64::MAX)
+    }
+
+    /// [`data_records`](Self::data_records), but only the first `wanted`
+    /// records are needed: of a simple chunk, only those are decoded (its
+    /// values decompressed no further than they end); other chunks are
+    /// decoded whole. The count checked is that of the records decoded.
+    pub(crate) fn data_records_prefix(
+        &mut self,
+        chunk: &RawChunk,
+        verify_hashes: bool,
+        wanted: u64,
+    ) -> Result<DecodedRecords> {
+        let Some(records) = self.checked_decode_prefix(chunk, verify_hashes, wanted)? else {
             let chunk_type = chunk.header.chunk_type();
             return Err(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }));
         };
-        let (header, decoded) = (chunk.header.num_records(), records.len() as u64);
-        if decoded != header {
+        let header = chunk.header.num_records();
+        let decoded = records.len() as u64;
+        // A prefix of a simple chunk holds `wanted` records; the decoder checked
+        // that its sizes hold exactly `header`.
+        let expected =
+            if chunk.header.chunk_type() == ChunkType::Simple.to_byte() { header.min(wanted) } else { header };
+        if decoded != expected {
             return Err(Error::corrupt(chunk.begin, Corruption::RecordCount { header, decoded }));
         }
         Ok(records)

@@ -51,6 +51,11 @@ pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
             let want = &expected[start as usize..end as usize];
             assert_eq!(reader.read_range(start..end).unwrap(), want, "{what} range {start}..{end}");
             assert_eq!(reader.read_range_parallel(start..end).unwrap(), want, "{what} par range {start}..{end}");
+            let mut each = Vec::new();
+            reader
+                .read_range_parallel_each(start..end, |records| each.extend(records.iter().map(|r| r.to_vec())))
+                .unwrap();
+            assert_eq!(each, want, "{what} range {start}..{end} chunk by chunk");
         }
         assert!(reader.read_range(0..n + 1).is_err(), "{what}: range past the end");
         // Index lists: scrambled with repeats, sorted, reversed.
@@ -59,9 +64,26 @@ pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
             let want: Vec<&[u8]> = indices.iter().map(|&i| &expected[i as usize][..]).collect();
             assert_eq!(reader.read_indices(&indices).unwrap(), want, "{what} read_indices");
             assert_eq!(reader.read_parallel(&indices).unwrap(), want, "{what} read_parallel");
+            let mut each = vec![None; indices.len()];
+            let mut last_position = None;
+            reader
+                .read_parallel_each(&indices, |records| {
+                    for (p, record) in records {
+                        assert!(each[*p].replace(record.to_vec()).is_none(), "{what}: position {p} twice");
+                        last_position = Some(*p);
+                    }
+                })
+                .unwrap();
+            let each: Vec<Vec<u8>> = each.into_iter().map(|r| r.expect("every position")).collect();
+            assert_eq!(each, want, "{what} read_parallel_each");
+            assert!(last_position.is_some(), "{what}");
             let reversed: Vec<u64> = (0..n).rev().collect();
             let want: Vec<&[u8]> = reversed.iter().map(|&i| &expected[i as usize][..]).collect();
             assert_eq!(reader.read_parallel(&reversed).unwrap(), want, "{what} reversed");
+        }
+        // One index at a time (a data source's `source[i]`), in scrambled order.
+        for i in scrambled(n.max(1), 40, n + 7).into_iter().filter(|&i| i < n) {
+            assert_eq!(reader.read_indices(&[i]).unwrap(), [&expected[i as usize][..]], "{what} read_indices([{i}])");
         }
         assert!(reader.read_indices(&[0, n]).is_err(), "{what}: index past the end");
         assert_eq!(reader.read_parallel(&[]).unwrap(), Vec::<bytes::Bytes>::new());
@@ -69,6 +91,62 @@ pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
     // A plain RecordReader returns the data records only.
     let mut reader = RecordReader::new(Cursor::new(file));
     assert_eq!(read_all(&mut reader), expected, "{what} plain RecordReader");
+}
+
+/// A record read alone decodes its chunk only as far as it ends: with the end
+/// of a zstd chunk's values damaged (and hashes not checked), the records
+/// before the damage still read one at a time, and a read of all of them fails.
+#[test]
+fn a_record_read_alone_decodes_its_chunk_only_up_to_it() {
+    // Chunks of 20 records of 8 KB of random letters of a 4-letter alphabet:
+    // 160 KB decoded, in two zstd blocks (the first ends after record 16), about
+    // 40 KB compressed, so that the first chunk stays inside the first 64 KiB
+    // block of the file. The second chunk lets the parallel reads use threads.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut letter = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        b"acgt"[(state >> 60) as usize % 4]
+    };
+    let records: Vec<Vec<u8>> = (0..40).map(|_| (0..8000).map(|_| letter()).collect()).collect();
+    let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:20,zstd:3".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let mut file = writer.close().unwrap();
+    let mut chunks = riegeli_records::ChunkReader::new(&file[..], Default::default());
+    let data_chunk =
+        std::iter::from_fn(|| chunks.read_chunk().unwrap()).find(|chunk| chunk.header().num_records() == 20).unwrap();
+    let end = (data_chunk.begin() + 40 + data_chunk.data().len() as u64) as usize;
+    assert!(end < 1 << 16, "the chunk is not split by a block header");
+    for byte in &mut file[end - 40..end - 4] {
+        *byte ^= 0x5a;
+    }
+    let mut options = ArrayRecordReaderOptions { parallelism: Some(2), ..Default::default() };
+    options.chunks.verify_hashes = false;
+    let open = || ArrayRecordReader::with_options(Cursor::new(&file[..]), options.clone()).unwrap();
+    for i in [0, 3, 15] {
+        assert_eq!(open().read(i).unwrap(), records[i as usize], "read({i})");
+        assert_eq!(open().read_indices(&[i, 1]).unwrap(), [&records[i as usize][..], &records[1][..]]);
+    }
+    assert_eq!(open().read_range(0..5).unwrap(), &records[..5]);
+    let (first, second) = (&records[..16], &records[20..]);
+    let want: Vec<&[u8]> = first.iter().chain(second).map(Vec::as_slice).collect();
+    let indices: Vec<u64> = (0..16).chain(20..40).collect();
+    assert_eq!(open().read_parallel(&indices).unwrap(), want, "on decoding threads");
+    let mut reader = open();
+    assert!(reader.read_all().is_err(), "the damage is seen by a read of the whole chunk");
+    assert!(open().read(19).is_err(), "and by a read of its last record");
+    assert!(open().read_parallel(&[0, 19, 20]).is_err(), "on decoding threads too");
+    // Record by record, in order: each read fails exactly when decoding as far as it does
+    // (as a batch read of it would), whatever was decoded before.
+    let mut reader = open();
+    for i in 0..20 {
+        assert_eq!(reader.read(i).ok(), open().read_indices(&[i]).ok().map(|r| r[0].clone()), "read({i})");
+        assert_eq!(reader.read(i).is_ok(), i < 16, "read({i})");
+    }
+    assert_eq!(reader.read(2).unwrap(), records[2], "decoded already");
 }
 
 #[test]

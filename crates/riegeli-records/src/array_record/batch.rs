@@ -61,13 +61,14 @@ pub(crate) struct BatchWorker {
 }
 
 impl Worker for BatchWorker {
-    type Job = Vec<TaskChunk>;
+    /// Chunks, each with how many of its first records are needed.
+    type Job = Vec<(TaskChunk, u64)>;
     type Output = TaskDone;
 
     /// Reads (if needed) and decodes a task's chunks; stops at the first error.
-    fn run(&mut self, chunks: Vec<TaskChunk>) -> TaskDone {
+    fn run(&mut self, chunks: Vec<(TaskChunk, u64)>) -> TaskDone {
         let mut results = Vec::with_capacity(chunks.len());
-        for chunk in chunks {
+        for (chunk, wanted) in chunks {
             let chunk = match chunk {
                 TaskChunk::Read(chunk) => Ok(chunk),
                 TaskChunk::At(entry) => match self.reading.as_mut() {
@@ -75,7 +76,8 @@ impl Worker for BatchWorker {
                     None => Err(Error::internal("a decoding thread has no file to read")),
                 },
             };
-            let result = chunk.and_then(|chunk| self.decoder.data_records(&chunk.gather(), self.options.verify_hashes));
+            let verify = self.options.verify_hashes;
+            let result = chunk.and_then(|chunk| self.decoder.data_records_prefix(&chunk.gather(), verify, wanted));
             let failed = result.is_err();
             results.push(result);
             if failed {
@@ -123,6 +125,7 @@ pub(crate) fn run(
     mut read: impl FnMut(usize) -> Result<TaskChunk>,
     chunks: &[ChunkEntry],
     ks: &[usize],
+    needed: &[u64],
     window: u64,
     sink: &mut dyn FnMut(usize, DecodedRecords),
 ) -> Result<()> {
@@ -148,7 +151,7 @@ pub(crate) fn run(
                 task_first = i;
             }
             task_bytes_so_far = task_bytes_so_far.saturating_add(estimated_decoded_size(chunks, &[k], MIN_TASK_BYTES));
-            task.push(chunk);
+            task.push((chunk, needed.get(i).copied().unwrap_or(u64::MAX)));
             if task_bytes_so_far >= task_bytes {
                 batch.submit(task_first, std::mem::take(&mut task));
                 task_bytes_so_far = 0;
@@ -180,11 +183,11 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
-    fn submit(&mut self, first: usize, chunks: Vec<TaskChunk>) {
+    fn submit(&mut self, first: usize, chunks: Vec<(TaskChunk, u64)>) {
         if chunks.is_empty() {
             return;
         }
-        let raw_bytes = chunks.iter().map(TaskChunk::raw_bytes).sum::<u64>();
+        let raw_bytes = chunks.iter().map(|(chunk, _)| chunk.raw_bytes()).sum::<u64>();
         self.in_flight += raw_bytes;
         self.pool.submit(chunks);
         self.submitted.push_back(Submitted { first, raw_bytes });

@@ -486,16 +486,30 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     }
 
     /// Reads record `index`.
+    ///
+    /// The chunk holding it is decoded only as far as that record (simple
+    /// chunks: see [`SimpleChunkDecoder::decode_prefix`](riegeli_codec::SimpleChunkDecoder::decode_prefix)),
+    /// and kept for the next call. A later record of the same chunk past
+    /// those decoded decodes all of it (reading a chunk in order decodes it
+    /// twice, not once per record); that read fails only if decoding as far
+    /// as its record fails, as a batch read of it would.
     pub fn read(&mut self, index: u64) -> Result<Bytes> {
         let (k, j) = self.locate(index)?;
-        if self.cached.as_ref().is_none_or(|(cached, _)| *cached != k) {
+        let cached = self.cached.as_ref().filter(|(cached, _)| *cached == k).map(|(_, records)| records.len());
+        if cached.is_none_or(|decoded| j >= decoded) {
             self.cached = None;
             let entry = self.chunks.get(k).ok_or_else(not_indexed)?;
             if let Some(hook) = &mut self.prefetch {
                 hook(std::slice::from_ref(&(entry.offset..entry.limit)));
             }
             let chunk = read_entry(&mut self.source, &self.options.chunks, entry)?.gather();
-            let records = self.decoder.data_records(&chunk, self.options.chunks.verify_hashes)?;
+            let verify = self.options.chunks.verify_hashes;
+            let needed = j as u64 + 1;
+            let further = if cached.is_some() { u64::MAX } else { needed };
+            let records = match self.decoder.data_records_prefix(&chunk, verify, further) {
+                Err(_) if further > needed => self.decoder.data_records_prefix(&chunk, verify, needed)?,
+                result => result?,
+            };
             self.cached = Some((k, records));
         }
         // A chunk's record count is checked against the index when it is decoded.
@@ -612,20 +626,54 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     }
 
     fn range_impl(&mut self, range: Range<u64>, parallel: bool) -> Result<Vec<Bytes>> {
+        // Counts are checked against the limits, but reserve little up front anyway.
+        let mut out =
+            Vec::with_capacity(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 16));
+        self.range_each(range, parallel, &mut |records, from, to| {
+            out.extend((from..to).filter_map(|j| records.get(j)))
+        })?;
+        Ok(out)
+    }
+
+    /// [`read_range_parallel`](Self::read_range_parallel), handing the
+    /// records of each chunk (those in `range`, in order) to `each` as soon
+    /// as that chunk is decoded, while the threads decode the next ones,
+    /// instead of collecting them: for a caller that turns records into
+    /// objects of its own (Python `bytes`), so that its work overlaps the
+    /// decoding. On an error, `each` has seen the records before it. The
+    /// records share their chunk's buffer: keeping one keeps the chunk.
+    pub fn read_range_parallel_each(&mut self, range: Range<u64>, mut each: impl FnMut(&[Bytes])) -> Result<()> {
+        self.range_each(range, true, &mut |records, from, to| {
+            let records: Vec<Bytes> = (from..to).filter_map(|j| records.get(j)).collect();
+            each(&records);
+        })
+    }
+
+    /// Decodes the chunks of `range`, handing each chunk's records and the
+    /// indices `from..to` within it of those in the range to `each`, in order.
+    fn range_each(
+        &mut self,
+        range: Range<u64>,
+        parallel: bool,
+        each: &mut dyn FnMut(&DecodedRecords, usize, usize),
+    ) -> Result<()> {
         if range.start >= range.end {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let (first, _) = self.locate(range.start)?;
         let (last, _) = self.locate(range.end - 1)?;
         let ks: Vec<usize> = (first..=last).collect();
-        // Counts are checked against the limits, but reserve little up front anyway.
-        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
+        // Of the last chunk, only the records up to the range's end.
+        let needed: Vec<u64> = ks
+            .iter()
+            .map(|&k| self.chunks.get(k).map_or(u64::MAX, |entry| range.end.saturating_sub(entry.first_record)))
+            .collect();
         let chunks = &self.chunks;
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
             let from = range.start.saturating_sub(entry.first_record) as usize;
             let to = (range.end - entry.first_record).min(entry.num_records) as usize;
-            out.extend((from..to).filter_map(|j| records.get(j)));
+            each(&records, from, to);
         };
         Self::decode_chunks(
             &mut self.source,
@@ -634,40 +682,20 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             chunks,
             &ks,
+            &needed,
             parallel.then_some(&mut self.parallel),
             self.prefetch.as_mut(),
             &mut sink,
-        )?;
-        Ok(out)
+        )
     }
 
     fn indices_impl(&mut self, indices: &[u64], parallel: bool) -> Result<Vec<Bytes>> {
-        let mut located = Vec::with_capacity(indices.len());
-        for &index in indices {
-            let (k, j) = self.locate(index)?;
-            located.push((k, j));
-        }
-        // Positions in `indices`, grouped by chunk in file order.
-        let mut order: Vec<usize> = (0..indices.len()).collect();
-        order.sort_unstable_by_key(|&p| located.get(p).map_or(0, |l| l.0));
-        let mut ks: Vec<usize> = order.iter().filter_map(|&p| located.get(p).map(|l| l.0)).collect();
-        ks.dedup();
         let mut out = vec![Bytes::new(); indices.len()];
-        let mut cursor = 0usize;
-        let mut sink = |i: usize, records: DecodedRecords| {
-            let Some(&k) = ks.get(i) else { return };
-            // The positions in `indices` of this chunk's records.
-            let start = cursor;
-            while order.get(cursor).and_then(|&p| located.get(p)).is_some_and(|&(pk, _)| pk == k) {
-                cursor += 1;
-            }
-            let run = order.get(start..cursor).unwrap_or_default();
-            let record = |p: usize| located.get(p).and_then(|&(_, j)| records.get_slice(j));
-            let wanted: usize = run.iter().filter_map(|&p| record(p)).map(<[u8]>::len).sum();
+        self.indices_each(indices, parallel, &mut |records, run| {
+            let wanted: usize = run.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
             if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
-                for &p in run {
-                    if let (Some(slot), Some(record)) = (out.get_mut(p), located.get(p).and_then(|l| records.get(l.1)))
-                    {
+                for &(p, j) in run {
+                    if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
                         *slot = record;
                     }
                 }
@@ -678,8 +706,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             // their buffers for the next chunks instead of faulting in new pages).
             let mut buffer = Vec::with_capacity(wanted);
             let mut spans = Vec::with_capacity(run.len());
-            for &p in run {
-                if let Some(record) = record(p) {
+            for &(p, j) in run {
+                if let Some(record) = records.get_slice(j) {
                     let begin = buffer.len();
                     buffer.extend_from_slice(record);
                     spans.push((p, begin, buffer.len()));
@@ -691,6 +719,61 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                     *slot = buffer.slice(begin..end);
                 }
             }
+        })?;
+        Ok(out)
+    }
+
+    /// [`read_parallel`](Self::read_parallel), handing the records of each
+    /// chunk, with their positions in `indices`, to `each` as soon as that
+    /// chunk is decoded (chunks in file order, records in the order asked
+    /// within each), while the threads decode the next ones: as
+    /// [`read_range_parallel_each`](Self::read_range_parallel_each) for a
+    /// list of indices. Every index is checked before anything is read.
+    pub fn read_parallel_each(&mut self, indices: &[u64], mut each: impl FnMut(&[(usize, Bytes)])) -> Result<()> {
+        self.indices_each(indices, true, &mut |records, run| {
+            let records: Vec<(usize, Bytes)> = run.iter().filter_map(|&(p, j)| Some((p, records.get(j)?))).collect();
+            each(&records);
+        })
+    }
+
+    /// Decodes the chunks holding `indices`, in file order, handing each
+    /// chunk's records to `each` with the (position in `indices`, index in
+    /// the chunk) of those asked for.
+    fn indices_each(&mut self, indices: &[u64], parallel: bool, each: &mut ChunkRun<'_>) -> Result<()> {
+        let mut located = Vec::with_capacity(indices.len());
+        for &index in indices {
+            let (k, j) = self.locate(index)?;
+            located.push((k, j));
+        }
+        // Positions in `indices`, grouped by chunk in file order.
+        let mut order: Vec<usize> = (0..indices.len()).collect();
+        order.sort_unstable_by_key(|&p| located.get(p).map_or(0, |l| l.0));
+        let mut ks: Vec<usize> = order.iter().filter_map(|&p| located.get(p).map(|l| l.0)).collect();
+        ks.dedup();
+        // Per chunk, how many of its first records hold those asked for.
+        let mut needed = vec![0u64; ks.len()];
+        let mut i = 0;
+        for &(k, j) in order.iter().filter_map(|&p| located.get(p)) {
+            while ks.get(i).is_some_and(|&ki| ki != k) {
+                i += 1;
+            }
+            if let Some(n) = needed.get_mut(i) {
+                *n = (*n).max(j as u64 + 1);
+            }
+        }
+        let mut cursor = 0usize;
+        let mut run = Vec::new();
+        let mut sink = |i: usize, records: DecodedRecords| {
+            let Some(&k) = ks.get(i) else { return };
+            // The positions in `indices` of this chunk's records, and their indices in it.
+            run.clear();
+            while let Some((p, &(pk, j))) = order.get(cursor).and_then(|&p| Some((p, located.get(p)?)))
+                && pk == k
+            {
+                run.push((p, j));
+                cursor += 1;
+            }
+            each(&records, &run);
         };
         Self::decode_chunks(
             &mut self.source,
@@ -699,15 +782,17 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.projection,
             &self.chunks,
             &ks,
+            &needed,
             parallel.then_some(&mut self.parallel),
             self.prefetch.as_mut(),
             &mut sink,
-        )?;
-        Ok(out)
+        )
     }
 
     /// Reads and decodes chunks `ks` (ascending), handing each chunk's records
-    /// to `sink` with its position in `ks`, in order. With `parallel` (the
+    /// to `sink` with its position in `ks`, in order; `needed[i]` is how many
+    /// of chunk `ks[i]`'s first records are needed (simple chunks are decoded
+    /// no further). With `parallel` (the
     /// parallel reads), a batch worth it is decoded on the pool's threads and
     /// the calling thread; the pool is started if it is not yet.
     ///
@@ -721,6 +806,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         projection: &FieldProjection,
         chunks: &[ChunkEntry],
         ks: &[usize],
+        needed: &[u64],
         parallel: Option<&mut Parallel>,
         prefetch: Option<&mut PrefetchHook>,
         sink: &mut dyn FnMut(usize, DecodedRecords),
@@ -742,7 +828,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                     next += 1;
                     chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
                 };
-                return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
+                return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
             }
             // The calling thread only reads: data hashes are checked where
             // the chunks are decoded.
@@ -754,17 +840,22 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 let entry = chunks.get(k).ok_or_else(not_indexed)?;
                 read_entry(source, &read_options, entry).map(TaskChunk::Read)
             };
-            return super::batch::run(pool, read, chunks, ks, options.readahead_buffer_size, sink);
+            return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
             prefetcher.before(i);
             let entry = chunks.get(k).ok_or_else(not_indexed)?;
             let chunk = read_entry(source, &options.chunks, entry)?.gather();
-            sink(i, decoder.data_records(&chunk, options.chunks.verify_hashes)?);
+            let wanted = needed.get(i).copied().unwrap_or(u64::MAX);
+            sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, wanted)?);
         }
         Ok(())
     }
 }
+
+/// What a batch read does with one chunk's records: the chunk's records, and
+/// the (position in the indices asked for, index in the chunk) of those asked for.
+type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 
 impl ArrayRecordReader<File> {
     /// Opens the ArrayRecord file at `path` (see
