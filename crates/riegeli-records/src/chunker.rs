@@ -191,6 +191,14 @@ type Encoded = std::result::Result<EncodedChunk, EncodeError>;
 /// would cost more than encoding a 4 KiB chunk.
 const BATCH_BYTES: u64 = 1 << 20;
 
+/// With parallel encoding, the records of the chunks closed and not yet
+/// written stay below this (or are one chunk, if larger): then the caller
+/// waits before gathering more. Chunks of up to a third of it are encoded
+/// two or more at a time; a chunk of hundreds of MiB (one huge record) is
+/// written before the next is gathered, so that memory stays bounded by a
+/// few chunks whatever the parallelism.
+const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
+
 /// A pool thread's state: its transposed encoder for deferred chunks.
 struct Encoding {
     helper: Option<Immediate>,
@@ -249,6 +257,8 @@ pub(crate) struct Chunker<W: Write, L> {
     /// their decoded sizes: for [`estimated_end`](Self::estimated_end).
     pending_chunks: u64,
     pending_decoded: u64,
+    /// [`MAX_IN_FLIGHT_BYTES`] (smaller in tests).
+    in_flight_budget: u64,
     /// Decoded and encoded (`data_size`) bytes of the data chunks this
     /// chunker encoded and wrote: their ratio estimates the open chunk's size.
     written_decoded: u64,
@@ -295,6 +305,7 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             keep_bytes: (parallelism as u64 + 1).saturating_mul(chunk_size.max(BATCH_BYTES)),
             pending_chunks: 0,
             pending_decoded: 0,
+            in_flight_budget: MAX_IN_FLIGHT_BYTES,
             written_decoded: 0,
             written_encoded: 0,
         }
@@ -363,7 +374,9 @@ impl<W: Write, L: Layout> Chunker<W, L> {
 
     /// Writes the chunks encoded so far, in order, and waits (helping, if
     /// the caller may) until at most `max_in_flight` batches are being
-    /// encoded. With 0, every closed chunk is written.
+    /// encoded, and until the chunks closed and not written hold at most
+    /// [`MAX_IN_FLIGHT_BYTES`] of records (or none is being encoded). With 0,
+    /// every closed chunk is written.
     pub(crate) fn drain(&mut self, max_in_flight: usize) -> Result<()> {
         if max_in_flight == 0 {
             self.submit();
@@ -376,7 +389,12 @@ impl<W: Write, L: Layout> Chunker<W, L> {
                     return Err(Error::internal("a chunk encoding thread panicked; the writer stops"));
                 };
                 for (result, encoder) in results {
-                    if let Some(parallel) = &mut self.parallel {
+                    // An encoder keeps its buffers' room: one that held a huge
+                    // chunk is dropped rather than kept idle.
+                    let decoded = result.as_ref().map_or(0, |chunk| chunk.header.decoded_data_size());
+                    if let Some(parallel) = &mut self.parallel
+                        && decoded <= self.in_flight_budget / (parallel.parallelism as u64 + 1)
+                    {
                         parallel.spare.push(encoder);
                     }
                     if let Ok(chunk) = &result {
@@ -388,7 +406,8 @@ impl<W: Write, L: Layout> Chunker<W, L> {
                 continue;
             }
             let busy = if max_in_flight == 0 { parallel.pool.pending() } else { parallel.pool.in_flight() };
-            if busy <= max_in_flight {
+            let over_budget = self.pending_decoded > self.in_flight_budget && parallel.pool.in_flight() > 0;
+            if busy <= max_in_flight && !over_budget {
                 return Ok(());
             }
             parallel.pool.step();
@@ -474,6 +493,18 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             self.spare_data.push(chunk.data);
         }
         self.layout.chunk_written(&mut self.sink, seq, begin, &chunk.header)
+    }
+
+    /// Closed chunks not yet written (tests).
+    #[cfg(test)]
+    pub(crate) fn pending_chunks(&self) -> u64 {
+        self.pending_chunks
+    }
+
+    /// Lowers [`MAX_IN_FLIGHT_BYTES`] (tests).
+    #[cfg(test)]
+    pub(crate) fn set_in_flight_budget(&mut self, bytes: u64) {
+        self.in_flight_budget = bytes;
     }
 
     /// Makes the caller encode every batch (tests).

@@ -316,6 +316,34 @@ mod tests {
             .collect()
     }
 
+    /// Chunks larger than the in-flight budget are written one at a time:
+    /// when a write returns, no closed chunk is waiting (its records would
+    /// stay in memory); smaller chunks are still encoded several at a time.
+    #[test]
+    fn chunks_over_the_in_flight_budget_are_written_before_the_next_is_gathered() {
+        // Chunks of 1.5 MiB: each its own batch (over BATCH_BYTES).
+        let records: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 3 << 19]).collect();
+        let mut serial = RecordWriter::new(Vec::new(), "zstd:1,chunk_size:4096".parse().unwrap()).unwrap();
+        let options = "zstd:1,chunk_size:4096,parallelism:2";
+        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+        writer.chunker.set_in_flight_budget(4 << 20);
+        let mut most_pending = 0;
+        for record in &records {
+            serial.write_record(record).unwrap();
+            writer.write_record(record).unwrap();
+            most_pending = most_pending.max(writer.chunker.pending_chunks());
+        }
+        // 1.5 MiB chunks against 4 MiB: up to 2 closed and not written (3 would be over).
+        assert!(most_pending <= 2, "{most_pending} chunks pending");
+        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+        writer.chunker.set_in_flight_budget(1 << 20);
+        for record in &records {
+            writer.write_record(record).unwrap();
+            assert_eq!(writer.chunker.pending_chunks(), 0, "a chunk over the budget is written at once");
+        }
+        assert_eq!(writer.close().unwrap(), serial.close().unwrap(), "the same bytes as serially");
+    }
+
     fn write(records: &[Vec<u8>], options: &str, all_here: bool) -> Vec<u8> {
         let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
         if all_here {
