@@ -92,9 +92,78 @@ pub(crate) struct ArrayRecordReader {
     state: Mutex<State>,
 }
 
-/// The records as a Python list of bytes.
-fn to_list<'py>(py: Python<'py>, records: &[Bytes]) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, records.iter().map(|record| PyBytes::new(py, record)))
+/// Records decoded are made into `bytes` once this many bytes of them are waiting (the GIL
+/// taken once for them), and the rest at the end: a large read overlaps making its `bytes`
+/// with decoding, a small one (a Grain batch) takes the GIL once. Taking it per chunk made a
+/// batch of 256 random records wait on the other Python threads up to 256 times.
+const BYTES_BATCH: usize = 4 << 20;
+
+/// Records decoded and not yet made into `bytes`, with their size.
+struct Waiting<T> {
+    records: Vec<T>,
+    bytes: usize,
+}
+
+impl<T: Clone> Waiting<T> {
+    fn new() -> Self {
+        Self { records: Vec::new(), bytes: 0 }
+    }
+
+    /// Adds a chunk's records (`size` tells each one's); once [`BYTES_BATCH`] wait, hands
+    /// them all to `make` with the GIL.
+    fn add(
+        &mut self,
+        records: &[T],
+        size: impl Fn(&T) -> usize,
+        make: impl FnOnce(Python<'_>, std::vec::Drain<'_, T>),
+    ) {
+        self.records.extend_from_slice(records);
+        self.bytes += records.iter().map(size).sum::<usize>();
+        if self.bytes >= BYTES_BATCH {
+            Python::attach(|py| make(py, self.records.drain(..)));
+            self.bytes = 0;
+        }
+    }
+}
+
+/// The records of `range` as a Python list of bytes. With decoding threads, those decoded
+/// are made into `bytes` every [`BYTES_BATCH`] while the threads go on with the next chunks
+/// (`read_range_parallel_each`): building the list overlaps the decoding. Without
+/// (`max_parallelism:0`), all are decoded first, without the GIL, and the list is made at the
+/// end: taking the GIL during the read would only make two Python threads reading two files
+/// wait on each other.
+fn range_to_list<'py>(
+    reader: &ArrayRecordReader,
+    py: Python<'py>,
+    range: impl FnOnce(u64) -> Result<Range<u64>, Failure> + Send,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut objects: Vec<Py<PyBytes>> = Vec::new();
+    let waiting = reader.with(py, |state| {
+        let range = range(state.num_records())?;
+        let reader = state.reader().map_err(Failure::Runtime)?;
+        if reader.options().effective_parallelism() <= 1 {
+            return Ok(reader.read_range_parallel(range)?);
+        }
+        objects.reserve(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 20));
+        let mut waiting = Waiting::new();
+        reader.read_range_parallel_each(range, |records| {
+            waiting.add(records, Bytes::len, |py, records| {
+                objects.extend(records.map(|record| PyBytes::new(py, &record).unbind()));
+            });
+        })?;
+        Ok(waiting.records)
+    })?;
+    objects.extend(waiting.iter().map(|record| PyBytes::new(py, record).unbind()));
+    PyList::new(py, objects)
+}
+
+/// Makes each (position, record) a `bytes` at its position in `objects`.
+fn fill(py: Python<'_>, objects: &mut [Option<Py<PyBytes>>], records: impl Iterator<Item = (usize, Bytes)>) {
+    for (p, record) in records {
+        if let Some(slot) = objects.get_mut(p) {
+            *slot = Some(PyBytes::new(py, &record).unbind());
+        }
+    }
 }
 
 /// The path argument: `str` or `os.PathLike` (a URL is a `str`).
@@ -120,15 +189,27 @@ impl ArrayRecordReader {
             return Err(PyTypeError::new_err("read(): expected a list of record indices"));
         }
         let indices: Vec<u64> = indices.extract().map_err(|e| PyTypeError::new_err(format!("read(): {e}")))?;
-        let records = self.with(py, |state| {
+        // As `range_to_list`: with decoding threads, records decoded become bytes every
+        // `BYTES_BATCH`, the rest at the end.
+        let mut objects: Vec<Option<Py<PyBytes>>> = Vec::new();
+        let waiting = self.with(py, |state| {
             let reader = state.reader().map_err(Failure::Runtime)?;
             let num_records = reader.num_records();
             if let Some(bad) = indices.iter().find(|&&i| i >= num_records) {
                 return Err(Failure::Runtime(format!("index {bad} out of bound {num_records}")));
             }
-            Ok(reader.read_parallel(&indices)?)
+            objects.resize_with(indices.len(), || None);
+            if reader.options().effective_parallelism() <= 1 {
+                return Ok(reader.read_parallel(&indices)?.into_iter().enumerate().collect());
+            }
+            let mut waiting = Waiting::new();
+            reader.read_parallel_each(&indices, |records| {
+                waiting.add(records, |(_, record)| record.len(), |py, records| fill(py, &mut objects, records));
+            })?;
+            Ok(waiting.records)
         })?;
-        to_list(py, &records)
+        fill(py, &mut objects, waiting.into_iter());
+        PyList::new(py, objects.into_iter().map(|object| object.map_or_else(|| py.None(), Py::into_any)))
     }
 
     /// `read(begin, end)`: negative bounds count from the end, as C++.
@@ -144,17 +225,15 @@ impl ArrayRecordReader {
                 .map_err(|e| PyTypeError::new_err(format!("read(): begin and end must be 32-bit ints: {e}")))
         };
         let (begin, end) = (i64::from(bound(begin)?), i64::from(bound(end)?));
-        let records = self.with(py, |state| {
-            let num_records = i64::try_from(state.num_records()).unwrap_or(i64::MAX);
+        range_to_list(self, py, |num_records| {
+            let num_records = i64::try_from(num_records).unwrap_or(i64::MAX);
             let resolve = |i: i64| if i < 0 { i + num_records } else { i };
             let range: Range<i64> = resolve(begin)..resolve(end);
             if range.start < 0 || range.end > num_records || range.end <= range.start {
                 return Err(Failure::Index(format!("[{begin}, {end}) is of range of [0, {num_records})")));
             }
-            let reader = state.reader().map_err(Failure::Runtime)?;
-            Ok(reader.read_range_parallel(range.start as u64..range.end as u64)?)
-        })?;
-        to_list(py, &records)
+            Ok(range.start as u64..range.end as u64)
+        })
     }
 }
 
@@ -251,7 +330,6 @@ impl ArrayRecordReader {
 
     /// Every record, in order (`record_index` does not move).
     fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let records = self.with(py, |state| Ok(state.reader().map_err(Failure::Runtime)?.read_all_parallel()?))?;
-        to_list(py, &records)
+        range_to_list(self, py, |num_records| Ok(0..num_records))
     }
 }
