@@ -37,8 +37,8 @@ Measurements, each the median of `--rounds` (default 3) rounds:
    of the whole pipeline, construction and runner start included: both readers pay those alike.
 2. Ray, in a child process (a Beam pipeline can leave gRPC threads behind that make forking
    Ray's processes hang): `ray.init(num_cpus=1)` and `ray.init(num_cpus=2)`, alternating
-   within a round (each after a `ray.shutdown()`, then a warm-up read of a small file so that
-   the worker processes have imported our package before the timing), after an untimed round
+   within a round (each after a `ray.shutdown()`, then a warm-up read of a small file in
+   several tasks so that every worker process has imported our package before the timing), after an untimed round
    on 2 CPUs (the first read of a process was often much slower): `read_riegeli` of the
    single file with `override_num_blocks=--ray-blocks` (default 8: byte ranges of 1/8 of the
    file, rounded down to 64 KiB blocks, and the small rest, 9 read tasks, so that 2 CPUs each
@@ -48,6 +48,10 @@ Measurements, each the median of `--rounds` (default 3) rounds:
    which sums the record count and record bytes (Arrow compute, no Python loop over records),
    checked against what was written. This measures reading (the read tasks produce the blocks)
    plus Ray moving the blocks to the driver through the object store (zero-copy on one node).
+   Then, in the same cluster, the same consumption of a dataset of 8 read tasks that read
+   nothing (each yields 1/8 of the records as one ready Arrow table, one memset of fresh
+   memory): Ray's own cost for those bytes, the floor under any reader's time and the ceiling
+   on its scaling from 1 to 2 CPUs.
 
 MB/s counts record payload bytes (1 MB = 10^6 bytes), not file bytes. `CPU s` is the CPU time
 of the benchmark's process (`time.process_time()`, median), given for Beam in process only,
@@ -279,6 +283,42 @@ def beam_rows(path, manifest, args, tmp):
 # Ray, in a child process.
 
 
+def _ready_block(rows, record_size):
+    """A read task that reads nothing: it yields `rows` records of `record_size` bytes as one
+    Arrow table, made from one fresh buffer (a memset, no per-record work)."""
+    import array
+
+    import pyarrow as pa
+
+    data = b'a' * (rows * record_size)
+    offsets = array.array('i', range(0, (rows + 1) * record_size, record_size)).tobytes()
+    array = pa.Array.from_buffers(pa.binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    yield pa.Table.from_arrays([array], names=['record'])
+
+
+def _ready_source(tasks, rows, record_size):
+    """A Ray datasource of `tasks` read tasks of `_ready_block`: Ray's own cost of moving the
+    same bytes from read tasks to the driver (the floor under any reader's)."""
+    import functools
+
+    import pyarrow as pa
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+
+    schema = pa.schema([('record', pa.binary())])
+
+    class Ready(Datasource):
+        def estimate_inmemory_data_size(self):
+            return tasks * rows * record_size
+
+        def get_read_tasks(self, parallelism, per_task_row_limit=None):
+            meta = BlockMetadata(num_rows=rows, size_bytes=rows * record_size, input_files=None, exec_stats=None)
+            read = functools.partial(_ready_block, rows, record_size)
+            return [ReadTask(read, meta, schema=schema) for _ in range(tasks)]
+
+    return Ready()
+
+
 def ray_child(spec):
     import pyarrow.compute as pc
     import ray
@@ -296,7 +336,16 @@ def ray_child(spec):
             size += pc.sum(pc.binary_length(batch['record'])).as_py() or 0
         return rows, size, ds
 
-    times = {1: [], 2: [], 'ceiling': [], 'tasks': None}
+    times = {1: [], 2: [], 'ready1': [], 'ready2': [], 'ceiling': [], 'tasks': None}
+    ready_rows = spec['records'] // 8
+
+    def consume_ready():
+        rows = 0
+        ds = ray.data.read_datasource(_ready_source(8, ready_rows, spec['record_size']), override_num_blocks=8)
+        for batch in ds.iter_batches(batch_size=None, batch_format='pyarrow'):
+            rows += batch.num_rows
+        if rows != 8 * ready_rows:
+            raise SystemExit(f'Ray read {rows} ready records, {8 * ready_rows} were made')
     for r in range(-1, spec['rounds']):  # Round -1 is a warm-up: the first one was slower.
         if r >= 0:
             times['ceiling'].append(cpu_ceiling())
@@ -307,10 +356,14 @@ def ray_child(spec):
             ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level='ERROR')
             try:
                 ray.data.DataContext.get_current().enable_progress_bars = False
-                consume(spec['warmup'], override_num_blocks=cpus)
+                # Several small read tasks, so that every worker process imports our package.
+                consume(spec['warmup'], override_num_blocks=4 * cpus, min_bytes_per_task=64 << 10)
                 start = time.perf_counter()
                 rows, size, ds = consume(spec['path'], **kwargs)
                 seconds = time.perf_counter() - start
+                start = time.perf_counter()
+                consume_ready()
+                ready = time.perf_counter() - start
                 tasks = re.search(r'(\d+) tasks executed', ds.stats())
                 times['tasks'] = int(tasks.group(1)) if tasks else '?'
             finally:
@@ -320,8 +373,9 @@ def ray_child(spec):
                 raise SystemExit(f'Ray read {rows} records of {size} bytes, {written} were written')
             if r >= 0:
                 times[cpus].append(seconds)
+                times[f'ready{cpus}'].append(ready)
             which = f'round {r + 1}' if r >= 0 else 'warm-up'
-            print(f'  Ray {cpus} CPU(s) {which}: {seconds:.2f} s', file=sys.stderr)
+            print(f'  Ray {cpus} CPU(s) {which}: {seconds:.2f} s (no-op read tasks: {ready:.2f} s)', file=sys.stderr)
     print(json.dumps(times))
 
 
@@ -333,6 +387,7 @@ def ray_rows(path, manifest, args):
         'rounds': args.rounds,
         'records': manifest['records'],
         'payload': manifest['payload'],
+        'record_size': args.record_size,
     }
     child = subprocess.Popen(
         [sys.executable, __file__, '--ray-child', json.dumps(spec)],
@@ -351,6 +406,8 @@ def ray_rows(path, manifest, args):
     blocks = f'override_num_blocks={args.ray_blocks}' if args.ray_blocks else 'Ray\'s default blocks'
     name = f'`riegeli.ray.read_riegeli`, 1 file, {blocks} ({times["tasks"]} read tasks)'
     one, two = statistics.median(times['1']), statistics.median(times['2'])
+    ready_one, ready_two = statistics.median(times['ready1']), statistics.median(times['ready2'])
+    ready = '8 read tasks that read nothing (each yields 1/8 of the records as a ready Arrow table): Ray\'s floor'
     return [
         ('Ray, `ray.init(num_cpus=1)`', name, 1, one, None, times['1'], '-'),
         (
@@ -362,6 +419,8 @@ def ray_rows(path, manifest, args):
             times['2'],
             f'{one / two:.2f}× 1 CPU (a busy loop: {ceiling:.2f}×)',
         ),
+        ('Ray, `ray.init(num_cpus=1)`', ready, 0, ready_one, None, times['ready1'], '-'),
+        ('Ray, `ray.init(num_cpus=2)`', ready, 0, ready_two, None, times['ready2'], f'{ready_one / ready_two:.2f}× 1 CPU'),
     ]
 
 
