@@ -1,10 +1,14 @@
 //! `cargo xtask objects`: reading files in object storage against real servers on loopback,
 //! started here: an S3-compatible server (`moto_server`, from `moto[server]` in a venv of its
-//! own) and nginx (Debian's `nginx-light`, installed with apt-get if missing) serving a
-//! directory with range requests. Runs the ignored `live_` Rust tests (riegeli-object-store:
-//! records and fetch plans, counted in the servers' logs; the CLI on URLs) and the Python
-//! package's `tests_objects`, with the servers' addresses and credentials in the environment
-//! the way `object_store` reads them.
+//! own), Azure Blob Storage's emulator (Azurite, from the npm registry, into
+//! `target/azurite`) and nginx (Debian's `nginx-light`, installed with apt-get if missing)
+//! serving a directory with range requests. Runs the ignored `live_` Rust tests
+//! (riegeli-object-store: records and fetch plans, counted in the servers' logs; the CLI on
+//! URLs) and the Python package's `tests_objects`, with the servers' addresses and credentials
+//! in the environment the way `object_store` reads them.
+//!
+//! GCS is not among them: no emulator that `object_store` can read runs here
+//! (`gcp-storage-emulator` from PyPI answers no HEAD; fake-gcs-server is a Go binary).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -17,7 +21,15 @@ use xshell::{Shell, cmd};
 use crate::common::{project_root, step};
 
 /// The S3-compatible server and what the Python tests need with it.
-const OBJECTS_DEPS: &[&str] = &["moto[server]==5.2.5", "pytest==9.2.0", "protobuf==7.36.2"];
+const OBJECTS_DEPS: &[&str] =
+    &["moto[server]==5.2.5", "pytest==9.2.0", "protobuf==7.36.2", "azure-storage-blob==12.31.1"];
+
+/// Azure Blob Storage's emulator, from the npm registry.
+const AZURITE: &str = "azurite@3.35.0";
+
+/// The emulator's well-known account and key (public: Azurite's documentation gives them).
+const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+const AZURITE_KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// The bucket the tests use.
 const BUCKET: &str = "riegeli-test";
@@ -89,6 +101,23 @@ fn nginx_conf(dir: &Path, port: u16) -> String {
     )
 }
 
+/// Azurite's blob server, installed with npm into `target/azurite` if it is not there.
+fn azurite(sh: &Shell) -> Result<PathBuf> {
+    let prefix = project_root().join("target").join("azurite");
+    let bin = prefix.join("node_modules").join(".bin").join("azurite-blob");
+    let stamp = prefix.join(AZURITE);
+    if bin.exists() && stamp.exists() {
+        return Ok(bin);
+    }
+    step(&format!("installing {AZURITE} (npm)"));
+    std::fs::create_dir_all(&prefix)?;
+    cmd!(sh, "npm install --no-audit --no-fund --loglevel=error --prefix {prefix} {AZURITE}")
+        .run()
+        .context("npm install azurite failed: Node.js and npm are needed for the Azure tests")?;
+    std::fs::write(stamp, "")?;
+    Ok(bin)
+}
+
 /// The servers running, and what a client needs to know of them.
 pub(crate) struct Live {
     /// Stops them when dropped.
@@ -102,14 +131,14 @@ pub(crate) struct Live {
 pub(crate) fn tests(sh: &Shell) -> Result<()> {
     let live = serve(sh)?;
     let python = &live.python;
-    step("live tests: riegeli-object-store and the CLI on s3:// and http:// URLs");
+    step("live tests: riegeli-object-store and the CLI on s3://, az:// and http:// URLs");
     let mut rust =
         cmd!(sh, "cargo test --locked --all-features -p riegeli-object-store -p riegeli-cli -- --ignored live_");
     for (key, value) in &live.env {
         rust = rust.env(key, value);
     }
     rust.run()?;
-    step("live tests: the Python package on s3:// and http:// URLs");
+    step("live tests: the Python package on s3://, az:// and http:// URLs");
     let mut pytest = cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests_objects");
     for (key, value) in &live.env {
         pytest = pytest.env(key, value);
@@ -124,14 +153,15 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     let python = crate::python::venv_with(sh, "objects-venv", OBJECTS_DEPS)?;
     crate::python::install_package_into(sh, &python)?;
     let nginx = nginx(sh)?;
+    let azurite = azurite(sh)?;
     let dir = project_root().join("target").join("objects-test");
     let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["www", "tmp"] {
+    for sub in ["www", "tmp", "azurite"] {
         std::fs::create_dir_all(dir.join(sub))?;
     }
     let bin = python.parent().context("venv python has no directory")?;
 
-    step("starting moto_server and nginx on loopback");
+    step("starting moto_server, Azurite and nginx on loopback");
     let mut servers = Servers(Vec::new());
     let s3_port = free_port()?;
     // Its request log (werkzeug's, one line per request) goes to stderr.
@@ -156,9 +186,26 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         .spawn()
         .context("cannot start nginx")?;
     servers.0.push(nginx);
-    let [moto, nginx] = &mut servers.0[..] else { unreachable!("two servers") };
+    let az_port = free_port()?;
+    // Its debug log has a line per request, with the method, URL and Range header.
+    let az_log = dir.join("azurite-debug.log");
+    let az_stderr = dir.join("azurite.log");
+    let azurite = Command::new(azurite)
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &az_port.to_string(), "--silent"])
+        .args(["--skipApiVersionCheck", "--disableTelemetry", "--location"])
+        .arg(dir.join("azurite"))
+        .arg("--debug")
+        .arg(&az_log)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&az_stderr)?)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start azurite-blob")?;
+    servers.0.push(azurite);
+    let [moto, nginx, azurite] = &mut servers.0[..] else { unreachable!("three servers") };
     wait_for(s3_port, "moto_server", moto, &s3_log)?;
     wait_for(http_port, "nginx", nginx, &dir.join("nginx-error.log"))?;
+    wait_for(az_port, "azurite-blob", azurite, &az_stderr)?;
 
     let endpoint = format!("http://127.0.0.1:{s3_port}");
     // The test bucket, with the golden files the CLI's tests read at `testdata/<path>` (also
@@ -175,6 +222,15 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         std::fs::copy(project_root().join("testdata").join(path), target)?;
     }
     cmd!(sh, "{python} -c {setup} {LIVE_TESTDATA...}").run().context("cannot create the test bucket")?;
+    let az_url = format!("http://127.0.0.1:{az_port}");
+    let setup = format!(
+        "import sys; from azure.storage.blob import BlobServiceClient\n\
+         c = BlobServiceClient.from_connection_string('DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};\
+         AccountKey={AZURITE_KEY};BlobEndpoint={az_url}/{AZURITE_ACCOUNT};')\n\
+         c.create_container('{BUCKET}')\n\
+         for path in sys.argv[1:]: c.get_blob_client('{BUCKET}', 'testdata/' + path).upload_blob(open('testdata/' + path, 'rb'))"
+    );
+    cmd!(sh, "{python} -c {setup} {LIVE_TESTDATA...}").run().context("cannot create the test container")?;
 
     let env = [
         ("AWS_ENDPOINT", endpoint.clone()),
@@ -187,6 +243,18 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
         ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
         ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
+        // object_store's Azure builder, pointed at the emulator (its account and key).
+        ("AZURE_STORAGE_USE_EMULATOR", "true".to_owned()),
+        ("AZURITE_BLOB_STORAGE_URL", az_url.clone()),
+        ("RIEGELI_TEST_AZ_CONTAINER", BUCKET.to_owned()),
+        ("RIEGELI_TEST_AZ_LOG", az_log.display().to_string()),
+        (
+            "RIEGELI_TEST_AZ_CONNECTION",
+            format!(
+                "DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};\
+                 BlobEndpoint={az_url}/{AZURITE_ACCOUNT};"
+            ),
+        ),
     ];
     Ok(Live { _servers: servers, python, env: env.to_vec() })
 }

@@ -387,17 +387,24 @@ fn cat_byte_ranges_of_a_partition_print_the_file_once() {
     assert!(!out.status.success() && out.status.code() == Some(2));
 }
 
-/// `cargo xtask objects` serves golden files at `testdata/<path>` of its S3 bucket and of
-/// its nginx: the commands that read take their URLs and print what they print for the files.
+/// `cargo xtask objects` serves golden files at `testdata/<path>` of its S3 bucket, its
+/// Azure container and its nginx: the commands that read take their URLs and print what they
+/// print for the files.
 #[test]
 #[ignore = "needs the servers of `cargo xtask objects`"]
-fn live_commands_read_s3_and_http_urls() {
+fn live_commands_read_s3_azure_and_http_urls() {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name}: run `cargo xtask objects`"));
     let (bucket, http) = (env("RIEGELI_TEST_S3_BUCKET"), env("RIEGELI_TEST_HTTP_URL"));
+    let container = env("RIEGELI_TEST_AZ_CONTAINER");
     for path in ["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli"] {
         let local = testdata(path);
         let local = local.to_str().unwrap();
-        for url in [format!("s3://{bucket}/testdata/{path}"), format!("{http}/testdata/{path}")] {
+        let urls = [
+            format!("s3://{bucket}/testdata/{path}"),
+            format!("az://{container}/testdata/{path}"),
+            format!("{http}/testdata/{path}"),
+        ];
+        for url in urls {
             for args in [
                 &["cat", "--format", "json"][..],
                 &["cat", "--records", "0,17,5..9"],
@@ -425,6 +432,12 @@ fn live_commands_read_s3_and_http_urls() {
     let after = std::fs::read(&log).unwrap();
     let heads = text(&after[mark..]).lines().filter(|l| l.starts_with(&format!("HEAD /testdata/{path} "))).count();
     assert_eq!(heads, 1, "{}", text(&after[mark..]));
+    // Its last 64 KiB (the postscript), read by the detection and again by the reader, is
+    // fetched once.
+    let size = std::fs::metadata(testdata(path)).unwrap().len();
+    let tail = format!("\"bytes={}-{}\"", size - 65536, size - 1);
+    let gets = text(&after[mark..]).lines().filter(|l| l.starts_with("GET ") && l.ends_with(&tail)).count();
+    assert_eq!(gets, 1, "{}", text(&after[mark..]));
 
     let missing = format!("s3://{bucket}/testdata/no-such-file");
     let out = riegeli(&["count", &missing], b"");

@@ -54,7 +54,14 @@ fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<u16> {
                 let _ = server_w.shutdown(std::net::Shutdown::Write);
             });
             std::thread::spawn(move || {
-                let _ = std::io::copy(&mut server_r, &mut client_w);
+                // Large reads: `io::copy`'s 8 KiB buffer made the proxy, not the
+                // client, the bound near 1 GB/s.
+                let mut buf = vec![0u8; 1 << 20];
+                while let Ok(n) = server_r.read(&mut buf) {
+                    if n == 0 || client_w.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
                 let _ = client_w.shutdown(std::net::Shutdown::Write);
             });
         }
@@ -175,8 +182,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Path::from(name),
                 &format!("{scheme}://{bucket}/{name}"),
                 FetchConfig {
-                    sequential_window: arg("--window-mb", 8) << 20,
-                    sequential_depth: arg("--depth", 4),
+                    sequential_window: arg("--window-mb", FetchConfig::default().sequential_window >> 20) << 20,
+                    sequential_depth: arg("--depth", FetchConfig::default().sequential_depth),
                     ..FetchConfig::default()
                 },
             )

@@ -1,6 +1,7 @@
 //! Against real servers on loopback (`cargo xtask objects` starts them and sets the
-//! environment): moto_server (S3) and nginx (HTTP with ranges). Records are checked, and the
-//! fetch plans are counted in the servers' own logs: requests (both) and bytes (nginx).
+//! environment): moto_server (S3), Azurite (Azure Blob Storage's emulator) and nginx (HTTP
+//! with ranges). Records are checked, and the fetch plans are counted in the servers' own
+//! logs: requests (all three) and bytes (nginx's body bytes; the Range headers Azurite logs).
 //!
 //! Ignored unless run by that task (`cargo test -- --ignored live_`).
 
@@ -23,14 +24,27 @@ fn unique(name: &str) -> String {
     format!("{}-{name}", std::process::id())
 }
 
-/// Puts `bytes` at `key` in the test bucket and in nginx's root; returns their URLs.
-fn publish(key: &str, bytes: &[u8]) -> [String; 2] {
+/// Puts `bytes` at `key` in the test bucket, the test container and nginx's root; returns
+/// their URLs.
+fn publish(key: &str, bytes: &[u8]) -> [String; 3] {
     let bucket = env("RIEGELI_TEST_S3_BUCKET");
-    let store = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let container = env("RIEGELI_TEST_AZ_CONTAINER");
+    let s3 = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
+    let azure = object_store::azure::MicrosoftAzureBuilder::from_env().with_container_name(&container).build().unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(store.put(&Path::from(key), bytes.to_vec().into())).unwrap();
+    runtime.block_on(s3.put(&Path::from(key), bytes.to_vec().into())).unwrap();
+    runtime.block_on(azure.put(&Path::from(key), bytes.to_vec().into())).unwrap();
     std::fs::write(std::path::Path::new(&env("RIEGELI_TEST_HTTP_ROOT")).join(key), bytes).unwrap();
-    [format!("s3://{bucket}/{key}"), format!("{}/{key}", env("RIEGELI_TEST_HTTP_URL"))]
+    [
+        format!("s3://{bucket}/{key}"),
+        format!("az://{container}/{key}"),
+        format!("{}/{key}", env("RIEGELI_TEST_HTTP_URL")),
+    ]
+}
+
+/// Whether the server of `url` logs the bytes it sent (nginx) or asked (Azurite's Range headers).
+fn logs_bytes(url: &str) -> bool {
+    url.starts_with("http") || url.starts_with("az://")
 }
 
 /// What a server logged for `key` since `mark` (its log's length then): requests, and the
@@ -48,7 +62,11 @@ struct ServerLog {
 
 impl ServerLog {
     fn for_url(url: &str) -> Self {
-        let path = if url.starts_with("s3://") { env("RIEGELI_TEST_S3_LOG") } else { env("RIEGELI_TEST_HTTP_LOG") };
+        let path = match url.split_once("://").map(|(scheme, _)| scheme) {
+            Some("s3") => env("RIEGELI_TEST_S3_LOG"),
+            Some("az") => env("RIEGELI_TEST_AZ_LOG"),
+            _ => env("RIEGELI_TEST_HTTP_LOG"),
+        };
         let mark = std::fs::read(&path).map_or(0, |log| log.len());
         Self { path, mark }
     }
@@ -61,11 +79,20 @@ impl ServerLog {
         let new = String::from_utf8_lossy(&log[self.mark.min(log.len())..]).into_owned();
         self.mark = log.len();
         let mut seen = Seen::default();
-        for line in new.lines().filter(|line| line.contains("GET /") && line.contains(key)) {
-            seen.requests += 1;
-            // nginx: `GET /key 206 <bytes> "<range>"`.
-            if let Some(bytes) = line.split_whitespace().nth(3).and_then(|b| b.parse::<u64>().ok()) {
-                seen.bytes += bytes;
+        for line in new.lines().filter(|line| line.contains(key)) {
+            if line.contains("RequestMethod=GET ") {
+                // Azurite: `... RequestMethod=GET RequestURL=.../key RequestHeaders:{..."range":"bytes=A-B"...}`.
+                seen.requests += 1;
+                let range = line.split("\"range\":\"bytes=").nth(1).and_then(|r| r.split('"').next());
+                if let Some((a, b)) = range.and_then(|r| r.split_once('-')) {
+                    seen.bytes += b.parse::<u64>().unwrap() + 1 - a.parse::<u64>().unwrap();
+                }
+            } else if line.contains("GET /") {
+                seen.requests += 1;
+                // nginx: `GET /key 206 <bytes> "<range>"`.
+                if let Some(bytes) = line.split_whitespace().nth(3).and_then(|b| b.parse::<u64>().ok()) {
+                    seen.bytes += bytes;
+                }
             }
         }
         seen
@@ -94,7 +121,7 @@ fn live_array_record_fetches_the_trailer_once_then_only_the_chunks_a_batch_touch
         assert_eq!(reader.num_records(), 20_000, "{url}");
         let open = log.take(&key);
         assert!(open.requests <= 3, "{url}: opening made {open:?}");
-        if url.starts_with("http") {
+        if logs_bytes(&url) {
             assert!(open.bytes <= 65536 + (footer_end - footer_begin) + (64 << 10), "{url}: {open:?}");
         }
         let indices: Vec<u64> = (0..10_000u64).map(|i| (i * 7919 + 13) % 20_000).collect();
@@ -105,7 +132,7 @@ fn live_array_record_fetches_the_trailer_once_then_only_the_chunks_a_batch_touch
         let touched_bytes: u64 = touched.iter().map(|&k| chunks[k as usize].1 - chunks[k as usize].0).sum();
         // Adjacent chunks are coalesced: far fewer requests than chunks.
         assert!(batch.requests >= 1 && batch.requests < touched.len() as u64 / 4, "{url}: {batch:?}");
-        if url.starts_with("http") {
+        if logs_bytes(&url) {
             let within = batch.bytes >= touched_bytes && batch.bytes as f64 <= touched_bytes as f64 * 1.05;
             assert!(within, "{url}: {batch:?} for {touched_bytes} bytes of chunks");
         }
@@ -140,7 +167,7 @@ fn live_sequential_reads_fetch_each_byte_once_in_large_requests() {
         let seen = log.take(&key);
         let size = file.len() as u64;
         assert!(seen.requests <= size.div_ceil(8 << 20) + 2, "{url}: {seen:?} for {size} bytes");
-        if url.starts_with("http") {
+        if logs_bytes(&url) {
             assert_eq!(seen.bytes, size, "{url}: each byte once");
         }
         // Seeking and searching work on objects too.
@@ -155,6 +182,7 @@ fn live_sequential_reads_fetch_each_byte_once_in_large_requests() {
 fn live_missing_objects_are_not_found_errors_naming_the_url() {
     for url in [
         format!("s3://{}/{}", env("RIEGELI_TEST_S3_BUCKET"), unique("missing")),
+        format!("az://{}/{}", env("RIEGELI_TEST_AZ_CONTAINER"), unique("missing")),
         format!("{}/{}", env("RIEGELI_TEST_HTTP_URL"), unique("missing")),
     ] {
         let error = ObjectSource::open(&url).unwrap_err();

@@ -1,13 +1,16 @@
 """Reading through URLs: `RecordReader`, `ArrayRecordReader` and `ArrayRecordDataSource` given
-`s3://BUCKET/key` (an S3-compatible server, moto) and `http://host/name` (a static server with
-range requests, nginx), compared with reading the same files locally.
+`s3://BUCKET/key` (an S3-compatible server, moto), `az://CONTAINER/key` (Azure Blob Storage's
+emulator, Azurite) and `http://host/name` (a static server with range requests, nginx),
+compared with reading the same files locally.
 
 Run by `cargo xtask objects`, which starts the servers and sets the environment:
 `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`
 (read by the readers, as object_store reads them, and by boto3 here), `RIEGELI_TEST_S3_BUCKET`
 (an existing bucket), `RIEGELI_TEST_HTTP_URL` and `RIEGELI_TEST_HTTP_ROOT` (the URL of the
-static server and the directory it serves). Skipped without `RIEGELI_TEST_S3_BUCKET`; the HTTP
-cases are skipped without `RIEGELI_TEST_HTTP_URL` and `RIEGELI_TEST_HTTP_ROOT`.
+static server and the directory it serves), `AZURE_STORAGE_USE_EMULATOR`,
+`AZURITE_BLOB_STORAGE_URL`, `RIEGELI_TEST_AZ_CONTAINER` and `RIEGELI_TEST_AZ_CONNECTION` (its
+connection string, for uploading). Skipped without `RIEGELI_TEST_S3_BUCKET`; the HTTP and
+Azure cases are skipped without their variables.
 """
 
 from __future__ import annotations
@@ -36,12 +39,23 @@ from riegeli.array_record import ArrayRecordWriter  # noqa: E402
 
 HTTP_URL = os.environ.get('RIEGELI_TEST_HTTP_URL', '').rstrip('/')
 HTTP_ROOT = os.environ.get('RIEGELI_TEST_HTTP_ROOT', '')
+# Azure Blob Storage's emulator (Azurite): the readers find it through
+# `AZURE_STORAGE_USE_EMULATOR` and `AZURITE_BLOB_STORAGE_URL`, this module uploads through
+# azure-storage-blob with the connection string.
+AZ_CONTAINER = os.environ.get('RIEGELI_TEST_AZ_CONTAINER', '')
+AZ_CONNECTION = os.environ.get('RIEGELI_TEST_AZ_CONNECTION', '')
 
 # Every object and served file of this run under a prefix of its own.
 PREFIX = f'riegeli-tests-{uuid.uuid4().hex}'
 
 REMOTES = [
     's3',
+    pytest.param(
+        'az',
+        marks=pytest.mark.skipif(
+            not (AZ_CONTAINER and AZ_CONNECTION), reason='RIEGELI_TEST_AZ_CONTAINER or RIEGELI_TEST_AZ_CONNECTION unset'
+        ),
+    ),
     pytest.param(
         'http',
         marks=pytest.mark.skipif(
@@ -82,6 +96,14 @@ class Remote:
             key = f'{PREFIX}/{name}'
             self._s3.upload_file(local, BUCKET, key)
             return f's3://{BUCKET}/{key}'
+        if self.kind == 'az':
+            from azure.storage.blob import BlobServiceClient
+
+            key = f'{PREFIX}/{name}'
+            service = BlobServiceClient.from_connection_string(AZ_CONNECTION)
+            with open(local, 'rb') as data:
+                service.get_blob_client(AZ_CONTAINER, key).upload_blob(data, overwrite=True)
+            return f'az://{AZ_CONTAINER}/{key}'
         directory = os.path.join(HTTP_ROOT, PREFIX)
         os.makedirs(directory, exist_ok=True)
         shutil.copyfile(local, os.path.join(directory, name))
@@ -90,6 +112,8 @@ class Remote:
     def missing(self, name: str) -> str:
         if self.kind == 's3':
             return f's3://{BUCKET}/{PREFIX}/no-such-dir/{name}'
+        if self.kind == 'az':
+            return f'az://{AZ_CONTAINER}/{PREFIX}/no-such-dir/{name}'
         return f'{HTTP_URL}/{PREFIX}/no-such-dir/{name}'
 
 
