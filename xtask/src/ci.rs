@@ -103,12 +103,13 @@ fn unused_dependencies(sh: &Shell) -> Result<()> {
 }
 
 /// Checks `deny.toml`'s license allow-list and bans with cargo-deny (installed if missing),
-/// offline and against the lockfile: neither check needs the advisory database.
+/// against the lockfile: neither check needs the advisory database. (Not `--frozen`: on a fresh
+/// machine the crates of other platforms, which `cargo metadata` reads, are not downloaded yet.)
 fn dependency_policy(sh: &Shell) -> Result<()> {
     // Called as `cargo-deny`, as cargo-machete above.
     if cmd!(sh, "cargo-deny --version").quiet().ignore_stdout().ignore_stderr().run().is_err() {
         cmd!(sh, "cargo install cargo-deny --version {CARGO_DENY_VERSION} --locked").run()?;
     }
-    cmd!(sh, "cargo-deny --frozen check --hide-inclusion-graph licenses bans").run()?;
+    cmd!(sh, "cargo-deny --locked check --hide-inclusion-graph licenses bans").run()?;
     Ok(())
 }
