@@ -323,13 +323,50 @@ fn check_data_hash(header: &ChunkHeader, chunk_begin: u64, computed: u64) -> Res
     Ok(())
 }
 
+/// Where the pieces of a chunk's data lie among its physical bytes: ranges of
+/// offsets from the chunk's beginning, in order, split where block headers
+/// interrupt the data; what [`DataPieces`] and [`gather_data_in_place`] walk.
+#[derive(Debug, Clone)]
+pub struct DataRanges {
+    chunk_begin: u64,
+    pos: u64,
+    left: u64,
+}
+
+impl DataRanges {
+    /// The data ranges of the chunk at `chunk_begin` with this `header`.
+    pub fn new(chunk_begin: u64, header: &ChunkHeader) -> Self {
+        match add_with_overhead(chunk_begin, CHUNK_HEADER_SIZE) {
+            Ok(pos) => DataRanges { chunk_begin, pos, left: header.data_size() },
+            // No data fits past u64::MAX.
+            Err(_) => DataRanges { chunk_begin, pos: chunk_begin, left: 0 },
+        }
+    }
+}
+
+impl Iterator for DataRanges {
+    type Item = std::ops::Range<usize>;
+
+    fn next(&mut self) -> Option<std::ops::Range<usize>> {
+        if self.left == 0 {
+            return None;
+        }
+        if is_block_boundary(self.pos) {
+            self.pos = self.pos.saturating_add(BLOCK_HEADER_SIZE);
+        }
+        let take = remaining_in_block(self.pos).min(self.left);
+        let from = to_usize(self.pos.saturating_sub(self.chunk_begin));
+        self.pos = self.pos.saturating_add(take);
+        self.left -= take;
+        Some(from..from.saturating_add(to_usize(take)))
+    }
+}
+
 /// The pieces of a chunk's data between block headers; see [`ChunkView::data_pieces`].
 #[derive(Debug, Clone)]
 pub struct DataPieces<'a> {
-    chunk_begin: u64,
     physical: &'a [u8],
-    pos: u64,
-    left: u64,
+    ranges: DataRanges,
 }
 
 impl<'a> DataPieces<'a> {
@@ -339,11 +376,7 @@ impl<'a> DataPieces<'a> {
     /// thread than the one that parsed it. If `physical` is too short, the
     /// pieces end where it does.
     pub fn new(physical: &'a [u8], chunk_begin: u64, header: &ChunkHeader) -> Self {
-        match add_with_overhead(chunk_begin, CHUNK_HEADER_SIZE) {
-            Ok(pos) => DataPieces { chunk_begin, physical, pos, left: header.data_size() },
-            // No data fits past u64::MAX.
-            Err(_) => DataPieces { chunk_begin, physical, pos: chunk_begin, left: 0 },
-        }
+        DataPieces { physical, ranges: DataRanges::new(chunk_begin, header) }
     }
 }
 
@@ -351,21 +384,30 @@ impl<'a> Iterator for DataPieces<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.left == 0 {
-            return None;
-        }
-        if is_block_boundary(self.pos) {
-            self.pos = self.pos.saturating_add(BLOCK_HEADER_SIZE);
-        }
-        let take = remaining_in_block(self.pos).min(self.left);
-        let from = to_usize(self.pos.saturating_sub(self.chunk_begin));
         // ChunkView guarantees the physical bytes cover the whole chunk;
         // `DataPieces::new`'s callers may not, and then the pieces end here.
-        let piece = self.physical.get(from..from.saturating_add(to_usize(take)))?;
-        self.pos = self.pos.saturating_add(take);
-        self.left -= take;
-        Some(piece)
+        self.physical.get(self.ranges.next()?)
     }
+}
+
+/// Turns the physical bytes of the chunk at `chunk_begin` with this `header`
+/// (as [`parse_chunk`] accepted them) into its data, in place: the pieces
+/// move to the front, over the chunk header and block headers, and the rest
+/// is cut off. Gathers a large chunk without a second buffer the size of it.
+/// If `physical` is too short, the data ends where [`DataPieces`] end.
+pub fn gather_data_in_place(physical: &mut Vec<u8>, chunk_begin: u64, header: &ChunkHeader) {
+    let mut at = 0;
+    for range in DataRanges::new(chunk_begin, header) {
+        // As with `DataPieces`, a piece cut short ends the data before it.
+        if range.end > physical.len() {
+            break;
+        }
+        let n = range.end - range.start;
+        // Pieces only move toward the front: `at` never passes `range.start`.
+        physical.copy_within(range, at);
+        at += n;
+    }
+    physical.truncate(at);
 }
 
 /// Parses the whole chunk beginning at `chunk_begin` from `input`, the file's
@@ -431,6 +473,10 @@ mod tests {
         let cut = (135_000 - begin) as usize;
         let short: Vec<&[u8]> = DataPieces::new(&out[..cut], begin, &header).collect();
         assert_eq!(lens(&short), lens(&pieces[..2]), "{:?}", lens(&pieces));
+        // In place, a short input keeps what it has of the data.
+        let mut in_place = out[..cut].to_vec();
+        gather_data_in_place(&mut in_place, begin, &header);
+        assert!(in_place == short.concat(), "in place: {} bytes", in_place.len());
         // A chunk whose data would lie past u64::MAX has no pieces.
         assert_eq!(DataPieces::new(&out, u64::MAX - 10, &header).count(), 0);
     }
@@ -447,6 +493,9 @@ mod tests {
             let mut gathered = Vec::new();
             view.copy_data_into(&mut gathered);
             assert_eq!(gathered, data, "begin {begin}");
+            let mut in_place = out.clone();
+            gather_data_in_place(&mut in_place, begin, &header);
+            assert!(in_place == data, "in place, begin {begin}");
             assert!(view.verify_data_hash().is_ok());
             assert!(view.contiguous_data().is_none());
             // One byte short is incomplete and asks for the whole chunk.

@@ -51,8 +51,8 @@ mod position;
 pub use crate::{
     block_header::BlockHeader,
     chunk::{
-        ChunkView, DataPieces, FramedChunk, InlineBytes, Piece, frame_chunk, parse_chunk, parse_chunk_header,
-        verify_data_hash,
+        ChunkView, DataPieces, DataRanges, FramedChunk, InlineBytes, Piece, frame_chunk, gather_data_in_place,
+        parse_chunk, parse_chunk_header, verify_data_hash,
     },
     chunk_header::{ChunkHeader, MAX_NUM_RECORDS},
     error::{FramingError, FramingErrorKind},

@@ -6,14 +6,14 @@ use bytes::Bytes;
 use riegeli_codec::ChunkType;
 use riegeli_framing::{
     BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, DataPieces, FramingError,
-    FramingErrorKind, add_with_overhead, find_block_header, is_possible_chunk_boundary, next_block_boundary,
-    parse_chunk, parse_chunk_header,
+    FramingErrorKind, add_with_overhead, find_block_header, gather_data_in_place, is_possible_chunk_boundary,
+    next_block_boundary, parse_chunk, parse_chunk_header,
 };
 
 use crate::error::{Corruption, Error};
 use crate::options::ChunkReadOptions;
 use crate::skipped_region::SkippedRegion;
-use crate::source::{Buffers, Source};
+use crate::source::{Buffers, OWNED_READ, Source};
 
 /// A chunk read from the file, data hash verified.
 #[derive(Debug, Clone)]
@@ -235,6 +235,9 @@ pub(crate) fn read_lazy_chunk<R: Read>(
     let end =
         header.chunk_end(begin).map_err(|e| ReadError::Damage(Damage::new(e, begin, Resume::FindFrom(begin + 1))))?;
     let len = usize::try_from(end - begin).unwrap_or(usize::MAX);
+    if len >= OWNED_READ && source.buffered().len() < len {
+        return read_large_chunk(source, options, begin, header, len);
+    }
     let have = source.fill(len)?;
     if have < len {
         let truncated = Corruption::Truncated { end: begin + have as u64 };
@@ -264,6 +267,42 @@ pub(crate) fn read_lazy_chunk<R: Read>(
     };
     let chunk = RawChunk { begin, end, header, data, damaged_block_headers, hash_verified: options.verify_hashes };
     Ok(Some(LazyChunk { chunk, framed }))
+}
+
+/// [`read_lazy_chunk`] for a chunk of [`OWNED_READ`] bytes or more, not yet
+/// buffered: read into a buffer of its own, and its data gathered there in
+/// place, so that the chunk is held once, not twice or (while a buffer
+/// grows) three times. Damage is reported as by `read_lazy_chunk`, with the
+/// source where it would be.
+fn read_large_chunk<R: Read>(
+    source: &mut Source<R>,
+    options: &ChunkReadOptions,
+    begin: u64,
+    header: ChunkHeader,
+    len: usize,
+) -> Result<Option<LazyChunk>, ReadError> {
+    let Some(mut physical) = source.take_owned(len)? else {
+        let truncated = Corruption::Truncated { end: begin + source.buffered().len() as u64 };
+        return Err(ReadError::Damage(Damage::corrupt(truncated, begin, Resume::Eof)));
+    };
+    let end = begin + len as u64;
+    let damaged_block_headers = match parse_chunk(&physical, begin) {
+        Ok(view) => view.damaged_block_headers().to_vec(),
+        Err(e) => {
+            let resume = resume_after(&e, begin, &physical);
+            source.untake(physical);
+            return Err(ReadError::Damage(Damage::new(e, begin, resume)));
+        }
+    };
+    gather_data_in_place(&mut physical, begin, &header);
+    if options.verify_hashes
+        && let Err(e) = riegeli_framing::verify_data_hash(&header, begin, &physical)
+    {
+        return Err(ReadError::Damage(Damage::new(e, begin, Resume::At(end))));
+    }
+    let data = Bytes::from(physical);
+    let chunk = RawChunk { begin, end, header, data, damaged_block_headers, hash_verified: options.verify_hashes };
+    Ok(Some(LazyChunk { chunk, framed: None }))
 }
 
 /// Moves the source past a damaged region. Returns where reading resumes, or

@@ -109,8 +109,15 @@ impl Worker for Decoding {
 /// chunk goes only if its hash is to be checked: its decoding alone only
 /// splits the data (records are slices of it), and handing that over would
 /// cost more than it saves.
+///
+/// Nor does a chunk of more than [`MAX_AHEAD_BYTES`] of data: decoding it
+/// ahead would hold its data and its records beside the records of the
+/// chunk the caller is reading, while decoded in its turn (after those
+/// records are given back) it holds at most one chunk's records and one
+/// chunk's data. So reading ahead holds at most two chunks' records and
+/// `MAX_AHEAD_BYTES` of data, whatever the chunks' size.
 fn worth_a_worker(chunk: &RawChunk, min_size: u64, check_hash: bool) -> bool {
-    if chunk.begin == 0 || chunk.header.decoded_data_size() < min_size {
+    if chunk.begin == 0 || chunk.header.decoded_data_size() < min_size || chunk.data.len() as u64 > MAX_AHEAD_BYTES {
         return false;
     }
     match ChunkType::from_byte(chunk.header.chunk_type()) {
@@ -135,7 +142,7 @@ fn holds_back(fetched: &Fetched) -> bool {
 /// Bytes read ahead (raw chunks, and what those on the workers decode to)
 /// past which no more chunks are read ahead, unless none is: a file of huge
 /// chunks holds one chunk ahead, not `parallelism + 1`.
-const MAX_AHEAD_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_AHEAD_BYTES: u64 = 64 << 20;
 
 /// What a queued chunk holds while it waits: its raw data, and its records
 /// if a worker decodes it.

@@ -13,7 +13,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
-use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
+use crate::read_ahead::{Fetched, MAX_AHEAD_BYTES, ReadAhead, skip_damage_ahead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::trailer::{Disposition, TrailerDetector};
@@ -280,10 +280,12 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    /// Gives the current records' buffers back to the decoder that made them.
+    /// Gives the current records' buffers back to the decoder that made them,
+    /// unless they hold more than [`MAX_AHEAD_BYTES`]: those are let go, so
+    /// that they are not held while the next chunk is read.
     fn recycle_records(&mut self) {
         let finished = std::mem::take(&mut self.records);
-        if finished.is_empty() {
+        if finished.is_empty() || finished.decoded_data_size() as u64 > MAX_AHEAD_BYTES {
             return;
         }
         match (self.records_from_worker, &mut self.ahead) {

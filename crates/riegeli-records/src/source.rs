@@ -26,6 +26,10 @@ const MAX_POOLED_BUFFERS: usize = 8;
 /// ...holding at most this many bytes in all.
 const MAX_POOLED_BYTES: usize = 32 << 20;
 
+/// Reads at least this long go into a buffer of their own ([`Source::take_owned`]):
+/// the pool would not keep it, and the caller can gather a chunk's data in it in place.
+pub(crate) const OWNED_READ: usize = MAX_POOLED_BYTES;
+
 /// Buffers are allocated in multiples of this (and at least this large).
 const BUFFER_GRANULE: usize = 64 << 10;
 
@@ -190,6 +194,58 @@ impl<R: Read> Source<R> {
         // Dropping the old slice may return its buffer to the pool.
         self.buf = buffer.slice(..filled);
         result
+    }
+
+    /// Takes the next `len` bytes as a vector of the caller's own, reading
+    /// those not buffered straight into it: one allocation that grows in
+    /// place as the data arrives (by the steps of [`fill`](Self::fill): a
+    /// length that is merely claimed allocates at most twice what was read),
+    /// instead of `fill`'s copies into ever larger buffers. For a chunk of
+    /// [`OWNED_READ`] bytes or more, whose data the caller then gathers in
+    /// place. `None` if the input ends first: the bytes read stay buffered, as
+    /// after `fill`, and so they do if reading fails.
+    pub(crate) fn take_owned(&mut self, len: usize) -> io::Result<Option<Vec<u8>>> {
+        let have = self.buf.len().min(len);
+        let mut out = Vec::with_capacity(have.max(MIN_READ).min(len));
+        out.extend_from_slice(&self.buf[..have]);
+        self.buf.advance(have);
+        let mut result = Ok(());
+        while out.len() < len && !self.eof && result.is_ok() {
+            let filled = out.len();
+            let want = len.min(filled.saturating_mul(2).max(FILL_STEP));
+            out.reserve_exact(want - filled);
+            out.resize(want, 0);
+            let mut at = filled;
+            while at < want {
+                match self.inner.read(&mut out[at..want]) {
+                    Ok(0) => {
+                        self.eof = true;
+                        break;
+                    }
+                    Ok(n) => at += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            out.truncate(at);
+        }
+        if out.len() == len && result.is_ok() {
+            self.pos += len as u64;
+            return Ok(Some(out));
+        }
+        // Fewer than `len` were buffered, so nothing else is: what was read is all there is.
+        self.buf = Bytes::from(out);
+        result.map(|()| None)
+    }
+
+    /// Puts `bytes`, just taken by [`take_owned`](Self::take_owned), back in
+    /// front of the buffered bytes, as if they had not been taken.
+    pub(crate) fn untake(&mut self, bytes: Vec<u8>) {
+        self.pos -= bytes.len() as u64;
+        self.buf = if self.buf.is_empty() { Bytes::from(bytes) } else { [&bytes[..], &self.buf[..]].concat().into() };
     }
 
     /// Drops the first `n` buffered bytes.
@@ -377,6 +433,51 @@ mod tests {
         assert_eq!(long.fill(9 << 20).unwrap(), 9 << 20);
         assert_eq!(long.buffered(), &file[..9 << 20]);
         assert_eq!(long.fill(20 << 20).unwrap(), 10 << 20);
+    }
+
+    #[test]
+    fn take_owned_reads_exactly_the_length_and_a_short_input_stays_buffered() {
+        let file = data(9 << 20);
+        let mut source = Source::new(Trickle { data: &file, step: 100_003, interrupt: false }, 0);
+        assert_eq!(source.fill(10).unwrap(), MIN_READ);
+        source.consume(3);
+        let taken = source.take_owned(5 << 20).unwrap().unwrap();
+        assert!(taken == file[3..3 + (5 << 20)], "{} bytes taken", taken.len());
+        assert_eq!(source.pos(), 3 + (5 << 20));
+        // Nothing past the length was read: the rest follows.
+        assert_eq!(source.fill(10).unwrap(), MIN_READ);
+        assert_eq!(source.buffered()[..10], file[3 + (5 << 20)..][..10]);
+        // Asked for more than there is: `None`, and what there is stays buffered.
+        let at = source.pos();
+        assert!(source.take_owned(1 << 30).unwrap().is_none());
+        assert_eq!(source.pos(), at);
+        assert!(source.buffered() == &file[at as usize..], "{} buffered", source.buffered().len());
+        // Taken and put back: as if never taken.
+        let rest = source.take_owned(1 << 20).unwrap().unwrap();
+        source.untake(rest);
+        assert_eq!(source.pos(), at);
+        assert!(source.buffered() == &file[at as usize..]);
+    }
+
+    #[test]
+    fn take_owned_keeps_what_it_read_before_an_error() {
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("disk on fire"));
+                }
+                let n = out.len().min(self.0.len()).min(1 << 20);
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let file = data(6 << 20);
+        let mut source = Source::new(Failing(&file), 0);
+        assert_eq!(source.take_owned(8 << 20).unwrap_err().to_string(), "disk on fire");
+        assert_eq!(source.pos(), 0);
+        assert!(source.buffered() == &file[..]);
     }
 
     #[test]

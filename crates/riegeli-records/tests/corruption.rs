@@ -163,3 +163,103 @@ fn hostile_sizes_hit_limits_not_memory() {
     assert!(matches!(err.corruption(), Some(Corruption::LimitExceeded { .. })), "{err}");
     assert_eq!(err.position(), Some(64));
 }
+
+/// Records of about 39 MiB between small ones: the large ones make chunks
+/// of their own, read into buffers of their own and gathered in place (the
+/// reader's path for chunks of 32 MiB and more). The content repeats every
+/// 65,521 bytes, out of step with blocks, so a block header left in the data
+/// or a piece out of place shows.
+fn large_chunk_file() -> (Vec<Vec<u8>>, Vec<u8>) {
+    let piece: Vec<u8> = (0..65_521u32).map(|i| (i % 251) as u8).collect();
+    let mut records = sample_records(30, 5);
+    for (k, at) in [10, 11, 25].into_iter().enumerate() {
+        let mut large = piece.repeat(600 + k);
+        large[0] = k as u8;
+        records.insert(at, large);
+    }
+    let file = write_file(&records, "uncompressed,chunk_size:1M");
+    let large = layout(&file).iter().filter(|c| c.end - c.begin >= 32 << 20).count();
+    assert_eq!(large, 3, "one chunk per large record");
+    (records, file)
+}
+
+/// `got == want`, without printing 39 MiB records when it fails.
+fn same_records(got: &[Vec<u8>], want: &[Vec<u8>]) -> bool {
+    got.len() == want.len() && got.iter().zip(want).all(|(a, b)| a == b)
+}
+
+fn sizes(records: &[Vec<u8>]) -> Vec<usize> {
+    records.iter().map(Vec::len).collect()
+}
+
+#[test]
+fn large_chunks_read_whole_serially_and_ahead() {
+    let (records, file) = large_chunk_file();
+    for parallelism in [0, 1, 2] {
+        let options = riegeli_records::RecordReaderOptions { parallelism, ..Default::default() };
+        let mut reader = RecordReader::with_options(Cursor::new(&file), options);
+        let got = crate::common::read_all(&mut reader);
+        assert!(same_records(&got, &records), "parallelism {parallelism}: {:?}", sizes(&got));
+    }
+}
+
+#[test]
+fn damage_to_a_large_chunk_loses_exactly_that_chunk() {
+    let (records, file) = large_chunk_file();
+    let chunks = layout(&file);
+    let large: Vec<ChunkInfo> = chunks.iter().copied().filter(|c| c.end - c.begin >= 32 << 20).collect();
+    // Its data hash fails: the chunk is skipped, and the error names it.
+    let victim = large[1];
+    let mut damaged = file.clone();
+    damaged[victim.data_end as usize - 1] ^= 0x55;
+    let (got, regions) = read_recovering(&damaged);
+    let want = expected(&records, &chunks, |c| c.begin != victim.begin);
+    assert!(same_records(&got, &want), "{:?}", sizes(&got));
+    assert_eq!(regions.iter().map(|r| (r.begin(), r.end())).collect::<Vec<_>>(), [(victim.begin, victim.end)]);
+    let mut reader = RecordReader::new(Cursor::new(&damaged));
+    let err = std::iter::from_fn(|| Some(reader.read_record().map(|r| r.is_some())))
+        .find_map(|r| r.err())
+        .expect("damage detected");
+    assert!(err.is_corruption());
+    assert_eq!(err.position(), Some(victim.begin));
+
+    // A block header inside it points elsewhere (with a valid hash, to 64 bytes
+    // into the chunk): the chunk is skipped (first to where the block header
+    // points, then from there to its end), and the records around it are kept.
+    let victim = large[0];
+    let mut damaged = file.clone();
+    let block = (victim.begin / 65536 + 3) * 65536;
+    let forged =
+        riegeli_framing::BlockHeader { previous_chunk: block - victim.begin - 64, next_chunk: victim.end - block }
+            .encode();
+    damaged[block as usize..block as usize + forged.len()].copy_from_slice(&forged);
+    let (got, regions) = read_recovering(&damaged);
+    let want = expected(&records, &chunks, |c| c.begin != victim.begin);
+    assert!(same_records(&got, &want), "{:?}", sizes(&got));
+    let regions: Vec<(u64, u64)> = regions.iter().map(|r| (r.begin(), r.end())).collect();
+    assert_eq!(regions, [(victim.begin, victim.begin + 64), (victim.begin + 64, victim.end)]);
+}
+
+#[test]
+fn a_file_cut_inside_a_large_chunk_ends_with_the_records_before_it() {
+    let (records, file) = large_chunk_file();
+    let chunks = layout(&file);
+    let victim = *chunks.iter().rev().find(|c| c.end - c.begin >= 32 << 20).unwrap();
+    let cut = &file[..(victim.begin + (victim.end - victim.begin) / 2) as usize];
+    let want = expected(&records, &chunks, |c| c.end <= victim.begin);
+    let mut reader = RecordReader::new(Cursor::new(cut));
+    let mut got = Vec::new();
+    let err = loop {
+        match reader.read_record() {
+            Ok(Some(record)) => got.push(record.to_vec()),
+            Ok(None) => panic!("the cut went unnoticed"),
+            Err(e) => break e,
+        }
+    };
+    assert!(same_records(&got, &want), "{:?}", sizes(&got));
+    assert!(err.is_corruption(), "{err}");
+    assert_eq!(err.position(), Some(victim.begin));
+    let (got, regions) = read_recovering(cut);
+    assert!(same_records(&got, &want), "{:?}", sizes(&got));
+    assert_eq!(regions.iter().map(|r| (r.begin(), r.end())).collect::<Vec<_>>(), [(victim.begin, cut.len() as u64)]);
+}

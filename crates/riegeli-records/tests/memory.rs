@@ -40,7 +40,7 @@ use riegeli_codec::{
 use riegeli_framing::{ChunkHeader, distance_without_overhead, frame_chunk, parse_chunk};
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, Error, RecordReader,
-    RecordReaderOptions, find_array_record_trailer,
+    RecordReaderOptions, RecordWriter, find_array_record_trailer,
 };
 
 /// The most any read of a hostile file may allocate at its peak.
@@ -1010,5 +1010,64 @@ fn hostile_input_stays_under_the_memory_bound() {
     for (peak, name, limits) in peaks.iter().take(8) {
         note!("  {:>8} KiB  {name} ({limits:?} limits)", peak >> 10);
     }
+    failures.extend(large_chunks_hold_at_most_two_chunks());
     assert!(failures.is_empty(), "{} failure(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Honest chunks far larger than the hostile ones: three of 72 MiB records
+/// whose zstd data is as large (random bytes), over the 64 MiB that reading
+/// ahead holds beyond the chunk being read. Read serially and reading ahead
+/// on one or two threads, the peak stays within two chunks' records and
+/// 64 MiB: nothing is held twice (as read and as gathered from between
+/// block headers, or while a buffer grows), and the next chunk is not
+/// decoded beside the current one.
+fn large_chunks_hold_at_most_two_chunks() -> Vec<String> {
+    const RECORD: usize = 72 << 20;
+    let record = |seed: u64| -> Vec<u8> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut out = Vec::with_capacity(RECORD);
+        while out.len() < RECORD {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            out.extend_from_slice(&state.to_le_bytes());
+        }
+        out
+    };
+    // A sample of the bytes (this binary is not optimized): the records' content is
+    // checked in full by the tests of large chunks in `tests/large_chunks.rs`.
+    let fingerprint = |bytes: &[u8]| -> u64 {
+        bytes.iter().step_by(4099).fold(bytes.len() as u64, |h, &b| h.rotate_left(5) ^ u64::from(b))
+    };
+    let mut writer = RecordWriter::new(Vec::new(), "zstd:1,chunk_size:64M".parse().expect("options")).expect("writer");
+    let mut want = Vec::new();
+    for seed in 0..3 {
+        let record = record(seed);
+        want.push(fingerprint(&record));
+        writer.write_record(&record).expect("write");
+    }
+    let file = writer.close().expect("close");
+    let bound = 2 * RECORD + (64 << 20);
+    let mut failures = Vec::new();
+    for parallelism in [0, 1, 2] {
+        let options = RecordReaderOptions { parallelism, ..Default::default() };
+        let (got, peak) = measure(|| {
+            let mut reader = RecordReader::with_options(Cursor::new(&file[..]), options);
+            let mut got = Vec::new();
+            while let Some(record) = reader.read_record()? {
+                got.push(fingerprint(&record));
+            }
+            Ok::<_, Error>(got)
+        });
+        note!("{} MiB chunks, parallelism {parallelism}: peak {} MiB", RECORD >> 20, peak >> 20);
+        match got {
+            Ok(got) if got == want => {}
+            Ok(_) => failures.push(format!("large chunks, parallelism {parallelism}: other records")),
+            Err(e) => failures.push(format!("large chunks, parallelism {parallelism}: {e}")),
+        }
+        if peak > bound {
+            failures.push(format!("large chunks, parallelism {parallelism}: peak {peak} bytes, over {bound}"));
+        }
+    }
+    failures
 }
