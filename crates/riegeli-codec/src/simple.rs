@@ -193,22 +193,59 @@ impl SimpleChunkEncoder {
         Ok(offset)
     }
 
-    fn encode_impl(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        out.push(self.compression_type.to_byte());
-        let records = self.values.get(self.gap..).unwrap_or_default();
-        if self.compression_type == CompressionType::None {
-            out.reserve(varint::MAX_VARINT64_LEN + self.sizes.len() + records.len());
-            varint::encode_u64(self.sizes.len() as u64, out);
-            out.extend_from_slice(&self.sizes);
-            out.extend_from_slice(records);
-            return Ok(());
+    /// Appends the data of a simple chunk holding `record` alone to `out`,
+    /// as [`add_record`](Self::add_record) then [`encode`](Self::encode)
+    /// would (the same bytes), without copying the record into the encoder:
+    /// for a record as large as a chunk, which is then held once. Records
+    /// added and not encoded stay for the next `encode`. On error `out` is
+    /// left as it was.
+    pub fn encode_single(&mut self, record: &[u8], out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let mut size = [0u8; varint::MAX_VARINT64_LEN];
+        let size_len = varint::encode_u64_to_array(record.len() as u64, &mut size);
+        let start = out.len();
+        let result = encode_data(
+            self.compression_type,
+            &mut self.compressor,
+            &mut self.scratch,
+            size.get(..size_len).unwrap_or_default(),
+            record,
+            out,
+        );
+        if result.is_err() {
+            out.truncate(start);
         }
-        self.scratch.clear();
-        self.compressor.compress(&self.sizes, &mut self.scratch)?;
-        varint::encode_u64(self.scratch.len() as u64, out);
-        out.extend_from_slice(&self.scratch);
-        self.compressor.compress(records, out)
+        result
     }
+
+    fn encode_impl(&mut self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        let records = self.values.get(self.gap..).unwrap_or_default();
+        encode_data(self.compression_type, &mut self.compressor, &mut self.scratch, &self.sizes, records, out)
+    }
+}
+
+/// Appends simple chunk data to `out`: the compression type, the (compressed)
+/// `sizes` with their length, and the (compressed) `records`.
+fn encode_data(
+    compression_type: CompressionType,
+    compressor: &mut Compressor,
+    scratch: &mut Vec<u8>,
+    sizes: &[u8],
+    records: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    out.push(compression_type.to_byte());
+    if compression_type == CompressionType::None {
+        out.reserve(varint::MAX_VARINT64_LEN + sizes.len() + records.len());
+        varint::encode_u64(sizes.len() as u64, out);
+        out.extend_from_slice(sizes);
+        out.extend_from_slice(records);
+        return Ok(());
+    }
+    scratch.clear();
+    compressor.compress(sizes, scratch)?;
+    varint::encode_u64(scratch.len() as u64, out);
+    out.extend_from_slice(scratch);
+    compressor.compress(records, out)
 }
 
 /// Decodes the data of simple chunks into [`DecodedRecords`].

@@ -616,3 +616,22 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[test]
+fn a_single_record_encodes_to_the_bytes_of_add_record_and_encode() {
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i % 97) as u8).collect();
+    for options in options_of_every_codec() {
+        for record in [&b""[..], b"one record", &big] {
+            let (want, _, _) = encode(options, &[record]);
+            let mut encoder = SimpleChunkEncoder::new(options);
+            // Records held are neither encoded nor disturbed.
+            encoder.add_record(b"held");
+            let mut got = b"before".to_vec();
+            encoder.encode_single(record, &mut got).unwrap();
+            assert!(got[..6] == *b"before" && got[6..] == want, "{options:?}, {} bytes", record.len());
+            let mut rest = Vec::new();
+            encoder.encode(&mut rest).unwrap();
+            assert_eq!(rest, encode(options, &[b"held"]).0, "{options:?}");
+        }
+    }
+}

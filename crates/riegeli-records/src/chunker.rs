@@ -263,6 +263,9 @@ pub(crate) struct Chunker<W: Write, L> {
     /// chunker encoded and wrote: their ratio estimates the open chunk's size.
     written_decoded: u64,
     written_encoded: u64,
+    /// Chunks written by [`write_single`](Self::write_single) (tests).
+    #[cfg(test)]
+    pub(crate) single_chunks: u64,
 }
 
 impl<W: Write, L: Layout> Chunker<W, L> {
@@ -308,6 +311,8 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             in_flight_budget: MAX_IN_FLIGHT_BYTES,
             written_decoded: 0,
             written_encoded: 0,
+            #[cfg(test)]
+            single_chunks: 0,
         }
     }
 
@@ -454,6 +459,42 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             decoded.saturating_add(num_records).saturating_add(2)
         };
         chunk_end(pos, data_size, num_records).unwrap_or(u64::MAX)
+    }
+
+    /// Whether a record of `len` bytes is better written as a chunk of its
+    /// own by [`write_single`](Self::write_single): one of simple chunks,
+    /// larger than a quarter of the in-flight budget (64 MiB).
+    pub(crate) fn writes_alone(&self, len: u64) -> bool {
+        !self.config.transpose && len > self.in_flight_budget / 4
+    }
+
+    /// Writes a chunk of `record` alone, after every chunk closed before it
+    /// (the open chunk must have no records), encoded on the calling thread
+    /// straight from `record` (the bytes of `add_record` and `close_chunk`):
+    /// a record of hundreds of MiB is then held once, by the caller, rather
+    /// than copied into an encoder and held twice while it is encoded and the
+    /// caller goes on. Returns the chunk's sequence number.
+    pub(crate) fn write_single(&mut self, record: &[u8]) -> Result<u64> {
+        self.finish_data()?;
+        let seq = self.open_seq;
+        self.open_seq += 1;
+        let mut data = self.take_spare_data();
+        data.clear();
+        let ChunkEncoder::Now(Immediate::Simple(encoder)) = &mut self.encoder else {
+            return Err(Error::internal("a chunk of one record needs a simple chunk encoder"));
+        };
+        let encoded = match encoder.encode_single(record, &mut data) {
+            Ok(()) => ChunkHeader::for_data(ChunkType::Simple.to_byte(), &data, 1, record.len() as u64)
+                .map(|header| EncodedChunk { header, data, offset: 0 })
+                .map_err(EncodeError::Framing),
+            Err(e) => Err(EncodeError::Codec(e)),
+        };
+        self.write_encoded(seq, encoded)?;
+        #[cfg(test)]
+        {
+            self.single_chunks += 1;
+        }
+        Ok(seq)
     }
 
     /// Writes an already encoded data chunk (e.g. copied from another file)

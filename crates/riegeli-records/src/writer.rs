@@ -145,6 +145,14 @@ impl<W: Write> RecordWriter<W> {
     /// Writes one record.
     pub fn write_record(&mut self, record: &[u8]) -> Result<()> {
         let added = (record.len() as u64).saturating_add(8);
+        if added.saturating_add(8) > self.desired_chunk_size && self.chunker.writes_alone(record.len() as u64) {
+            // A huge record filling a chunk alone (as below): encoded straight
+            // from `record`, so that it is not held twice.
+            self.close_chunk()?;
+            let seq = self.chunker.write_single(record)?;
+            self.last_record = Some((seq, 0));
+            return Ok(());
+        }
         if self.chunk_size_so_far > 0 && self.chunk_size_so_far.saturating_add(added) > self.desired_chunk_size {
             self.close_chunk()?;
         }
@@ -342,6 +350,31 @@ mod tests {
             assert_eq!(writer.chunker.pending_chunks(), 0, "a chunk over the budget is written at once");
         }
         assert_eq!(writer.close().unwrap(), serial.close().unwrap(), "the same bytes as serially");
+    }
+
+    #[test]
+    fn records_written_alone_give_the_bytes_and_positions_of_the_encoder() {
+        // Records over a quarter of a 1 MiB budget are written alone; mixed with small ones.
+        let records: Vec<Vec<u8>> =
+            (0..20u8).map(|i| vec![i; if i % 3 == 0 { 300_000 + usize::from(i) } else { 1000 }]).collect();
+        let options =
+            ["uncompressed,chunk_size:64k", "zstd:1,chunk_size:64k", "snappy,parallelism:1", "brotli:1,parallelism:2"];
+        for options in options {
+            let mut plain = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+            let mut alone = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
+            alone.chunker.set_in_flight_budget(1 << 20);
+            let chunk_size = plain.desired_chunk_size;
+            for record in &records {
+                plain.write_record(record).unwrap();
+                alone.write_record(record).unwrap();
+                assert_eq!(alone.last_pos().unwrap(), plain.last_pos().unwrap(), "{options}");
+            }
+            let singles = alone.chunker.single_chunks;
+            // Those that fill a chunk alone: all the large ones unless chunks are larger.
+            let large = records.iter().filter(|r| r.len() >= 300_000 && r.len() as u64 + 16 > chunk_size).count();
+            assert_eq!(singles, large as u64, "{options}");
+            assert_eq!(alone.close().unwrap(), plain.close().unwrap(), "{options}: the same bytes");
+        }
     }
 
     fn write(records: &[Vec<u8>], options: &str, all_here: bool) -> Vec<u8> {
