@@ -173,27 +173,33 @@ impl<R: Read> Source<R> {
         let old = self.buf.len();
         let mut buffer = self.pool.get(want);
         buffer[..old].copy_from_slice(&self.buf);
-        let mut filled = old;
-        let mut result = Ok(());
-        while filled < target {
-            let Some(space) = buffer.get_mut(filled..want) else { break };
-            match self.inner.read(space) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
+        let space = buffer.get_mut(old..want).unwrap_or_default();
+        let (n, result) = self.read_into(space, target.saturating_sub(old));
+        let filled = old + n;
         let buffer = Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.pool) });
         // Dropping the old slice may return its buffer to the pool.
         self.buf = buffer.slice(..filled);
         result
+    }
+
+    /// Reads into `space` until at least `target` bytes (at most all of
+    /// `space`) are read, the input ends (then `eof` is set) or reading
+    /// fails; retries `Interrupted`. Returns the bytes read and how it ended.
+    fn read_into(&mut self, space: &mut [u8], target: usize) -> (usize, io::Result<()>) {
+        let mut n = 0;
+        while n < target {
+            let Some(rest) = space.get_mut(n..) else { break };
+            match self.inner.read(rest) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(read) => n += read,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (n, Err(e)),
+            }
+        }
+        (n, Ok(()))
     }
 
     /// Takes the next `len` bytes as a vector of the caller's own, reading
@@ -215,22 +221,10 @@ impl<R: Read> Source<R> {
             let want = len.min(filled.saturating_mul(2).max(FILL_STEP));
             out.reserve_exact(want - filled);
             out.resize(want, 0);
-            let mut at = filled;
-            while at < want {
-                match self.inner.read(&mut out[at..want]) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(n) => at += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                }
-            }
-            out.truncate(at);
+            let space = out.get_mut(filled..want).unwrap_or_default();
+            let (n, read) = self.read_into(space, want - filled);
+            result = read;
+            out.truncate(filled + n);
         }
         if out.len() == len && result.is_ok() {
             self.pos += len as u64;
