@@ -122,18 +122,83 @@ struct Submitted {
 /// file order, whether reading or decoding failed.
 pub(crate) fn run(
     pool: &mut BatchPool,
-    mut read: impl FnMut(usize) -> Result<TaskChunk>,
+    read: impl FnMut(usize) -> Result<TaskChunk>,
     chunks: &[ChunkEntry],
     ks: &[usize],
     needed: &[u64],
     window: u64,
     sink: &mut dyn FnMut(usize, DecodedRecords),
 ) -> Result<()> {
-    let threads = pool.threads() as u64 + 1;
-    let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
-    let task_bytes = (estimate / (threads * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
     let mut batch = Batch { pool, sink, submitted: VecDeque::new(), in_flight: 0 };
-    let result = (|| {
+    let result = batch.submit_all(read, chunks, ks, needed, Some(window)).and_then(|()| batch.finish());
+    if result.is_err() {
+        // Nobody wants the rest of this batch.
+        batch.pool.abandon();
+    }
+    result
+}
+
+/// A batch handed to the threads in full, to be collected later by
+/// [`finish`]: a read-ahead that the threads decode while the caller does
+/// something else. Nothing else may use the pool until it is finished or
+/// abandoned ([`BatchPool::abandon`]).
+pub(crate) struct Started {
+    submitted: VecDeque<Submitted>,
+}
+
+/// Submits the tasks of chunks `ks`, as [`run`] would, without waiting for
+/// any: `read` should leave the chunks to be read where they are decoded
+/// ([`TaskChunk::At`]). If `read` fails, nothing stays submitted.
+pub(crate) fn start(
+    pool: &mut BatchPool,
+    read: impl FnMut(usize) -> Result<TaskChunk>,
+    chunks: &[ChunkEntry],
+    ks: &[usize],
+    needed: &[u64],
+) -> Result<Started> {
+    let mut batch = Batch { pool, sink: &mut |_, _| {}, submitted: VecDeque::new(), in_flight: 0 };
+    match batch.submit_all(read, chunks, ks, needed, None) {
+        Ok(()) => Ok(Started { submitted: batch.submitted }),
+        Err(e) => {
+            batch.pool.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// Waits for a batch [`start`] submitted and hands each chunk's records to
+/// `sink`, as [`run`] does.
+pub(crate) fn finish(
+    pool: &mut BatchPool,
+    started: Started,
+    sink: &mut dyn FnMut(usize, DecodedRecords),
+) -> Result<()> {
+    let mut batch = Batch { pool, sink, submitted: started.submitted, in_flight: 0 };
+    let result = batch.finish();
+    if result.is_err() {
+        batch.pool.abandon();
+    }
+    result
+}
+
+impl Batch<'_> {
+    /// Reads and submits the chunks of `ks` in tasks; with a `window`, reads
+    /// at most that many raw bytes ahead of what `sink` got (handing out what
+    /// is done, and decoding here when the threads lag behind); without one,
+    /// submits everything at once. A read error comes after the errors of
+    /// the chunks before it (then those are waited for), except without a window.
+    fn submit_all(
+        &mut self,
+        mut read: impl FnMut(usize) -> Result<TaskChunk>,
+        chunks: &[ChunkEntry],
+        ks: &[usize],
+        needed: &[u64],
+        window: Option<u64>,
+    ) -> Result<()> {
+        let threads = self.pool.threads() as u64 + 1;
+        let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
+        let task_bytes = (estimate / (threads * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
+        let batch = self;
         let mut task = Vec::new();
         let mut task_first = 0;
         let mut task_bytes_so_far = 0u64;
@@ -142,8 +207,10 @@ pub(crate) fn run(
                 Ok(chunk) => chunk,
                 Err(e) => {
                     // Errors of earlier chunks come first, as when reading serially.
-                    batch.submit(task_first, std::mem::take(&mut task));
-                    batch.finish()?;
+                    if window.is_some() {
+                        batch.submit(task_first, std::mem::take(&mut task));
+                        batch.finish()?;
+                    }
                     return Err(e);
                 }
             };
@@ -155,6 +222,7 @@ pub(crate) fn run(
             if task_bytes_so_far >= task_bytes {
                 batch.submit(task_first, std::mem::take(&mut task));
                 task_bytes_so_far = 0;
+                let Some(window) = window else { continue };
                 // Read ahead only a little: decode here too when the threads lag behind.
                 while batch.pool.queued() > 2 * batch.pool.threads() || batch.in_flight > window {
                     batch.pool.step();
@@ -164,13 +232,8 @@ pub(crate) fn run(
             }
         }
         batch.submit(task_first, task);
-        batch.finish()
-    })();
-    if result.is_err() {
-        // Nobody wants the rest of this batch.
-        batch.pool.abandon();
+        Ok(())
     }
-    result
 }
 
 struct Batch<'a> {

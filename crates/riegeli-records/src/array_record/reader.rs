@@ -9,7 +9,7 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use super::batch::{BatchPool, MIN_TASK_BYTES, TaskChunk, start_pool};
+use super::batch::{BatchPool, MIN_TASK_BYTES, Started, TaskChunk, start_pool};
 use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
 use super::positional::{ReadAt, SharedFile};
@@ -155,7 +155,21 @@ pub struct ArrayRecordReader<R> {
     cached: Option<(usize, DecodedRecords)>,
     parallel: Parallel,
     sequential: Sequential,
+    /// The records [`read_next`](Self::read_next) asks for next, being
+    /// decoded on the pool's threads meanwhile.
+    ahead: Option<Ahead>,
+    /// Read-aheads of `read_next` collected (tests).
+    #[cfg(test)]
+    aheads_taken: u64,
     prefetch: Option<PrefetchHook>,
+}
+
+/// A read-ahead of [`ArrayRecordReader::read_next`]: a range of records
+/// whose chunks were handed to the pool.
+struct Ahead {
+    range: Range<u64>,
+    ks: Vec<usize>,
+    started: Started,
 }
 
 /// The state of the parallel reads.
@@ -211,6 +225,9 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             cached: None,
             parallel: Parallel::default(),
             sequential: Sequential::default(),
+            ahead: None,
+            #[cfg(test)]
+            aheads_taken: 0,
             prefetch: None,
             options,
         };
@@ -423,6 +440,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.cached = None;
         self.sequential.clear();
         // The workers decode with the old projection: start new ones when needed.
+        self.ahead = None;
         self.parallel.pool = None;
     }
 
@@ -557,6 +575,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
         self.parallel.file = Some(shared);
         // Workers read through the source they were started with.
+        self.ahead = None;
         self.parallel.pool = None;
     }
 
@@ -589,7 +608,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// threads, in batches that grow up to
     /// [`readahead_buffer_size`](ArrayRecordReaderOptions::readahead_buffer_size)
     /// bytes of records; a jump starts over from one record, and
-    /// `readahead_buffer_size` 0 reads one record at a time.
+    /// `readahead_buffer_size` 0 reads one record at a time. When the
+    /// threads read their chunks themselves (a reader opened with
+    /// [`from_file`](ArrayRecordReader::from_file), or on an object), the
+    /// next batch is decoded on them while the caller consumes this one.
     ///
     /// ```
     /// # use std::io::Cursor;
@@ -608,15 +630,104 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     pub fn read_next(&mut self) -> Result<Option<Bytes>> {
         let mut sequential = std::mem::take(&mut self.sequential);
         let (num_records, readahead) = (self.num_records, self.options.readahead_buffer_size);
+        let mut fetched = false;
         let next = sequential.next(num_records, readahead, |range| {
+            fetched = true;
             if range.end - range.start == 1 {
-                Ok(vec![self.read(range.start)?])
-            } else {
-                self.read_range_parallel(range)
+                return Ok(vec![self.read(range.start)?]);
             }
+            if let Some(records) = self.take_ahead(&range) {
+                return records;
+            }
+            self.read_range_parallel(range)
         });
+        if fetched
+            && next.is_ok()
+            && let Some(range) = sequential.upcoming(num_records, readahead)
+        {
+            self.start_ahead(range);
+        }
         self.sequential = sequential;
         next
+    }
+
+    /// Hands the chunks of `range` to the pool's threads, to be collected by
+    /// [`take_ahead`](Self::take_ahead) when `read_next` gets there: only
+    /// when the threads read their chunks themselves (a file, an object), so
+    /// that the caller goes on at once, and the range is worth a parallel batch.
+    fn start_ahead(&mut self, range: Range<u64>) {
+        self.cancel_ahead();
+        let threads = self.options.effective_parallelism();
+        if self.parallel.file.is_none() || threads <= 1 {
+            return;
+        }
+        let Ok((ks, needed)) = self.range_plan(&range) else { return };
+        if ks.len() <= 1 || estimated_decoded_size(&self.chunks, &ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
+            return;
+        }
+        let Parallel { pool, file } = &mut self.parallel;
+        let (projection, options, chunks) = (&self.projection, &self.options, &self.chunks);
+        let pool = pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file.as_ref()));
+        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), chunks, &ks, options.readahead_buffer_size);
+        let mut next = 0;
+        let read = |k: usize| {
+            prefetcher.before(next);
+            next += 1;
+            chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
+        };
+        if let Ok(started) = super::batch::start(pool, read, chunks, &ks, &needed) {
+            self.ahead = Some(Ahead { range, ks, started });
+        }
+    }
+
+    /// The records of `range` if [`start_ahead`](Self::start_ahead) started
+    /// exactly that range (waiting for its chunks, and decoding queued ones
+    /// here meanwhile); `None` otherwise (a read-ahead of another range is
+    /// dropped).
+    fn take_ahead(&mut self, range: &Range<u64>) -> Option<Result<Vec<Bytes>>> {
+        let ahead = self.ahead.take()?;
+        let pool = self.parallel.pool.as_mut()?;
+        if ahead.range != *range {
+            pool.abandon();
+            return None;
+        }
+        #[cfg(test)]
+        {
+            self.aheads_taken += 1;
+        }
+        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
+        let chunks = &self.chunks;
+        let result = super::batch::finish(pool, ahead.started, &mut |i, records| {
+            if let Some(entry) = ahead.ks.get(i).and_then(|&k| chunks.get(k)) {
+                let (from, to) = span_in(entry, range);
+                out.extend((from..to).filter_map(|j| records.get(j)));
+            }
+        });
+        Some(result.map(|()| out))
+    }
+
+    /// Forgets the read-ahead of `read_next`, if any, before the pool does
+    /// anything else: its tasks are abandoned.
+    fn cancel_ahead(&mut self) {
+        if self.ahead.take().is_some()
+            && let Some(pool) = &mut self.parallel.pool
+        {
+            pool.abandon();
+        }
+    }
+
+    /// The chunks holding the records of `range` (not empty), and how many
+    /// of each one's first records are needed: of the last, only those up
+    /// to the range's end.
+    fn range_plan(&self, range: &Range<u64>) -> Result<(Vec<usize>, Vec<u64>)> {
+        let (first, _) = self.locate(range.start)?;
+        let (last, _) = self.locate(range.end - 1)?;
+        let ks: Vec<usize> = (first..=last).collect();
+        let needed: Vec<u64> = ks
+            .iter()
+            .map(|&k| self.chunks.get(k).map_or(u64::MAX, |entry| range.end.saturating_sub(entry.first_record)))
+            .collect();
+        Ok((ks, needed))
     }
 
     /// [`read_next`](Self::read_next) if that record is decoded already: no
@@ -657,22 +768,15 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         parallel: bool,
         each: &mut dyn FnMut(&DecodedRecords, usize, usize),
     ) -> Result<()> {
+        self.cancel_ahead();
         if range.start >= range.end {
             return Ok(());
         }
-        let (first, _) = self.locate(range.start)?;
-        let (last, _) = self.locate(range.end - 1)?;
-        let ks: Vec<usize> = (first..=last).collect();
-        // Of the last chunk, only the records up to the range's end.
-        let needed: Vec<u64> = ks
-            .iter()
-            .map(|&k| self.chunks.get(k).map_or(u64::MAX, |entry| range.end.saturating_sub(entry.first_record)))
-            .collect();
+        let (ks, needed) = self.range_plan(&range)?;
         let chunks = &self.chunks;
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
-            let from = range.start.saturating_sub(entry.first_record) as usize;
-            let to = (range.end - entry.first_record).min(entry.num_records) as usize;
+            let (from, to) = span_in(entry, &range);
             each(&records, from, to);
         };
         Self::decode_chunks(
@@ -740,6 +844,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// chunk's records to `each` with the (position in `indices`, index in
     /// the chunk) of those asked for.
     fn indices_each(&mut self, indices: &[u64], parallel: bool, each: &mut ChunkRun<'_>) -> Result<()> {
+        self.cancel_ahead();
         let mut located = Vec::with_capacity(indices.len());
         for &index in indices {
             let (k, j) = self.locate(index)?;
@@ -853,6 +958,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     }
 }
 
+/// The indices within the chunk of `entry` of its records in `range`.
+fn span_in(entry: &ChunkEntry, range: &Range<u64>) -> (usize, usize) {
+    let from = range.start.saturating_sub(entry.first_record) as usize;
+    let to = range.end.saturating_sub(entry.first_record).min(entry.num_records) as usize;
+    (from, to)
+}
+
 /// What a batch read does with one chunk's records: the chunk's records, and
 /// the (position in the indices asked for, index in the chunk) of those asked for.
 type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
@@ -906,6 +1018,52 @@ mod tests {
     fn the_reader_stays_send_and_sync_with_its_pool() {
         fn check<T: Send + Sync>() {}
         check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
+    }
+
+    /// The file's bytes, read at offsets as a file opened with `from_file` is.
+    struct Mem(Vec<u8>);
+
+    impl ReadAt for Mem {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            let at = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+            let n = buf.len().min(self.0.len() - at);
+            buf[..n].copy_from_slice(&self.0[at..at + n]);
+            Ok(n)
+        }
+
+        fn size(&self) -> std::io::Result<u64> {
+            Ok(self.0.len() as u64)
+        }
+    }
+
+    #[test]
+    fn reading_in_order_decodes_the_next_records_ahead_and_other_reads_drop_them() {
+        let bytes = file(3000);
+        let want = open(&bytes, 0).read_all().unwrap();
+        let mut reader = open(&bytes, 2);
+        reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
+        let mut got = Vec::new();
+        while let Some(record) = reader.read_next().unwrap() {
+            got.push(record);
+            // Batch reads and jumps between: the read-ahead is dropped, not mixed in.
+            match got.len() {
+                700 => assert_eq!(reader.read_parallel(&[2999, 5]).unwrap(), [want[2999].clone(), want[5].clone()]),
+                1500 => assert_eq!(reader.read_range_parallel(0..300).unwrap(), want[..300]),
+                2000 => {
+                    reader.seek_record(100);
+                    assert_eq!(reader.read_next().unwrap().as_ref(), Some(&want[100]));
+                    reader.seek_record(2000);
+                }
+                _ => {}
+            }
+        }
+        assert!(got == want, "{} records", got.len());
+        assert!(reader.aheads_taken > 3, "{} read-aheads taken", reader.aheads_taken);
+        // Without positional reads (the caller would read every chunk), nothing is read ahead.
+        let mut cursor = open(&bytes, 2);
+        let got: Vec<Bytes> = std::iter::from_fn(|| cursor.read_next().unwrap()).collect();
+        assert!(got == want);
+        assert_eq!(cursor.aheads_taken, 0);
     }
 
     #[test]

@@ -76,6 +76,15 @@ impl Sequential {
         Ok(self.next_decoded())
     }
 
+    /// The range the next [`next`](Self::next) that finds no record decoded
+    /// asks for, if reading goes on in order and that is more than one
+    /// record: what to start decoding ahead.
+    pub(super) fn upcoming(&self, num_records: u64, readahead: u64) -> Option<Range<u64>> {
+        let start = self.start.checked_add(self.records.len() as u64)?;
+        let end = start.saturating_add(self.window).min(num_records);
+        (readahead > 0 && self.index >= self.start && end > start.saturating_add(1)).then_some(start..end)
+    }
+
     /// Forgets the records decoded ahead (after their decoding changed).
     pub(super) fn clear(&mut self) {
         self.records = Vec::new();
