@@ -358,22 +358,28 @@ mod tests {
         assert_eq!(&chunk[..], &file[10..150_010]);
     }
 
+    /// Yields its bytes at most `step` at a time, then fails.
+    struct Failing<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Failing<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = out.len().min(self.data.len()).min(self.step);
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
     #[test]
     fn bytes_read_before_an_error_stay_buffered() {
-        struct Failing<'a>(&'a [u8]);
-        impl Read for Failing<'_> {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                if self.0.is_empty() {
-                    return Err(io::Error::other("disk on fire"));
-                }
-                let n = out.len().min(self.0.len()).min(100);
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let file = data(1_000);
-        let mut source = Source::new(Failing(&file), 0);
+        let mut source = Source::new(Failing { data: &file, step: 100 }, 0);
         assert_eq!(source.fill(1_500).unwrap_err().to_string(), "disk on fire");
         assert_eq!(source.buffered(), &file[..]);
         assert_eq!(source.fill(500).unwrap(), 1_000);
@@ -455,20 +461,8 @@ mod tests {
 
     #[test]
     fn take_owned_keeps_what_it_read_before_an_error() {
-        struct Failing<'a>(&'a [u8]);
-        impl Read for Failing<'_> {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                if self.0.is_empty() {
-                    return Err(io::Error::other("disk on fire"));
-                }
-                let n = out.len().min(self.0.len()).min(1 << 20);
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
         let file = data(6 << 20);
-        let mut source = Source::new(Failing(&file), 0);
+        let mut source = Source::new(Failing { data: &file, step: 1 << 20 }, 0);
         assert_eq!(source.take_owned(8 << 20).unwrap_err().to_string(), "disk on fire");
         assert_eq!(source.pos(), 0);
         assert!(source.buffered() == &file[..]);

@@ -657,25 +657,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// that the caller goes on at once, and the range is worth a parallel batch.
     fn start_ahead(&mut self, range: Range<u64>) {
         self.cancel_ahead();
-        let threads = self.options.effective_parallelism();
-        if self.parallel.file.is_none() || threads <= 1 {
+        if self.parallel.file.is_none() {
             return;
         }
         let Ok((ks, needed)) = self.range_plan(&range) else { return };
-        if ks.len() <= 1 || estimated_decoded_size(&self.chunks, &ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
-            return;
-        }
-        let Parallel { pool, file } = &mut self.parallel;
         let (projection, options, chunks) = (&self.projection, &self.options, &self.chunks);
-        let pool = pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file.as_ref()));
+        let Some(pool) = self.parallel.pool_for(options, projection, chunks, &ks) else { return };
         let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), chunks, &ks, options.readahead_buffer_size);
-        let mut next = 0;
-        let read = |k: usize| {
-            prefetcher.before(next);
-            next += 1;
-            chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
-        };
-        if let Ok(started) = super::batch::start(pool, read, chunks, &ks, &needed) {
+        if let Ok(started) =
+            super::batch::start(pool, read_where_decoded(chunks, &mut prefetcher), chunks, &ks, &needed)
+        {
             self.ahead = Some(Ahead { range, ks, started });
         }
     }
@@ -917,22 +908,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let mut prefetcher = Prefetcher::new(prefetch, chunks, ks, options.readahead_buffer_size);
-        let threads = options.effective_parallelism();
-        let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
-        if let Some(Parallel { pool, file }) = parallel
-            && threads > 1
-            && ks.len() > 1
-            && estimate >= MIN_PARALLEL_BYTES
+        if let Some(parallel) = parallel
+            && let positional = parallel.file.is_some()
+            && let Some(pool) = parallel.pool_for(options, projection, chunks, ks)
         {
-            let pool = pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file.as_ref()));
-            if file.is_some() {
-                // The chunks are read where they are decoded.
-                let mut next = 0;
-                let read = |k: usize| {
-                    prefetcher.before(next);
-                    next += 1;
-                    chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
-                };
+            if positional {
+                let read = read_where_decoded(chunks, &mut prefetcher);
                 return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
             }
             // The calling thread only reads: data hashes are checked where
@@ -955,6 +936,41 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, wanted)?);
         }
         Ok(())
+    }
+}
+
+impl Parallel {
+    /// The pool (started if it is not yet), if a parallel read of chunks
+    /// `ks` is worth it: more than one thread, more than one chunk, and at
+    /// least [`MIN_PARALLEL_BYTES`] of records.
+    fn pool_for(
+        &mut self,
+        options: &ArrayRecordReaderOptions,
+        projection: &FieldProjection,
+        chunks: &[ChunkEntry],
+        ks: &[usize],
+    ) -> Option<&mut BatchPool> {
+        let threads = options.effective_parallelism();
+        if threads <= 1 || ks.len() <= 1 || estimated_decoded_size(chunks, ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
+            return None;
+        }
+        let file = self.file.as_ref();
+        Some(self.pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file)))
+    }
+}
+
+/// The `read` of a parallel batch whose threads read their chunks themselves:
+/// each chunk is left to be read where it is decoded, after telling the
+/// prefetcher it is next.
+fn read_where_decoded<'a>(
+    chunks: &'a [ChunkEntry],
+    prefetcher: &'a mut Prefetcher<'_>,
+) -> impl FnMut(usize) -> Result<TaskChunk> + 'a {
+    let mut next = 0;
+    move |k| {
+        prefetcher.before(next);
+        next += 1;
+        chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
     }
 }
 
