@@ -14,7 +14,8 @@
 //! - an [`ArrayRecordReader`] opened by [`open_array_record`] tells the source
 //!   the exact byte range of every chunk a read is about to read (its
 //!   prefetch hook): they are fetched concurrently, adjacent chunks in one
-//!   request. Opening one reads the last 64 KiB and the footer, nothing else.
+//!   request. Opening one makes two requests: one for the object's size and
+//!   last 64 KiB (a suffix range), one for the footer. Nothing else.
 //!
 //! Credentials, regions and endpoints come from the environment as
 //! `object_store`'s `from_env` builders read them (`AWS_ACCESS_KEY_ID`,
@@ -34,7 +35,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, ObjectStoreScheme};
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ReadAt, RecordReader, RecordReaderOptions};
 use url::Url;
 
@@ -253,29 +254,68 @@ fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
 
 impl ObjectSource {
     /// Opens the object at `url` (see [`is_url`]), configured from the
-    /// environment; asks for its size.
+    /// environment (see [`with_store`](Self::with_store)).
     pub fn open(url: &str) -> io::Result<Self> {
         let (store, path) = store_for(url)?;
         Self::with_store(store, path, url, FetchConfig::default())
     }
 
     /// Opens object `location` of `store`; `url` names it in errors.
+    ///
+    /// One request learns the object's size and fetches its last
+    /// [`min_fetch`](FetchConfig::min_fetch) bytes (where ArrayRecord's
+    /// postscript is, and what a format check reads), which stay cached: a
+    /// GET of a suffix range. Where the store cannot serve one (Azure, an
+    /// empty object, a server that ignores the range), a HEAD asks for the
+    /// size instead.
     pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
-        let (head_store, head_location) = (Arc::clone(&store), location.clone());
-        let meta = wait(async move { head_store.head(&head_location).await })?
-            .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
+        let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
+        let suffix = config.min_fetch.max(1);
+        let tail = wait(async move {
+            let options = GetOptions::new().with_range(Some(GetRange::Suffix(suffix)));
+            let result = tail_store.get_opts(&tail_location, options).await?;
+            let (size, range) = (result.meta.size, result.range.clone());
+            Ok::<_, object_store::Error>((size, range, result.bytes().await?))
+        })?;
+        let (size, tail) = match tail {
+            Ok((size, range, bytes)) if range.end == size && bytes.len() as u64 == range.end - range.start => {
+                (size, Some((range.start, bytes)))
+            }
+            Err(
+                e @ (object_store::Error::NotFound { .. }
+                | object_store::Error::PermissionDenied { .. }
+                | object_store::Error::Unauthenticated { .. }),
+            ) => {
+                return Err(io_error(&e, &format!("GET {url} (its last {suffix} bytes)")));
+            }
+            _ => {
+                let (head_store, head_location) = (Arc::clone(&store), location.clone());
+                let meta = wait(async move { head_store.head(&head_location).await })?
+                    .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
+                (meta.size, None)
+            }
+        };
         let permits = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
+        let mut cache = Cache::default();
+        let (mut requests, mut fetched) = (0, 0);
+        if let Some((start, bytes)) = tail.filter(|(_, bytes)| !bytes.is_empty()) {
+            (requests, fetched) = (1, bytes.len() as u64);
+            cache.bytes = fetched;
+            cache
+                .slots
+                .insert(start, Slot { end: size, state: SlotState::Ready(bytes), ahead: false, read: Vec::new() });
+        }
         let shared = Shared {
             store,
             location,
             url: url.to_owned(),
-            size: meta.size,
+            size,
             config,
-            cache: Mutex::new(Cache::default()),
+            cache: Mutex::new(cache),
             fetched: Condvar::new(),
             permits,
-            requests: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
+            requests: AtomicU64::new(requests),
+            bytes: AtomicU64::new(fetched),
         };
         Ok(Self { shared: Arc::new(shared), pos: 0 })
     }

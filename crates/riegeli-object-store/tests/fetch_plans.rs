@@ -47,8 +47,8 @@ fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
     let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default()).unwrap();
     assert_eq!(reader.num_records(), 20_000);
     let open = opened.stats();
-    // The last 64 KiB, and the footer (within one minimal fetch).
-    assert!(open.requests <= 3, "{open:?}");
+    // The size with the last 64 KiB (one suffix range), and the footer.
+    assert!(open.requests <= 2, "{open:?}");
     assert!(open.bytes <= 65536 + (footer_end - footer_begin) + (64 << 10), "{open:?}");
     assert!(size - open.bytes >= footer_begin - 64 * 1024, "no data chunk fetched: {open:?} of {size}");
 
@@ -121,6 +121,31 @@ fn a_missing_object_and_a_bad_url_are_clear_errors() {
     assert!(error.to_string().contains("ftp://host/file"), "{error}");
     assert!(riegeli_object_store::is_url("s3://bucket/key") && riegeli_object_store::is_url("HTTPS://h/k"));
     assert!(!riegeli_object_store::is_url("/tmp/file") && !riegeli_object_store::is_url("file.riegeli"));
+}
+
+#[test]
+fn opening_fetches_the_size_and_the_tail_in_one_request_which_later_reads_reuse() {
+    let bytes: Vec<u8> = (0..1u32 << 20).map(|i| (i % 253) as u8).collect();
+    for size in [0usize, 1, 1000, 64 << 10, (64 << 10) + 1, 1 << 20] {
+        let store = store_with("o", bytes[..size].to_vec());
+        let mut source = source(&store, "o");
+        assert_eq!(source.size(), size as u64);
+        let open = source.stats();
+        let tail = size.min(64 << 10) as u64;
+        assert_eq!((open.requests, open.bytes), (u64::from(size > 0), tail), "size {size}");
+        // The tail again: no request.
+        std::io::Seek::seek(&mut source, std::io::SeekFrom::Start(size as u64 - tail)).unwrap();
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut source, &mut got).unwrap();
+        assert_eq!(got, bytes[size - tail as usize..size], "size {size}");
+        assert_eq!(source.stats(), open, "size {size}");
+        // The whole object, each byte once.
+        std::io::Seek::seek(&mut source, std::io::SeekFrom::Start(0)).unwrap();
+        got.clear();
+        std::io::Read::read_to_end(&mut source, &mut got).unwrap();
+        assert_eq!(got, bytes[..size], "size {size}");
+        assert_eq!(source.stats().bytes, size as u64, "size {size}");
+    }
 }
 
 #[test]
