@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, ObjectStoreScheme};
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ReadAt, RecordReader, RecordReaderOptions};
@@ -169,9 +170,50 @@ impl Slot {
     }
 }
 
+/// A fetched range as the pieces its response body arrived in: gathering
+/// them into one buffer would cost a copy (and a fresh buffer's page faults)
+/// of every byte fetched.
+#[derive(Default)]
+struct Pieces {
+    parts: Vec<Bytes>,
+    /// Where each part ends, from the start of the range.
+    ends: Vec<u64>,
+}
+
+impl Pieces {
+    fn push(&mut self, part: Bytes) {
+        if !part.is_empty() {
+            self.ends.push(self.len() + part.len() as u64);
+            self.parts.push(part);
+        }
+    }
+
+    /// Bytes held.
+    fn len(&self) -> u64 {
+        self.ends.last().copied().unwrap_or(0)
+    }
+
+    /// Copies the bytes from `offset` on into `buf`, as many as fit; returns
+    /// how many.
+    fn copy_at(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut copied = 0;
+        let first = self.ends.partition_point(|&end| end <= offset);
+        for (part, &end) in self.parts.iter().zip(&self.ends).skip(first) {
+            let Some(rest) = buf.get_mut(copied..).filter(|rest| !rest.is_empty()) else { break };
+            // The first part holds `offset`; the next ones are read from their start.
+            let skip = if copied == 0 { part.len() - (end - offset) as usize } else { 0 };
+            let from = part.get(skip..).unwrap_or_default();
+            let n = from.len().min(rest.len());
+            rest[..n].copy_from_slice(&from[..n]);
+            copied += n;
+        }
+        copied
+    }
+}
+
 enum SlotState {
     Pending,
-    Ready(Bytes),
+    Ready(Pieces),
     Failed(String),
 }
 
@@ -301,9 +343,11 @@ impl ObjectSource {
         if let Some((start, bytes)) = tail.filter(|(_, bytes)| !bytes.is_empty()) {
             (requests, fetched) = (1, bytes.len() as u64);
             cache.bytes = fetched;
+            let mut pieces = Pieces::default();
+            pieces.push(bytes);
             cache
                 .slots
-                .insert(start, Slot { end: size, state: SlotState::Ready(bytes), ahead: false, read: Vec::new() });
+                .insert(start, Slot { end: size, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
         }
         let shared = Shared {
             store,
@@ -429,18 +473,29 @@ impl Shared {
         let mut last = String::new();
         for _ in 0..3 {
             self.requests.fetch_add(1, Ordering::Relaxed);
-            match self.store.get_range(&self.location, range.clone()).await {
-                Ok(bytes) => {
-                    self.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                    if bytes.len() as u64 == range.end - range.start {
-                        return SlotState::Ready(bytes);
+            let options = GetOptions::new().with_range(Some(GetRange::Bounded(range.clone())));
+            match self.fetch(options).await {
+                Ok(pieces) => {
+                    self.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
+                    if pieces.len() == range.end - range.start {
+                        return SlotState::Ready(pieces);
                     }
-                    last = format!("{} bytes returned", bytes.len());
+                    last = format!("{} bytes returned", pieces.len());
                 }
                 Err(e) => return SlotState::Failed(e.to_string()),
             }
         }
         SlotState::Failed(last)
+    }
+
+    /// One GET, its body kept as the pieces it arrived in.
+    async fn fetch(&self, options: GetOptions) -> object_store::Result<Pieces> {
+        let mut body = self.store.get_opts(&self.location, options).await?.into_stream();
+        let mut pieces = Pieces::default();
+        while let Some(piece) = body.next().await {
+            pieces.push(piece?);
+        }
+        Ok(pieces)
     }
 
     /// Keeps `sequential_depth` windows of `sequential_window` bytes from
@@ -489,12 +544,11 @@ impl Shared {
                     cache.bytes -= end - start;
                     return Err(error);
                 }
-                SlotState::Ready(bytes) => {
-                    let offset = (pos - start) as usize;
+                SlotState::Ready(pieces) => {
+                    let offset = pos - start;
                     let part_end = cache.part_ends.range(pos + 1..).next().map_or(u64::MAX, |&e| e);
-                    let n =
-                        buf.len().min(bytes.len() - offset).min(usize::try_from(part_end - pos).unwrap_or(usize::MAX));
-                    buf[..n].copy_from_slice(&bytes[offset..offset + n]);
+                    let wanted = buf.len().min(usize::try_from(part_end - pos).unwrap_or(usize::MAX));
+                    let n = buf.get_mut(..wanted).map_or(0, |buf| pieces.copy_at(offset, buf));
                     let read_end = pos + n as u64;
                     cache.last_end = Some(read_end);
                     let all_read = cache.slots.get_mut(&start).is_some_and(|slot| slot.mark_read(start, pos..read_end));
@@ -663,4 +717,29 @@ pub fn array_record_reader(
         reader.set_prefetch(hook);
     }
     Ok(reader)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_copy_across_their_parts() {
+        let flat: Vec<u8> = (0..200u8).collect();
+        let mut pieces = Pieces::default();
+        let mut at = 0;
+        for len in [1, 0, 7, 50, 2, 140] {
+            pieces.push(Bytes::copy_from_slice(&flat[at..at + len]));
+            at += len;
+        }
+        assert_eq!(pieces.len(), 200);
+        for offset in 0..=200u64 {
+            for len in [0, 1, 3, 49, 200] {
+                let mut buf = vec![0u8; len];
+                let n = pieces.copy_at(offset, &mut buf);
+                let want = &flat[offset as usize..(offset as usize + len).min(200)];
+                assert_eq!(&buf[..n], want, "offset {offset}, len {len}");
+            }
+        }
+    }
 }
