@@ -10,7 +10,8 @@ median of each is reported. Workloads:
 2. `reader.read(indices)` of 10,000 seeded random indices;
 3. a loop of `reader.read()` over the whole file (a fresh reader each round); C++ on a prefix
    when one round of it over the whole file would take more than a few seconds;
-4. a loop of `data_source[i]` over 10,000 random indices (`ArrayRecordDataSource`);
+4. a loop of `data_source[i]` over 10,000 random indices (`ArrayRecordDataSource`), and over the
+   first 10,000 in order (a fresh data source each round);
 5. a Grain pipeline (DataLoader, shuffled IndexSampler, Batch(256), worker_count=0) over a
    data source of the file, on a prefix of the records;
 6. two threads each `read_all()` of its own file against one thread reading one file, with
@@ -195,6 +196,15 @@ def run_all(args, paths, records):
         return secs, len(got), got
 
     bench.row(f'loop of data_source[i], {NUM_INDICES:,} random', 1.5, getitem_loop)
+
+    in_order = range(min(n, NUM_INDICES))
+
+    def getitem_in_order(name, m, ds, first):
+        source = ds.ArrayRecordDataSource(path)
+        secs, got = timed(lambda: [source[i] for i in in_order])
+        return secs, len(got), got
+
+    bench.row(f'loop of data_source[i], first {len(in_order):,} in order', None, getitem_in_order)
 
     grain_n = min(n, GRAIN_RECORDS)
 

@@ -199,6 +199,12 @@ impl ArrayRecordReader {
                 return Err(Failure::Runtime(format!("index {bad} out of bound {num_records}")));
             }
             objects.resize_with(indices.len(), || None);
+            // One record (a data source's `source[i]`): read where its chunk stays decoded
+            // for the next call, so that records asked for one by one in order decode each
+            // chunk about once, not once per record.
+            if let [index] = indices[..] {
+                return Ok(vec![(0, reader.read(index)?)]);
+            }
             if reader.options().effective_parallelism() <= 1 {
                 return Ok(reader.read_parallel(&indices)?.into_iter().enumerate().collect());
             }

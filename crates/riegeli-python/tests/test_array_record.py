@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import pickle
+import random
 import threading
 
 import pytest
@@ -147,6 +148,21 @@ def test_reader_batches(path):
     # Batch reads leave the position of read() alone.
     assert reader.record_index() == 7
     assert reader.read() == RECORDS[7]
+
+
+@pytest.mark.parametrize('options', ['', 'max_parallelism:0'])
+def test_reader_single_indices_in_any_order(path, options):
+    # One index at a time (a data source's `source[i]`) keeps its chunk decoded for the next.
+    reader = ArrayRecordReader(path, options)
+    n = len(RECORDS)
+    orders = [range(n), range(n - 1, -1, -1), random.Random(5).sample(range(n), n)]
+    for order in orders:
+        assert [reader.read([i])[0] for i in order] == [RECORDS[i] for i in order]
+    assert reader.read() == RECORDS[0]
+    assert reader.read([n - 1]) == [RECORDS[n - 1]]
+    assert reader.read() == RECORDS[1]
+    with pytest.raises(RuntimeError, match=f'index {n} out of bound {n}'):
+        reader.read([n])
 
 
 def test_reader_writer_options_string(path):
