@@ -9,7 +9,7 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use super::batch::{BatchPool, MIN_TASK_BYTES, Started, TaskChunk, start_pool};
+use super::batch::{BatchPool, MIN_TASK_BYTES, Spares, Started, TaskChunk, start_pool};
 use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
 use super::positional::{ReadAt, SharedFile};
@@ -181,6 +181,11 @@ struct Parallel {
     /// For a reader opened on a `File` (where the platform allows): the file,
     /// which the decoding threads read their chunks from themselves.
     file: Option<SharedFile>,
+    /// Buffers of chunks done with, for the threads to decode into.
+    spares: Spares,
+    /// The chunks of the records `read_next` decoded ahead: once those
+    /// records are let go of, their buffers become spares.
+    held: Vec<DecodedRecords>,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -633,6 +638,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut fetched = false;
         let next = sequential.next(num_records, readahead, |range| {
             fetched = true;
+            // The records decoded ahead before are dropped by now: unless the caller
+            // kept some, their chunks' buffers can be decoded into again.
+            for records in self.parallel.held.drain(..) {
+                self.parallel.spares.give(records, readahead);
+            }
             if range.end - range.start == 1 {
                 return Ok(vec![self.read(range.start)?]);
             }
@@ -687,12 +697,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             self.aheads_taken += 1;
         }
         let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
-        let chunks = &self.chunks;
+        let (chunks, held) = (&self.chunks, &mut self.parallel.held);
         let result = super::batch::finish(pool, ahead.started, &mut |i, records| {
             if let Some(entry) = ahead.ks.get(i).and_then(|&k| chunks.get(k)) {
                 let (from, to) = span_in(entry, range);
                 out.extend((from..to).filter_map(|j| records.get(j)));
             }
+            held.push(records);
         });
         Some(result.map(|()| out))
     }
@@ -955,7 +966,8 @@ impl Parallel {
             return None;
         }
         let file = self.file.as_ref();
-        Some(self.pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file)))
+        let spares = &self.spares;
+        Some(self.pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file, spares)))
     }
 }
 
@@ -1075,11 +1087,33 @@ mod tests {
         }
         assert!(got == want, "{} records", got.len());
         assert!(reader.aheads_taken > 3, "{} read-aheads taken", reader.aheads_taken);
+        // The records were all kept: no chunk's buffer was decoded into again.
+        assert_eq!(reader.parallel.spares.reused(), 0);
         // Without positional reads (the caller would read every chunk), nothing is read ahead.
         let mut cursor = open(&bytes, 2);
         let got: Vec<Bytes> = std::iter::from_fn(|| cursor.read_next().unwrap()).collect();
         assert!(got == want);
         assert_eq!(cursor.aheads_taken, 0);
+    }
+
+    #[test]
+    fn reading_in_order_decodes_into_the_buffers_of_records_let_go_of() {
+        let bytes = file(3000);
+        let want = open(&bytes, 0).read_all().unwrap();
+        let mut reader = open(&bytes, 2);
+        reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
+        let mut kept = Vec::new();
+        for (i, want) in want.iter().enumerate() {
+            let record = reader.read_next().unwrap().unwrap();
+            assert_eq!(record, want, "record {i}");
+            // Some records are kept: their chunks' buffers must stay as they are.
+            if i % 450 == 0 {
+                kept.push((i, record));
+            }
+        }
+        assert_eq!(reader.read_next().unwrap(), None);
+        assert!(reader.parallel.spares.reused() > 3, "{} buffers reused", reader.parallel.spares.reused());
+        assert!(kept.iter().all(|(i, record)| *record == want[*i]));
     }
 
     #[test]
