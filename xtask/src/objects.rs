@@ -216,10 +216,14 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
          s3.create_bucket(Bucket='{BUCKET}')\n\
          for path in sys.argv[1:]: s3.upload_file('testdata/' + path, '{BUCKET}', 'testdata/' + path)"
     );
+    // nginx serves them at `/testdata/<path>`, and as objects of the GCS bucket (GCS's XML
+    // API paths, `/<bucket>/<key>`) at `/<bucket>/testdata/<path>`.
     for path in LIVE_TESTDATA {
-        let target = dir.join("www").join("testdata").join(path);
-        std::fs::create_dir_all(target.parent().context("a testdata path has a directory")?)?;
-        std::fs::copy(project_root().join("testdata").join(path), target)?;
+        for root in [dir.join("www"), dir.join("www").join(BUCKET)] {
+            let target = root.join("testdata").join(path);
+            std::fs::create_dir_all(target.parent().context("a testdata path has a directory")?)?;
+            std::fs::copy(project_root().join("testdata").join(path), target)?;
+        }
     }
     cmd!(sh, "{python} -c {setup} {LIVE_TESTDATA...}").run().context("cannot create the test bucket")?;
     let az_url = format!("http://127.0.0.1:{az_port}");
@@ -243,6 +247,12 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
         ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
         ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
+        // object_store's GCS client, pointed at nginx: anonymous reads of `gs://BUCKET/key`
+        // are GETs (and HEADs) of `/BUCKET/key`, which nginx serves from `www/BUCKET/key`.
+        ("GOOGLE_BASE_URL", format!("http://127.0.0.1:{http_port}")),
+        ("GOOGLE_SKIP_SIGNATURE", "true".to_owned()),
+        ("GOOGLE_ALLOW_HTTP", "true".to_owned()),
+        ("RIEGELI_TEST_GS_BUCKET", BUCKET.to_owned()),
         // object_store's Azure builder, pointed at the emulator (its account and key).
         ("AZURE_STORAGE_USE_EMULATOR", "true".to_owned()),
         ("AZURITE_BLOB_STORAGE_URL", az_url.clone()),

@@ -395,7 +395,7 @@ fn cat_byte_ranges_of_a_partition_print_the_file_once() {
 fn live_commands_read_s3_azure_and_http_urls() {
     let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name}: run `cargo xtask objects`"));
     let (bucket, http) = (env("RIEGELI_TEST_S3_BUCKET"), env("RIEGELI_TEST_HTTP_URL"));
-    let container = env("RIEGELI_TEST_AZ_CONTAINER");
+    let (container, gs_bucket) = (env("RIEGELI_TEST_AZ_CONTAINER"), env("RIEGELI_TEST_GS_BUCKET"));
     for path in ["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli"] {
         let local = testdata(path);
         let local = local.to_str().unwrap();
@@ -403,6 +403,7 @@ fn live_commands_read_s3_azure_and_http_urls() {
             format!("s3://{bucket}/testdata/{path}"),
             format!("az://{container}/testdata/{path}"),
             format!("{http}/testdata/{path}"),
+            format!("gs://{gs_bucket}/testdata/{path}"),
         ];
         for url in urls {
             for args in [

@@ -1,6 +1,7 @@
 //! Against real servers on loopback (`cargo xtask objects` starts them and sets the
 //! environment): moto_server (S3), Azurite (Azure Blob Storage's emulator) and nginx (HTTP
-//! with ranges). Records are checked, and the fetch plans are counted in the servers' own
+//! with ranges, and `gs://` objects: object_store's GCS client reading anonymously, as of a
+//! public bucket, from nginx at GCS's XML API paths; no GCS emulator runs here). Records are checked, and the fetch plans are counted in the servers' own
 //! logs: requests (all three) and bytes (nginx's body bytes; the Range headers Azurite logs).
 //!
 //! Ignored unless run by that task (`cargo test -- --ignored live_`).
@@ -24,9 +25,9 @@ fn unique(name: &str) -> String {
     format!("{}-{name}", std::process::id())
 }
 
-/// Puts `bytes` at `key` in the test bucket, the test container and nginx's root; returns
-/// their URLs.
-fn publish(key: &str, bytes: &[u8]) -> [String; 3] {
+/// Puts `bytes` at `key` in the test bucket, the test container and nginx's root (also as an
+/// object of the GCS bucket nginx serves); returns their URLs.
+fn publish(key: &str, bytes: &[u8]) -> [String; 4] {
     let bucket = env("RIEGELI_TEST_S3_BUCKET");
     let container = env("RIEGELI_TEST_AZ_CONTAINER");
     let s3 = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(&bucket).build().unwrap();
@@ -34,17 +35,23 @@ fn publish(key: &str, bytes: &[u8]) -> [String; 3] {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(s3.put(&Path::from(key), bytes.to_vec().into())).unwrap();
     runtime.block_on(azure.put(&Path::from(key), bytes.to_vec().into())).unwrap();
-    std::fs::write(std::path::Path::new(&env("RIEGELI_TEST_HTTP_ROOT")).join(key), bytes).unwrap();
+    let root = std::path::PathBuf::from(env("RIEGELI_TEST_HTTP_ROOT"));
+    std::fs::write(root.join(key), bytes).unwrap();
+    let gs_bucket = env("RIEGELI_TEST_GS_BUCKET");
+    std::fs::create_dir_all(root.join(&gs_bucket)).unwrap();
+    std::fs::write(root.join(&gs_bucket).join(key), bytes).unwrap();
     [
         format!("s3://{bucket}/{key}"),
         format!("az://{container}/{key}"),
         format!("{}/{key}", env("RIEGELI_TEST_HTTP_URL")),
+        format!("gs://{gs_bucket}/{key}"),
     ]
 }
 
-/// Whether the server of `url` logs the bytes it sent (nginx) or asked (Azurite's Range headers).
+/// Whether the server of `url` logs the bytes it sent (nginx, also for `gs://`) or asked
+/// (Azurite's Range headers).
 fn logs_bytes(url: &str) -> bool {
-    url.starts_with("http") || url.starts_with("az://")
+    url.starts_with("http") || url.starts_with("az://") || url.starts_with("gs://")
 }
 
 /// What a server logged for `key` since `mark` (its log's length then): requests, and the
@@ -184,6 +191,7 @@ fn live_missing_objects_are_not_found_errors_naming_the_url() {
         format!("s3://{}/{}", env("RIEGELI_TEST_S3_BUCKET"), unique("missing")),
         format!("az://{}/{}", env("RIEGELI_TEST_AZ_CONTAINER"), unique("missing")),
         format!("{}/{}", env("RIEGELI_TEST_HTTP_URL"), unique("missing")),
+        format!("gs://{}/{}", env("RIEGELI_TEST_GS_BUCKET"), unique("missing")),
     ] {
         let error = ObjectSource::open(&url).unwrap_err();
         assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{url}: {error}");

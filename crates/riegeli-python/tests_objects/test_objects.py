@@ -1,7 +1,8 @@
 """Reading through URLs: `RecordReader`, `ArrayRecordReader` and `ArrayRecordDataSource` given
 `s3://BUCKET/key` (an S3-compatible server, moto), `az://CONTAINER/key` (Azure Blob Storage's
-emulator, Azurite) and `http://host/name` (a static server with range requests, nginx),
-compared with reading the same files locally.
+emulator, Azurite), `http://host/name` (a static server with range requests, nginx) and
+`gs://BUCKET/key` (object_store's GCS client reading anonymously from nginx, at GCS's XML API
+paths: no GCS emulator runs here), compared with reading the same files locally.
 
 Run by `cargo xtask objects`, which starts the servers and sets the environment:
 `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`
@@ -44,6 +45,10 @@ HTTP_ROOT = os.environ.get('RIEGELI_TEST_HTTP_ROOT', '')
 # azure-storage-blob with the connection string.
 AZ_CONTAINER = os.environ.get('RIEGELI_TEST_AZ_CONTAINER', '')
 AZ_CONNECTION = os.environ.get('RIEGELI_TEST_AZ_CONNECTION', '')
+# GCS: object_store's GCS client reads `gs://GS_BUCKET/key` anonymously (`GOOGLE_BASE_URL`,
+# `GOOGLE_SKIP_SIGNATURE`) from the static server, which serves `HTTP_ROOT/GS_BUCKET/key`
+# at GCS's XML API path `/GS_BUCKET/key`.
+GS_BUCKET = os.environ.get('RIEGELI_TEST_GS_BUCKET', '')
 
 # Every object and served file of this run under a prefix of its own.
 PREFIX = f'riegeli-tests-{uuid.uuid4().hex}'
@@ -60,6 +65,12 @@ REMOTES = [
         'http',
         marks=pytest.mark.skipif(
             not (HTTP_URL and HTTP_ROOT), reason='RIEGELI_TEST_HTTP_URL or RIEGELI_TEST_HTTP_ROOT unset'
+        ),
+    ),
+    pytest.param(
+        'gs',
+        marks=pytest.mark.skipif(
+            not (GS_BUCKET and HTTP_ROOT), reason='RIEGELI_TEST_GS_BUCKET or RIEGELI_TEST_HTTP_ROOT unset'
         ),
     ),
 ]
@@ -104,6 +115,11 @@ class Remote:
             with open(local, 'rb') as data:
                 service.get_blob_client(AZ_CONTAINER, key).upload_blob(data, overwrite=True)
             return f'az://{AZ_CONTAINER}/{key}'
+        if self.kind == 'gs':
+            directory = os.path.join(HTTP_ROOT, GS_BUCKET, PREFIX)
+            os.makedirs(directory, exist_ok=True)
+            shutil.copyfile(local, os.path.join(directory, name))
+            return f'gs://{GS_BUCKET}/{PREFIX}/{name}'
         directory = os.path.join(HTTP_ROOT, PREFIX)
         os.makedirs(directory, exist_ok=True)
         shutil.copyfile(local, os.path.join(directory, name))
@@ -114,6 +130,8 @@ class Remote:
             return f's3://{BUCKET}/{PREFIX}/no-such-dir/{name}'
         if self.kind == 'az':
             return f'az://{AZ_CONTAINER}/{PREFIX}/no-such-dir/{name}'
+        if self.kind == 'gs':
+            return f'gs://{GS_BUCKET}/{PREFIX}/no-such-dir/{name}'
         return f'{HTTP_URL}/{PREFIX}/no-such-dir/{name}'
 
 
@@ -132,6 +150,8 @@ def _served_dir():
     yield
     if HTTP_ROOT:
         shutil.rmtree(os.path.join(HTTP_ROOT, PREFIX), ignore_errors=True)
+        if GS_BUCKET:
+            shutil.rmtree(os.path.join(HTTP_ROOT, GS_BUCKET, PREFIX), ignore_errors=True)
 
 
 @pytest.fixture(scope='module')
