@@ -546,6 +546,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             None => {}
         }
         if let Some(range) = &byte_range {
+            reader.get_ref().limit_read_ahead(range.end);
             reader.set_byte_range(range.clone()).with_context(|| format!("{name}: --byte-range"))?;
         }
         // A `chunk/index` start must name a chunk boundary; the first read tells.

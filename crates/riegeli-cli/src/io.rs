@@ -37,6 +37,14 @@ impl Input {
         matches!(self.src, Src::Stdin(_))
     }
 
+    /// Reading stops about `end` (a byte range's): an object fetches nothing
+    /// ahead past it.
+    pub(crate) fn limit_read_ahead(&self, end: u64) {
+        if let Src::Seekable(seekable) = &self.src {
+            seekable.limit_read_ahead(end);
+        }
+    }
+
     /// Shows a progress bar of the bytes read (labelled `name`) when `show` and
     /// standard error is a terminal.
     pub(crate) fn with_progress(mut self, name: &str, show: bool) -> Self {
@@ -88,8 +96,8 @@ pub(crate) fn url(path: &Path) -> Option<&str> {
 
 /// Opens a file or an object (which must be seekable). The object opened
 /// last is opened again as a clone of its source, sharing what it fetched:
-/// detecting an ArrayRecord trailer, then reading the records, costs one
-/// `HEAD` and fetches the tail once. (Only the last is kept: commands go
+/// detecting an ArrayRecord trailer, then reading the records, fetches the
+/// object's size and tail once. (Only the last is kept: commands go
 /// through their files one at a time, and a kept source keeps its cache.)
 pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
     if let Some(url) = url(path) {

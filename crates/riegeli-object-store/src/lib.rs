@@ -139,6 +139,9 @@ struct Cache {
     /// that the reader of one chunk of a coalesced range does not take (and
     /// count as read) the bytes of the next, which another thread reads.
     part_ends: std::collections::BTreeSet<u64>,
+    /// Where sequential read-ahead stops (the end of a byte range being
+    /// read, see [`ObjectSource::limit_read_ahead`]).
+    ahead_limit: Option<u64>,
 }
 
 struct Slot {
@@ -389,6 +392,19 @@ impl ObjectSource {
         self.shared.prefetch(ranges);
     }
 
+    /// Tells the source that reading stops about `end`: a sequential read's
+    /// read-ahead fetches nothing past it (reads past it still get their
+    /// bytes, fetched as they come). For a reader of one byte range of the
+    /// object, as workers read the ranges of a split
+    /// ([`RecordReader::set_byte_range`]),
+    /// which would otherwise fetch up to
+    /// [`sequential_window`](FetchConfig::sequential_window) ×
+    /// [`sequential_depth`](FetchConfig::sequential_depth) bytes of the next
+    /// ranges. Shared with the source's clones.
+    pub fn limit_read_ahead(&self, end: u64) {
+        self.shared.lock().ahead_limit = Some(end);
+    }
+
     /// A hook for [`ArrayRecordReader::set_prefetch`]: the chunks a read is
     /// about to read are fetched concurrently.
     pub fn prefetcher(&self) -> impl FnMut(&[Range<u64>]) + Send + Sync + 'static {
@@ -503,9 +519,10 @@ impl Shared {
     fn read_ahead(self: &Arc<Self>, cache: &mut Cache, pos: u64) {
         let window = self.config.sequential_window.max(1);
         let reach = window.saturating_mul(self.config.sequential_depth.max(1) - 1);
+        let stop = self.size.min(cache.ahead_limit.unwrap_or(u64::MAX));
         let mut cursor = covered_end(cache, pos);
-        while cursor < self.size && cursor - pos <= reach {
-            self.ensure(cache, cursor..cursor.saturating_add(window), window, true);
+        while cursor < stop && cursor - pos <= reach {
+            self.ensure(cache, cursor..cursor.saturating_add(window).min(stop), window, true);
             cursor = covered_end(cache, cursor);
         }
     }
@@ -529,7 +546,12 @@ impl Shared {
         loop {
             let found = cache.slots.range(..=pos).next_back().filter(|(_, slot)| slot.end > pos);
             let Some((&start, slot)) = found else {
-                let want = (buf.len() as u64).max(self.config.min_fetch);
+                let mut want = (buf.len() as u64).max(self.config.min_fetch);
+                // Past the end of a byte range, reading finishes the chunk that crosses it:
+                // in pieces larger than a minimal fetch, but no window ahead.
+                if cache.ahead_limit.is_some_and(|limit| pos >= limit) {
+                    want = want.max(self.config.sequential_window / 8);
+                }
                 self.ensure(&mut cache, pos..pos.saturating_add(want), want, false);
                 continue;
             };
@@ -640,6 +662,13 @@ pub enum Location {
 }
 
 impl Location {
+    /// For an object, [`ObjectSource::limit_read_ahead`]; nothing for a file.
+    pub fn limit_read_ahead(&self, end: u64) {
+        if let Self::Object(source) = self {
+            source.limit_read_ahead(end);
+        }
+    }
+
     /// Opens `location`: an object if it is a URL (see [`is_url`]), else a
     /// local file.
     pub fn open(location: &str) -> io::Result<Self> {

@@ -166,3 +166,42 @@ fn prefetching_stops_at_the_cache_bound() {
     std::io::Read::read_exact(&mut source, &mut buf).unwrap();
     assert_eq!(&buf[..], &bytes[7 << 20..(7 << 20) + 16]);
 }
+
+#[test]
+fn byte_range_reads_fetch_about_their_range_not_the_read_ahead_past_it() {
+    // Workers reading the byte ranges of a split: together they fetch about the object once.
+    let records = records(40_000);
+    let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:64k".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let size = file.len() as u64;
+    let store = store_with("split.riegeli", file);
+    let config = FetchConfig { sequential_window: 256 << 10, sequential_depth: 8, ..FetchConfig::default() };
+    let (mut fetched, mut n) = (0, 0);
+    let ranges: Vec<_> = riegeli_records::byte_ranges(size, 1 << 20).collect();
+    for range in &ranges {
+        let source = ObjectSource::with_store(
+            Arc::clone(&store),
+            Path::from("split.riegeli"),
+            "memory:///split",
+            config.clone(),
+        )
+        .unwrap();
+        let counting = source.clone();
+        let mut reader = RecordReader::new(Location::Object(source));
+        reader.get_ref().limit_read_ahead(range.end);
+        reader.set_byte_range(range.clone()).unwrap();
+        while let Some(record) = reader.read_record().unwrap() {
+            assert_eq!(record, records[n][..]);
+            n += 1;
+        }
+        fetched += counting.stats().bytes;
+    }
+    assert_eq!(n, records.len());
+    // Each range: its bytes, the object's tail (read on opening), the chunk that crosses its
+    // end, and at most one read-ahead window more.
+    let bound = size + ranges.len() as u64 * ((64 << 10) + (64 << 10) + (256 << 10));
+    assert!(fetched <= bound, "{fetched} bytes fetched for {size} in {} ranges (bound {bound})", ranges.len());
+}

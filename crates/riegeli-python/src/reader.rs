@@ -418,7 +418,13 @@ impl RecordReader {
     /// (byte offsets; `end=None`: to the end of the file), from the first of them on.
     #[pyo3(signature = (start, end = None))]
     fn set_byte_range(&mut self, py: Python<'_>, start: u64, end: Option<u64>) -> PyResult<()> {
-        self.run(py, |reader| reader.set_byte_range(start..end.unwrap_or(u64::MAX))).map(drop)
+        self.run(py, |reader| {
+            if let (Src::Object(source), Some(end)) = (reader.get_ref(), end) {
+                source.limit_read_ahead(end);
+            }
+            reader.set_byte_range(start..end.unwrap_or(u64::MAX))
+        })
+        .map(drop)
     }
 
     /// Seeks to a position obtained from `pos` or `last_pos` of the same file.
