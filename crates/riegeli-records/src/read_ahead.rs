@@ -190,6 +190,8 @@ pub(crate) struct ReadAhead {
     pool: Option<Pool<Decoding>>,
     spare: Vec<Spare>,
     projection: Arc<FieldProjection>,
+    /// Chunks beginning here or later are not read ahead (the end of a byte range).
+    stop: u64,
 }
 
 impl std::fmt::Debug for ReadAhead {
@@ -214,7 +216,14 @@ impl ReadAhead {
             pool: None,
             spare: Vec::new(),
             projection: Arc::new(projection),
+            stop: u64::MAX,
         }
+    }
+
+    /// Reads ahead no chunk that begins at `pos` or later (it is read only
+    /// when asked for).
+    pub(crate) fn stop_at(&mut self, pos: u64) {
+        self.stop = pos;
     }
 
     /// Where the first queued chunk begins, if a chunk is queued. (If a final
@@ -272,6 +281,7 @@ impl ReadAhead {
         // chunk, or here if none does.
         let unchecked = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
         while self.ticketed <= self.parallelism
+            && source.pos() < self.stop
             && self.queue.len() < max_queued
             && (self.queue.is_empty() || self.queued_bytes < MAX_AHEAD_BYTES)
             && !self.queue.back().is_some_and(|item| match item {

@@ -392,6 +392,11 @@ impl<R: Read> RecordReader<R> {
                 self.handle_damage(damage)?;
                 continue;
             }
+            if self.peeked.is_none() && self.next_chunk_pos() >= self.range_end {
+                // The next range's first chunk: not even read (reading stays at the end).
+                self.chunk_begin = self.next_chunk_pos();
+                return Ok(false);
+            }
             let fetched = match self.peeked.take() {
                 Some(fetched) => fetched,
                 None => match self.fetch() {
@@ -683,6 +688,9 @@ impl<R: Read + Seek> RecordReader<R> {
         self.jump_to(first)?;
         self.last_pos = None;
         self.range_end = range.end;
+        if let Some(ahead) = &mut self.ahead {
+            ahead.stop_at(range.end);
+        }
         Ok(())
     }
 

@@ -91,6 +91,34 @@ fn every_golden_file_split_at_every_chunk_boundary_and_block() {
     }
 }
 
+/// A file that notes the lowest and highest offsets read.
+struct Counting<'a> {
+    inner: Cursor<&'a [u8]>,
+    lowest: u64,
+    highest: u64,
+}
+
+impl<'a> Counting<'a> {
+    fn new(file: &'a [u8]) -> Self {
+        Self { inner: Cursor::new(file), lowest: u64::MAX, highest: 0 }
+    }
+}
+
+impl std::io::Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.lowest = self.lowest.min(self.inner.position());
+        let n = self.inner.read(buf)?;
+        self.highest = self.highest.max(self.inner.position());
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Counting<'_> {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
 #[test]
 fn a_range_does_not_read_the_file_from_its_beginning() {
     // The reader of a late range reads the block header where it starts and what
@@ -98,27 +126,40 @@ fn a_range_does_not_read_the_file_from_its_beginning() {
     let file = std::fs::read(testdata().join("valid/simple_none.riegeli")).unwrap();
     let size = file.len() as u64;
     assert!(size > 2 * 65536 + 100);
-    struct Counting<'a> {
-        inner: Cursor<&'a [u8]>,
-        lowest: u64,
-    }
-    impl std::io::Read for Counting<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            self.lowest = self.lowest.min(self.inner.position());
-            self.inner.read(buf)
-        }
-    }
-    impl std::io::Seek for Counting<'_> {
-        fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
-            self.inner.seek(pos)
-        }
-    }
     let start = 2 * 65536 + 100;
-    let mut reader = RecordReader::new(Counting { inner: Cursor::new(&file), lowest: u64::MAX });
+    let mut reader = RecordReader::new(Counting::new(&file));
     reader.set_byte_range(start..size).unwrap();
     assert!(reader.read_record().unwrap().is_some());
     let lowest = reader.get_ref().lowest;
     assert!(lowest >= 2 * 65536, "read from {lowest}");
+}
+
+#[test]
+fn a_range_reads_no_chunk_that_begins_past_its_end() {
+    // Chunks of about 1 MiB: the reader of a range reads to the end of the chunk that
+    // crosses its end (and at most one minimal read more), serially or reading ahead.
+    let mut writer =
+        riegeli_records::RecordWriter::new(Vec::new(), "uncompressed,chunk_size:1M".parse().unwrap()).unwrap();
+    for i in 0..8000u32 {
+        writer.write_record(&i.to_le_bytes().repeat(256)).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let mut chunks = Vec::new();
+    let mut scan = riegeli_records::ChunkReader::new(Cursor::new(&file), Default::default());
+    while let Some(chunk) = scan.read_chunk().unwrap() {
+        chunks.push((chunk.begin(), chunk.end()));
+    }
+    assert!(chunks.len() > 6);
+    for parallelism in [0, 2] {
+        for range in byte_ranges(file.len() as u64, 3 << 20) {
+            let mut reader = RecordReader::with_options(Counting::new(&file), options(parallelism));
+            reader.set_byte_range(range.clone()).unwrap();
+            while reader.read_record().unwrap().is_some() {}
+            let last_end = chunks.iter().filter(|(begin, _)| *begin < range.end).map(|&(_, end)| end).max().unwrap();
+            let highest = reader.get_ref().highest;
+            assert!(highest <= last_end + (64 << 10), "{range:?}, parallelism {parallelism}: read to {highest}");
+        }
+    }
 }
 
 #[test]
