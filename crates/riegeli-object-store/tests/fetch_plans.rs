@@ -16,6 +16,15 @@ fn records(n: usize) -> Vec<Vec<u8>> {
     (0..n).map(|i| format!("record {i} {}", "x".repeat(i % 300)).into_bytes()).collect()
 }
 
+/// A Riegeli/records file of `records`, uncompressed in 64 KiB chunks.
+fn riegeli_file(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:64k".parse().unwrap()).unwrap();
+    for record in records {
+        writer.write_record(record).unwrap();
+    }
+    writer.close().unwrap()
+}
+
 /// An in-memory store holding `bytes` at `name`.
 fn store_with(name: &str, bytes: Vec<u8>) -> Arc<dyn ObjectStore> {
     let store = Arc::new(InMemory::new());
@@ -80,11 +89,7 @@ fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
 #[test]
 fn a_sequential_read_fetches_large_ranges_ahead_and_reads_every_record() {
     let records = records(50_000);
-    let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:64k".parse().unwrap()).unwrap();
-    for record in &records {
-        writer.write_record(record).unwrap();
-    }
-    let file = writer.close().unwrap();
+    let file = riegeli_file(&records);
     let size = file.len() as u64;
     let store = store_with("f.riegeli", file);
     let config = FetchConfig { sequential_window: 1 << 20, ..FetchConfig::default() };
@@ -171,11 +176,7 @@ fn prefetching_stops_at_the_cache_bound() {
 fn byte_range_reads_fetch_about_their_range_not_the_read_ahead_past_it() {
     // Workers reading the byte ranges of a split: together they fetch about the object once.
     let records = records(40_000);
-    let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:64k".parse().unwrap()).unwrap();
-    for record in &records {
-        writer.write_record(record).unwrap();
-    }
-    let file = writer.close().unwrap();
+    let file = riegeli_file(&records);
     let size = file.len() as u64;
     let store = store_with("split.riegeli", file);
     let config = FetchConfig { sequential_window: 256 << 10, sequential_depth: 8, ..FetchConfig::default() };
