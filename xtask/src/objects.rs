@@ -7,8 +7,10 @@
 //! URLs) and the Python package's `tests_objects`, with the servers' addresses and credentials
 //! in the environment the way `object_store` reads them.
 //!
-//! GCS is not among them: no emulator that `object_store` can read runs here
-//! (`gcp-storage-emulator` from PyPI answers no HEAD; fake-gcs-server is a Go binary).
+//! No GCS emulator that `object_store` can read runs here (`gcp-storage-emulator` from PyPI
+//! answers no HEAD and no suffix range; fake-gcs-server is a Go binary): `gs://` URLs are read
+//! by object_store's GCS client anonymously from nginx, which serves the bucket's objects at
+//! GCS's XML API paths (`/<bucket>/<key>`).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -131,14 +133,14 @@ pub(crate) struct Live {
 pub(crate) fn tests(sh: &Shell) -> Result<()> {
     let live = serve(sh)?;
     let python = &live.python;
-    step("live tests: riegeli-object-store and the CLI on s3://, az:// and http:// URLs");
+    step("live tests: riegeli-object-store and the CLI on s3://, az://, gs:// and http:// URLs");
     let mut rust =
         cmd!(sh, "cargo test --locked --all-features -p riegeli-object-store -p riegeli-cli -- --ignored live_");
     for (key, value) in &live.env {
         rust = rust.env(key, value);
     }
     rust.run()?;
-    step("live tests: the Python package on s3://, az:// and http:// URLs");
+    step("live tests: the Python package on s3://, az://, gs:// and http:// URLs");
     let mut pytest = cmd!(sh, "{python} -m pytest -q crates/riegeli-python/tests_objects");
     for (key, value) in &live.env {
         pytest = pytest.env(key, value);
