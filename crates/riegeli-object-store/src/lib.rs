@@ -253,6 +253,33 @@ fn wait<T: Send + 'static>(future: impl std::future::Future<Output = T> + Send +
     rx.recv().map_err(|_| io::Error::other("an object store request was cancelled"))
 }
 
+/// One GET of `range` of `location`: the object's size, the range the answer
+/// holds, and its body as the pieces it arrived in. A body longer than that
+/// range (at most `limit` bytes) is an error, read no further: a server
+/// cannot make a read hold more than it asked for.
+async fn get_pieces(
+    store: &dyn ObjectStore,
+    location: &Path,
+    range: GetRange,
+    limit: u64,
+) -> object_store::Result<(u64, Range<u64>, Pieces)> {
+    let result = store.get_opts(location, GetOptions::new().with_range(Some(range))).await?;
+    let (size, range) = (result.meta.size, result.range.clone());
+    let expected = (range.end.saturating_sub(range.start)).min(limit);
+    let mut body = result.into_stream();
+    let mut pieces = Pieces::default();
+    while let Some(piece) = body.next().await {
+        pieces.push(piece?);
+        if pieces.len() > expected {
+            return Err(object_store::Error::Generic {
+                store: "riegeli-object-store",
+                source: format!("the server sent more than the {expected} bytes of {range:?}").into(),
+            });
+        }
+    }
+    Ok((size, range, pieces))
+}
+
 /// An `object_store` error as an `io::Error` naming the URL and the bytes.
 fn io_error(error: &object_store::Error, what: &str) -> io::Error {
     let kind = match error {
@@ -316,15 +343,13 @@ impl ObjectSource {
     pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
         let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
         let suffix = config.min_fetch.max(1);
-        let tail = wait(async move {
-            let options = GetOptions::new().with_range(Some(GetRange::Suffix(suffix)));
-            let result = tail_store.get_opts(&tail_location, options).await?;
-            let (size, range) = (result.meta.size, result.range.clone());
-            Ok::<_, object_store::Error>((size, range, result.bytes().await?))
-        })?;
+        let tail =
+            wait(
+                async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), suffix).await },
+            )?;
         let (size, tail) = match tail {
-            Ok((size, range, bytes)) if range.end == size && bytes.len() as u64 == range.end - range.start => {
-                (size, Some((range.start, bytes)))
+            Ok((size, range, pieces)) if range.end == size && pieces.len() == range.end - range.start => {
+                (size, Some((range.start, pieces)))
             }
             Err(
                 e @ (object_store::Error::NotFound { .. }
@@ -343,11 +368,9 @@ impl ObjectSource {
         let permits = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
         let mut cache = Cache::default();
         let (mut requests, mut fetched) = (0, 0);
-        if let Some((start, bytes)) = tail.filter(|(_, bytes)| !bytes.is_empty()) {
-            (requests, fetched) = (1, bytes.len() as u64);
+        if let Some((start, pieces)) = tail.filter(|(_, pieces)| pieces.len() > 0) {
+            (requests, fetched) = (1, pieces.len());
             cache.bytes = fetched;
-            let mut pieces = Pieces::default();
-            pieces.push(bytes);
             cache
                 .slots
                 .insert(start, Slot { end: size, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
@@ -489,9 +512,9 @@ impl Shared {
         let mut last = String::new();
         for _ in 0..3 {
             self.requests.fetch_add(1, Ordering::Relaxed);
-            let options = GetOptions::new().with_range(Some(GetRange::Bounded(range.clone())));
-            match self.fetch(options).await {
-                Ok(pieces) => {
+            let asked = GetRange::Bounded(range.clone());
+            match get_pieces(self.store.as_ref(), &self.location, asked, range.end - range.start).await {
+                Ok((_, _, pieces)) => {
                     self.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
                     if pieces.len() == range.end - range.start {
                         return SlotState::Ready(pieces);
@@ -502,16 +525,6 @@ impl Shared {
             }
         }
         SlotState::Failed(last)
-    }
-
-    /// One GET, its body kept as the pieces it arrived in.
-    async fn fetch(&self, options: GetOptions) -> object_store::Result<Pieces> {
-        let mut body = self.store.get_opts(&self.location, options).await?.into_stream();
-        let mut pieces = Pieces::default();
-        while let Some(piece) = body.next().await {
-            pieces.push(piece?);
-        }
-        Ok(pieces)
     }
 
     /// Keeps `sequential_depth` windows of `sequential_window` bytes from

@@ -206,3 +206,71 @@ fn byte_range_reads_fetch_about_their_range_not_the_read_ahead_past_it() {
     let bound = size + ranges.len() as u64 * ((64 << 10) + (64 << 10) + (256 << 10));
     assert!(fetched <= bound, "{fetched} bytes fetched for {size} in {} ranges (bound {bound})", ranges.len());
 }
+
+#[test]
+fn a_server_sending_more_than_asked_for_is_an_error_read_no_further() {
+    // A server that answers every range with 64 MiB (its Content-Length says so, its
+    // Content-Range says the range): the reader stops at the range.
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&sent);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let counter = Arc::clone(&counter);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut head = Vec::new();
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                        head.push(std::mem::take(&mut line));
+                    }
+                    let Some(request) = head.first() else { return };
+                    if request.starts_with("HEAD") {
+                        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n");
+                        continue;
+                    }
+                    let range = head
+                        .iter()
+                        .find_map(|h| h.to_ascii_lowercase().strip_prefix("range: bytes=").map(str::to_owned));
+                    let (a, b) = match range.as_deref().map(str::trim).and_then(|r| r.split_once('-')) {
+                        Some(("", n)) => (1048576 - n.parse::<u64>().unwrap().min(1048576), 1048575),
+                        Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
+                        None => (0, 1048575),
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/1048576\r\nContent-Length: 67108864\r\n\r\n"
+                    );
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                    let piece = vec![7u8; 64 << 10];
+                    for _ in 0..1024 {
+                        if stream.write_all(&piece).is_err() {
+                            return;
+                        }
+                        counter.fetch_add(piece.len() as u64, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/object");
+    let error = match ObjectSource::open(&url) {
+        Err(error) => error,
+        Ok(mut source) => {
+            assert_eq!(source.size(), 1 << 20);
+            let mut buf = vec![0u8; 1000];
+            std::io::Read::read_exact(&mut source, &mut buf).unwrap_err()
+        }
+    };
+    assert!(error.to_string().contains("more than"), "{error}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // What the socket buffers took, not the 64 MiB of each answer.
+    let sent = sent.load(Ordering::Relaxed);
+    assert!(sent < 16 << 20, "the server sent {sent} bytes");
+}
