@@ -254,18 +254,17 @@ fn wait<T: Send + 'static>(future: impl std::future::Future<Output = T> + Send +
 }
 
 /// One GET of `range` of `location`: the object's size, the range the answer
-/// holds, and its body as the pieces it arrived in. A body longer than that
-/// range (at most `limit` bytes) is an error, read no further: a server
-/// cannot make a read hold more than it asked for.
+/// holds (object_store checks that it is the range asked for), and its body
+/// as the pieces it arrived in. A body longer than that range is an error,
+/// read no further: a server cannot make a read hold more than it asked for.
 async fn get_pieces(
     store: &dyn ObjectStore,
     location: &Path,
     range: GetRange,
-    limit: u64,
 ) -> object_store::Result<(u64, Range<u64>, Pieces)> {
     let result = store.get_opts(location, GetOptions::new().with_range(Some(range))).await?;
     let (size, range) = (result.meta.size, result.range.clone());
-    let expected = (range.end.saturating_sub(range.start)).min(limit);
+    let expected = range.end.saturating_sub(range.start);
     let mut body = result.into_stream();
     let mut pieces = Pieces::default();
     while let Some(piece) = body.next().await {
@@ -344,9 +343,7 @@ impl ObjectSource {
         let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
         let suffix = config.min_fetch.max(1);
         let tail =
-            wait(
-                async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), suffix).await },
-            )?;
+            wait(async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix)).await })?;
         let (size, tail) = match tail {
             Ok((size, range, pieces)) if range.end == size && pieces.len() == range.end - range.start => {
                 (size, Some((range.start, pieces)))
@@ -513,7 +510,7 @@ impl Shared {
         for _ in 0..3 {
             self.requests.fetch_add(1, Ordering::Relaxed);
             let asked = GetRange::Bounded(range.clone());
-            match get_pieces(self.store.as_ref(), &self.location, asked, range.end - range.start).await {
+            match get_pieces(self.store.as_ref(), &self.location, asked).await {
                 Ok((_, _, pieces)) => {
                     self.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
                     if pieces.len() == range.end - range.start {
