@@ -7,7 +7,7 @@
 //! through a TCP proxy that delays every request by `--latency-ms` (default 20; 0: no proxy): a
 //! 10,000-index random batch (requests, bytes against the bytes of the chunks it touches plus
 //! the footer, records/s) and a sequential read (MB/s), next to the same reads of the local
-//! files. Prints a markdown table.
+//! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -183,7 +183,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     out.push_str("|---|---:|---:|---:|---:|---:|\n");
 
+    let servers = std::env::args().skip_while(|a| a != "--servers").nth(1).unwrap_or_else(|| "s3,http".to_owned());
     for (server, store, scheme) in [("S3 (moto_server)", &s3, "s3"), ("HTTP (nginx)", &http, "http")] {
+        if !servers.split(',').any(|s| s == scheme) {
+            continue;
+        }
         let open = |name: &str| {
             ObjectSource::with_store(
                 Arc::clone(store),

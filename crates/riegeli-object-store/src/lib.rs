@@ -135,6 +135,9 @@ struct Cache {
     bytes: u64,
     /// Where the last read ended: a read there is sequential.
     last_end: Option<u64>,
+    /// Where the run of sequential reads that the last read continued began:
+    /// its read-ahead windows grow with it (see [`Shared::read_ahead`]).
+    run_start: u64,
     /// Where prefetched ranges (chunks) end: a read does not cross one, so
     /// that the reader of one chunk of a coalesced range does not take (and
     /// count as read) the bytes of the next, which another thread reads.
@@ -526,13 +529,21 @@ impl Shared {
 
     /// Keeps `sequential_depth` windows of `sequential_window` bytes from
     /// `pos` on fetched or being fetched, asking for whole windows only.
+    ///
+    /// The first windows of a run of sequential reads are smaller: each is
+    /// as long as the run so far, from an eighth of a window up to a whole
+    /// one. Requests in flight share the connection's bandwidth, so eight
+    /// whole windows asked for at once would all arrive together, the reader
+    /// idle until then and the windows after them asked for only then; small
+    /// first windows arrive first, and reading them keeps the rest coming.
     fn read_ahead(self: &Arc<Self>, cache: &mut Cache, pos: u64) {
         let window = self.config.sequential_window.max(1);
         let reach = window.saturating_mul(self.config.sequential_depth.max(1) - 1);
         let stop = self.size.min(cache.ahead_limit.unwrap_or(u64::MAX));
         let mut cursor = covered_end(cache, pos);
         while cursor < stop && cursor - pos <= reach {
-            self.ensure(cache, cursor..cursor.saturating_add(window).min(stop), window, true);
+            let size = (cursor - cache.run_start.min(cursor)).clamp((window / 8).max(1), window);
+            self.ensure(cache, cursor..cursor.saturating_add(size).min(stop), size, true);
             cursor = covered_end(cache, cursor);
         }
     }
@@ -550,7 +561,9 @@ impl Shared {
         // A read that continues the last one, past what was fetched or in what
         // its read-ahead fetched (not in prefetched chunks), keeps the windows
         // ahead of it requested.
-        if cache.last_end == Some(pos) && covering(&cache).is_none_or(|ahead| ahead) {
+        if cache.last_end != Some(pos) {
+            cache.run_start = pos;
+        } else if covering(&cache).is_none_or(|ahead| ahead) {
             self.read_ahead(&mut cache, pos);
         }
         loop {
@@ -563,6 +576,14 @@ impl Shared {
                     want = want.max(self.config.sequential_window / 8);
                 }
                 self.ensure(&mut cache, pos..pos.saturating_add(want), want, false);
+                // A read from the very start of an object is most often the first of a
+                // sequential read: the read-ahead's first window is asked for with it, so that
+                // reading on does not wait for another round trip. (At most an eighth of a
+                // window is fetched in vain; a reader that said where it stops reads a range.)
+                if pos == 0 && cache.ahead_limit.is_none() {
+                    let first = (self.config.sequential_window / 8).max(1);
+                    self.ensure(&mut cache, want..want.saturating_add(first), first, true);
+                }
                 continue;
             };
             let end = slot.end;
