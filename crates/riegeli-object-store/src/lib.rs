@@ -536,13 +536,17 @@ impl Shared {
     /// whole windows asked for at once would all arrive together, the reader
     /// idle until then and the windows after them asked for only then; small
     /// first windows arrive first, and reading them keeps the rest coming.
+    /// A reader with a limit (a byte range) asks for whole windows at once.
     fn read_ahead(self: &Arc<Self>, cache: &mut Cache, pos: u64) {
         let window = self.config.sequential_window.max(1);
         let reach = window.saturating_mul(self.config.sequential_depth.max(1) - 1);
         let stop = self.size.min(cache.ahead_limit.unwrap_or(u64::MAX));
         let mut cursor = covered_end(cache, pos);
         while cursor < stop && cursor - pos <= reach {
-            let size = (cursor - cache.run_start.min(cursor)).clamp((window / 8).max(1), window);
+            // (A reader that said where it stops reads one range of an object split
+            // among many: whole windows from the start, fewer requests for its range.)
+            let run = if cache.ahead_limit.is_some() { window } else { cursor - cache.run_start.min(cursor) };
+            let size = run.clamp((window / 8).max(1), window);
             self.ensure(cache, cursor..cursor.saturating_add(size).min(stop), size, true);
             cursor = covered_end(cache, cursor);
         }
