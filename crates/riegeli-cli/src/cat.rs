@@ -486,6 +486,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         return Err(Usage("--pretty applies to --format proto-text and proto-json".to_owned()).into());
     }
     let picks = args.records.as_deref().map(parse_picks).transpose()?;
+    if picks.is_none() && byte_range.is_none() && start.is_none() {
+        io::read_objects_from_start();
+    }
     let mut out = io::create(std::path::Path::new("-"))?;
     // A bar on a terminal that also shows the records would mix with them.
     let show_progress = !std::io::stdout().is_terminal();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use riegeli_object_store::ObjectSource;
+use riegeli_object_store::{FetchConfig, ObjectSource};
 
 use crate::exit::Usage;
 use crate::progress;
@@ -94,6 +94,16 @@ pub(crate) fn url(path: &Path) -> Option<&str> {
     path.to_str().filter(|text| riegeli_object_store::is_url(text))
 }
 
+/// Whether the command reads its files whole, from their start.
+static FROM_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tells [`open_file`] that the command reads its files whole, from their start: an object's
+/// first bytes are then fetched with its opening (see `FetchConfig::read_from_start`), which
+/// saves a round trip. Not for a command that reads only an index, some records or a range.
+pub(crate) fn read_objects_from_start() {
+    FROM_START.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Opens a file or an object (which must be seekable). The object opened
 /// last is opened again as a clone of its source, sharing what it fetched:
 /// detecting an ArrayRecord trailer, then reading the records, fetches the
@@ -106,7 +116,11 @@ pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
         let source = match &*last {
             Some((seen, source)) if seen == url => source.clone(),
             _ => {
-                let source = ObjectSource::open(url).with_context(|| format!("cannot open {url}"))?;
+                let config = FetchConfig {
+                    read_from_start: FROM_START.load(std::sync::atomic::Ordering::Relaxed),
+                    ..FetchConfig::default()
+                };
+                let source = ObjectSource::open_with(url, config).with_context(|| format!("cannot open {url}"))?;
                 *last = Some((url.to_owned(), source.clone()));
                 source
             }

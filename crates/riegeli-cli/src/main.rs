@@ -74,6 +74,13 @@ fn main() -> ExitCode {
             return if err.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
         }
     };
+    // Commands that read their files whole, from the start (`cat` decides by its flags).
+    if matches!(
+        cli.command,
+        Command::Describe(_) | Command::Convert(_) | Command::Verify(_) | Command::Recover(_) | Command::Concat(_)
+    ) {
+        io::read_objects_from_start();
+    }
     let result = match cli.command {
         Command::Describe(args) => describe::describe(args),
         Command::Cat(args) => cat::cat(args),

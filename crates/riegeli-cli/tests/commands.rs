@@ -440,6 +440,20 @@ fn live_commands_read_s3_azure_and_http_urls() {
     let size = std::fs::metadata(testdata(path)).unwrap().len();
     let tail = format!("\"bytes={}-{}\"", size - 65536, size - 1);
     assert!(!seen.contains(&tail), "{seen}");
+    // `cat` reads the whole file: its first bytes and the first read-ahead windows are asked
+    // for with the tail (those past the end of this file of 128 KiB get nothing), and nothing
+    // else is.
+    let gets: Vec<&str> = seen.lines().filter(|l| l.starts_with(&format!("GET /testdata/{path} "))).collect();
+    assert!(gets.iter().any(|l| l.ends_with(" 206 65536 \"bytes=0-65535\"")), "{seen}");
+    let answered: Vec<&&str> = gets.iter().filter(|l| l.contains(" 206 ")).collect();
+    assert_eq!(answered.len(), 3, "the tail, the first 64 KiB and what the tail also holds: {seen}");
+    // `count` of an ArrayRecord file reads its footer, not its first bytes.
+    let mark = std::fs::read(&log).unwrap().len();
+    let got = riegeli(&["count", &format!("{http}/testdata/{path}")], b"");
+    assert!(got.status.success(), "{}", text(&got.stderr));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let after = std::fs::read(&log).unwrap();
+    assert!(!text(&after[mark..]).contains("\"bytes=0-"), "{}", text(&after[mark..]));
 
     let missing = format!("s3://{bucket}/testdata/no-such-file");
     let out = riegeli(&["count", &missing], b"");

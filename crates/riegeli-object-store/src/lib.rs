@@ -70,6 +70,16 @@ pub struct FetchConfig {
     /// Fetched bytes kept for reads to come: past this, ranges the reader
     /// has moved beyond are dropped (default 256 MiB).
     pub max_cached: u64,
+    /// The object is to be read from its start (default `false`): opening
+    /// asks for what a sequential read from the start asks for first (the
+    /// first read's [`min_fetch`](Self::min_fetch) bytes, then read-ahead
+    /// windows growing up to the first whole one) at the same time as the
+    /// object's tail, before its size is known. Reading then waits for no
+    /// further round trip, and the first round trip carries more than a
+    /// window. Those bytes are fetched in vain if the start is never read,
+    /// and for an object smaller than them, the requests past its end are
+    /// answered with nothing.
+    pub read_from_start: bool,
 }
 
 impl Default for FetchConfig {
@@ -81,6 +91,7 @@ impl Default for FetchConfig {
             max_request: 8 << 20,
             max_in_flight: 16,
             max_cached: 256 << 20,
+            read_from_start: false,
         }
     }
 }
@@ -194,6 +205,19 @@ impl Pieces {
         }
     }
 
+    /// Keeps the first `len` bytes (fewer held: all of them).
+    fn truncate(&mut self, len: u64) {
+        let keep = self.ends.partition_point(|&end| end < len) + 1;
+        self.parts.truncate(keep);
+        self.ends.truncate(keep);
+        if let (Some(part), Some(end)) = (self.parts.last_mut(), self.ends.last_mut())
+            && *end > len
+        {
+            part.truncate(part.len() - (*end - len) as usize);
+            *end = len;
+        }
+    }
+
     /// Bytes held.
     fn len(&self) -> u64 {
         self.ends.last().copied().unwrap_or(0)
@@ -256,15 +280,14 @@ fn wait<T: Send + 'static>(future: impl std::future::Future<Output = T> + Send +
     rx.recv().map_err(|_| io::Error::other("an object store request was cancelled"))
 }
 
+/// What [`get_pieces`] returns.
+type GotPieces = object_store::Result<(u64, Range<u64>, Pieces)>;
+
 /// One GET of `range` of `location`: the object's size, the range the answer
 /// holds (object_store checks that it is the range asked for), and its body
 /// as the pieces it arrived in. A body longer than that range is an error,
 /// read no further: a server cannot make a read hold more than it asked for.
-async fn get_pieces(
-    store: &dyn ObjectStore,
-    location: &Path,
-    range: GetRange,
-) -> object_store::Result<(u64, Range<u64>, Pieces)> {
+async fn get_pieces(store: &dyn ObjectStore, location: &Path, range: GetRange) -> GotPieces {
     let result = store.get_opts(location, GetOptions::new().with_range(Some(range))).await?;
     let (size, range) = (result.meta.size, result.range.clone());
     let expected = range.end.saturating_sub(range.start);
@@ -330,8 +353,14 @@ impl ObjectSource {
     /// Opens the object at `url` (see [`is_url`]), configured from the
     /// environment (see [`with_store`](Self::with_store)).
     pub fn open(url: &str) -> io::Result<Self> {
+        Self::open_with(url, FetchConfig::default())
+    }
+
+    /// Opens the object at `url` as [`open`](Self::open) does, fetching as
+    /// `config` says.
+    pub fn open_with(url: &str, config: FetchConfig) -> io::Result<Self> {
         let (store, path) = store_for(url)?;
-        Self::with_store(store, path, url, FetchConfig::default())
+        Self::with_store(store, path, url, config)
     }
 
     /// Opens object `location` of `store`; `url` names it in errors.
@@ -342,9 +371,22 @@ impl ObjectSource {
     /// GET of a suffix range. Where the store cannot serve one (Azure, an
     /// empty object, a server that ignores the range), a HEAD asks for the
     /// size instead.
+    ///
+    /// With [`read_from_start`](FetchConfig::read_from_start), a second
+    /// request at the same time fetches the object's first bytes.
     pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
-        let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
         let suffix = config.min_fetch.max(1);
+        // To be read from the start: its first windows are asked for now, with the tail.
+        let mut early = Vec::new();
+        if config.read_from_start {
+            for range in first_windows(&config) {
+                let (store, location) = (Arc::clone(&store), location.clone());
+                let asked = GetRange::Bounded(range.clone());
+                early
+                    .push((range, runtime()?.spawn(async move { get_pieces(store.as_ref(), &location, asked).await })));
+            }
+        }
+        let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
         let tail =
             wait(async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix)).await })?;
         let (size, tail) = match tail {
@@ -368,6 +410,7 @@ impl ObjectSource {
         let permits = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
         let mut cache = Cache::default();
         let (mut requests, mut fetched) = (0, 0);
+        let tail_start = tail.as_ref().map_or(size, |(start, _)| *start);
         if let Some((start, pieces)) = tail.filter(|(_, pieces)| pieces.len() > 0) {
             (requests, fetched) = (1, pieces.len());
             cache.bytes = fetched;
@@ -375,7 +418,7 @@ impl ObjectSource {
                 .slots
                 .insert(start, Slot { end: size, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
         }
-        let shared = Shared {
+        let shared = Arc::new(Shared {
             store,
             location,
             url: url.to_owned(),
@@ -386,8 +429,11 @@ impl ObjectSource {
             permits,
             requests: AtomicU64::new(requests),
             bytes: AtomicU64::new(fetched),
-        };
-        Ok(Self { shared: Arc::new(shared), pos: 0 })
+        });
+        for (range, answer) in early {
+            shared.adopt(range.start..range.end.min(tail_start), answer)?;
+        }
+        Ok(Self { shared, pos: 0 })
     }
 
     /// The object's size.
@@ -495,13 +541,56 @@ impl Shared {
         };
         runtime.spawn(async move {
             let state = shared.get(range.clone()).await;
-            let mut cache = shared.lock();
-            if let Some(slot) = cache.slots.get_mut(&range.start) {
-                slot.state = state;
-            }
-            drop(cache);
-            shared.fetched.notify_all();
+            shared.complete(&range, state);
         });
+    }
+
+    /// Takes the answer of a GET started before the object's size was known
+    /// (see [`FetchConfig::read_from_start`]) as the pending slot of `range`
+    /// (the part of the range asked for that is neither past the object's end
+    /// nor in its tail). A failed or short answer is asked for again as any
+    /// fetch is; an answer with nothing wanted is only counted.
+    fn adopt(self: &Arc<Self>, range: Range<u64>, answer: tokio::task::JoinHandle<GotPieces>) -> io::Result<()> {
+        let wanted = range.start < range.end;
+        if wanted {
+            let mut cache = self.lock();
+            cache
+                .slots
+                .insert(range.start, Slot { end: range.end, state: SlotState::Pending, ahead: true, read: Vec::new() });
+            cache.bytes += range.end - range.start;
+        }
+        let shared = Arc::clone(self);
+        runtime()?.spawn(async move {
+            let got = answer.await.ok();
+            shared.requests.fetch_add(u64::from(got.is_some()), Ordering::Relaxed);
+            let got = got.and_then(Result::ok);
+            if let Some((_, _, pieces)) = &got {
+                shared.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
+            }
+            if !wanted {
+                return;
+            }
+            let state = match got {
+                Some((_, got, mut pieces)) if got.start == range.start && pieces.len() >= range.end - range.start => {
+                    pieces.truncate(range.end - range.start);
+                    SlotState::Ready(pieces)
+                }
+                _ => shared.get(range.clone()).await,
+            };
+            shared.complete(&range, state);
+        });
+        Ok(())
+    }
+
+    /// Sets the state of the slot of `range`, fetched, and wakes the readers
+    /// waiting for it.
+    fn complete(&self, range: &Range<u64>, state: SlotState) {
+        let mut cache = self.lock();
+        if let Some(slot) = cache.slots.get_mut(&range.start) {
+            slot.state = state;
+        }
+        drop(cache);
+        self.fetched.notify_all();
     }
 
     /// One ranged GET (a short answer is asked again, twice).
@@ -626,6 +715,25 @@ impl Shared {
                     return Ok(n);
                 }
             }
+        }
+    }
+}
+
+/// The ranges a sequential read from the start of an object asks for first:
+/// what its first read fetches ([`FetchConfig::min_fetch`]), then the
+/// read-ahead's windows as they grow (see [`Shared::read_ahead`]) up to the
+/// first whole one.
+fn first_windows(config: &FetchConfig) -> Vec<Range<u64>> {
+    let window = config.sequential_window.max(1);
+    let mut cursor = config.min_fetch.max(1);
+    let mut ranges = Vec::new();
+    ranges.push(0..cursor);
+    loop {
+        let size = cursor.clamp((window / 8).max(1), window);
+        ranges.push(cursor..cursor + size);
+        cursor += size;
+        if size == window {
+            return ranges;
         }
     }
 }
@@ -804,6 +912,15 @@ mod tests {
                 let want = &flat[offset as usize..(offset as usize + len).min(200)];
                 assert_eq!(&buf[..n], want, "offset {offset}, len {len}");
             }
+        }
+        for keep in [0u64, 1, 2, 8, 9, 58, 59, 60, 61, 199, 200, 300] {
+            let mut short = Pieces { parts: pieces.parts.clone(), ends: pieces.ends.clone() };
+            short.truncate(keep);
+            let kept = keep.min(200) as usize;
+            assert_eq!(short.len(), kept as u64, "keep {keep}");
+            let mut buf = vec![0u8; 256];
+            assert_eq!(short.copy_at(0, &mut buf), kept, "keep {keep}");
+            assert_eq!(&buf[..kept], &flat[..kept], "keep {keep}");
         }
     }
 }

@@ -283,8 +283,8 @@ fn a_server_sending_more_than_asked_for_is_an_error_read_no_further() {
     assert!(sent < 32 << 20, "the server sent {sent} bytes");
 }
 
-/// The in-memory store, holding every GET back until it is opened, and noting the range each
-/// asked for.
+/// The in-memory store, holding every GET of a bounded range back until it is opened, and
+/// noting the range each asked for (an unbounded one as `u64::MAX..u64::MAX`).
 #[derive(Debug)]
 struct Gated {
     inner: InMemory,
@@ -336,8 +336,9 @@ impl ObjectStore for Gated {
             Some(object_store::GetRange::Bounded(range)) => range.clone(),
             _ => u64::MAX..u64::MAX,
         };
+        let bounded = asked.start != u64::MAX;
         self.state.lock().unwrap().1.push(asked);
-        while !self.state.lock().unwrap().0 {
+        while bounded && !self.state.lock().unwrap().0 {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
         self.inner.get_opts(location, options).await
@@ -414,4 +415,53 @@ fn a_read_from_the_start_asks_for_the_first_window_with_it_and_windows_grow() {
     assert!(lengths.contains(&window), "{lengths:?}");
     // (The object's tail came with the opening.)
     assert!(asked.windows(2).all(|w| w[0].end == w[1].start) && asked[last].end == size - (64 << 10), "{asked:?}");
+}
+
+#[test]
+fn an_object_to_be_read_from_its_start_has_its_first_windows_asked_for_with_the_opening() {
+    let window = 1u64 << 20;
+    let config = FetchConfig { sequential_window: window, read_from_start: true, ..FetchConfig::default() };
+    // The suffix (the tail, and the size), then the first read's 64 KiB and windows growing
+    // from an eighth of a window to a whole one.
+    let k = 64u64 << 10;
+    let mut opening = vec![u64::MAX..u64::MAX, 0..k];
+    while opening.last().unwrap().end - opening.last().unwrap().start < window {
+        let end = opening.last().unwrap().end;
+        opening.push(end..end + end.clamp(window / 8, window));
+    }
+    let reach = opening.last().unwrap().end;
+    let bytes: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
+    for size in [0u64, 1, 1000, k, k + 1, 2 * k, 2 * k + window / 8, 3 << 20, 6 << 20] {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let inner = InMemory::new();
+        runtime.block_on(inner.put(&Path::from("o"), bytes[..size as usize].to_vec().into())).unwrap();
+        let store = Arc::new(Gated { inner, state: std::sync::Mutex::new((false, Vec::new())) });
+        let dyn_store: Arc<dyn ObjectStore> = Arc::clone(&store) as Arc<dyn ObjectStore>;
+        let mut source = ObjectSource::with_store(dyn_store, Path::from("o"), "memory:///o", config.clone()).unwrap();
+        assert_eq!(source.size(), size);
+        // Held back, the first windows were asked for with the opening, before its answer
+        // told the size.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while store.asked().len() < opening.len() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut asked = store.asked();
+        asked.sort_unstable_by_key(|r| (r.start != u64::MAX, r.start));
+        assert_eq!(asked, opening, "size {size}");
+        store.open(true);
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut source, &mut got).unwrap();
+        assert!(got == bytes[..size as usize], "size {size}");
+        // Reading on asks for none of those bytes again, nor for the tail.
+        let later = &store.asked()[opening.len()..];
+        assert!(later.iter().all(|r| r.start >= reach && r.end <= size - k), "size {size}: {later:?}");
+        // Every byte fetched once, but where the opening's ranges overlap the tail or run
+        // past the end (the answers to those are counted when they come).
+        let overlap: u64 =
+            opening[1..].iter().map(|r| r.end.min(size).saturating_sub(r.start.max(size.saturating_sub(k)))).sum();
+        while source.stats().bytes < size + overlap && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(source.stats().bytes, size + overlap, "size {size}");
+    }
 }
