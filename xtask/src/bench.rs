@@ -21,9 +21,10 @@
 //!   the same files, from Python (`crates/riegeli-python/bench/bench_python.py`): batch reads,
 //!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
 //!   stdout and in `target/bench-python/table.md`.
-//! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N]`: ~100 MB ArrayRecord and
-//!   Riegeli files read from S3 (moto_server on loopback, every request delayed by a proxy)
-//!   against the same reads from local disk; a table in `target/object-bench/table.md`.
+//! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]`: ~100 MB
+//!   ArrayRecord and Riegeli files read from S3 (moto_server) and HTTP (nginx) on loopback, every
+//!   request delayed by a proxy, against the same reads from local disk; a table in
+//!   `target/object-bench/table.md`.
 //! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
 //!   in the engines venv (`crates/riegeli-python/bench/bench_engines.py`), on the same records
 //!   (1 GB of ~4 KiB text-like records by default, kept under /dev/shm): Beam's DirectRunner

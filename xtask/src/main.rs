@@ -66,7 +66,8 @@ fn main() -> Result<()> {
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
                  bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
-                 bench objects [--megabytes N] [--latency-ms N]  S3 with latency vs local disk (table)\n  \
+                 bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]\n  \
+                                             S3 and HTTP with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
                  bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \
