@@ -372,8 +372,8 @@ impl ObjectSource {
     /// empty object, a server that ignores the range), a HEAD asks for the
     /// size instead.
     ///
-    /// With [`read_from_start`](FetchConfig::read_from_start), a second
-    /// request at the same time fetches the object's first bytes.
+    /// With [`read_from_start`](FetchConfig::read_from_start), the first
+    /// windows of a sequential read are asked for at the same time.
     pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
         let suffix = config.min_fetch.max(1);
         // To be read from the start: its first windows are asked for now, with the tail.
@@ -728,14 +728,16 @@ fn first_windows(config: &FetchConfig) -> Vec<Range<u64>> {
     let mut cursor = config.min_fetch.max(1);
     let mut ranges = Vec::new();
     ranges.push(0..cursor);
-    loop {
+    while cursor < u64::MAX {
         let size = cursor.clamp((window / 8).max(1), window);
-        ranges.push(cursor..cursor + size);
-        cursor += size;
+        let end = cursor.saturating_add(size);
+        ranges.push(cursor..end);
         if size == window {
-            return ranges;
+            break;
         }
+        cursor = end;
     }
+    ranges
 }
 
 /// Where the fetched or pending ranges that run on from `pos` without a gap end.
@@ -921,6 +923,31 @@ mod tests {
             let mut buf = vec![0u8; 256];
             assert_eq!(short.copy_at(0, &mut buf), kept, "keep {keep}");
             assert_eq!(&buf[..kept], &flat[..kept], "keep {keep}");
+        }
+    }
+
+    #[test]
+    fn first_windows_run_on_from_the_start_up_to_a_whole_window_whatever_the_config() {
+        let (k, m) = (64u64 << 10, 1u64 << 20);
+        let ranges = first_windows(&FetchConfig::default());
+        assert_eq!(
+            ranges,
+            [
+                0..k,
+                k..k + m,
+                k + m..2 * (k + m),
+                2 * (k + m)..4 * (k + m),
+                4 * (k + m)..8 * (k + m),
+                8 * (k + m)..8 * (k + m) + 8 * m
+            ]
+        );
+        for (min_fetch, sequential_window) in [(1, 1), (0, 0), (u64::MAX, u64::MAX), (1, u64::MAX), (1 << 30, 8 << 20)]
+        {
+            let config = FetchConfig { min_fetch, sequential_window, ..FetchConfig::default() };
+            let ranges = first_windows(&config);
+            assert!(ranges.len() <= 8 && ranges[0].start == 0, "{ranges:?}");
+            assert!(ranges.iter().all(|r| r.start < r.end), "{ranges:?}");
+            assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{ranges:?}");
         }
     }
 }
