@@ -19,10 +19,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(path) = args.get(1) else {
         return Err("usage: hash_ceiling FILE [THREADS]".into());
     };
-    let threads = match args.get(2) {
+    let threads: usize = match args.get(2) {
         Some(n) => n.parse()?,
         None => std::thread::available_parallelism().map_or(1, usize::from),
     };
+    if threads == 0 {
+        return Err("THREADS must be at least 1".into());
+    }
     let data = std::fs::read(path)?;
     let pieces: Vec<&[u8]> = data.chunks(PIECE).collect();
     let mut best = f64::INFINITY;

@@ -635,7 +635,7 @@ impl Shared {
             // (A reader that said where it stops reads one range of an object split
             // among many: whole windows from the start, fewer requests for its range.)
             let run = if cache.ahead_limit.is_some() { window } else { cursor - cache.run_start.min(cursor) };
-            let size = run.clamp((window / 8).max(1), window);
+            let size = window_after(&self.config, run);
             self.ensure(cache, cursor..cursor.saturating_add(size).min(stop), size, true);
             cursor = covered_end(cache, cursor);
         }
@@ -674,7 +674,7 @@ impl Shared {
                 // reading on does not wait for another round trip. (At most an eighth of a
                 // window is fetched in vain; a reader that said where it stops reads a range.)
                 if pos == 0 && cache.ahead_limit.is_none() {
-                    let first = (self.config.sequential_window / 8).max(1);
+                    let first = window_after(&self.config, want);
                     self.ensure(&mut cache, want..want.saturating_add(first), first, true);
                 }
                 continue;
@@ -719,6 +719,13 @@ impl Shared {
     }
 }
 
+/// The read-ahead window that follows a run of sequential reads `run` bytes
+/// long: as long as the run, from an eighth of a window up to a whole one.
+fn window_after(config: &FetchConfig, run: u64) -> u64 {
+    let window = config.sequential_window.max(1);
+    run.clamp((window / 8).max(1), window)
+}
+
 /// The ranges a sequential read from the start of an object asks for first:
 /// what its first read fetches ([`FetchConfig::min_fetch`]), then the
 /// read-ahead's windows as they grow (see [`Shared::read_ahead`]) up to the
@@ -729,7 +736,7 @@ fn first_windows(config: &FetchConfig) -> Vec<Range<u64>> {
     let mut ranges = Vec::new();
     ranges.push(0..cursor);
     while cursor < u64::MAX {
-        let size = cursor.clamp((window / 8).max(1), window);
+        let size = window_after(config, cursor);
         let end = cursor.saturating_add(size);
         ranges.push(cursor..end);
         if size == window {
