@@ -22,7 +22,7 @@
 //!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
 //!   stdout and in `target/bench-python/table.md`.
 //! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]`: ~100 MB
-//!   ArrayRecord and Riegeli files read from S3 (moto_server) and HTTP (nginx) on loopback, every
+//!   ArrayRecord and Riegeli files read from S3 (`xtask/s3-server`) and HTTP (nginx) on loopback, every
 //!   request delayed by a proxy, against the same reads from local disk; a table in
 //!   `target/object-bench/table.md`.
 //! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
@@ -349,13 +349,14 @@ fn engines(sh: &Shell, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `bench objects`: reads from S3 (moto_server on loopback behind a proxy adding latency)
-/// against the same reads from local disk (`examples/object_bench.rs` of riegeli-object-store).
+/// `bench objects`: reads from S3 (`xtask/s3-server`) and HTTP (nginx), on loopback behind a
+/// proxy adding latency, against the same reads from local disk (`examples/object_bench.rs` of
+/// riegeli-object-store).
 fn objects(sh: &Shell, args: &[String]) -> Result<()> {
-    let live = crate::objects::serve(sh)?;
-    crate::common::step("S3 with latency against local disk");
+    let (_servers, env) = crate::objects::serve_for_bench(sh)?;
+    crate::common::step("S3 and HTTP with latency against local disk");
     let mut bench = cmd!(sh, "cargo run --release -p riegeli-object-store --example object_bench -- {args...}");
-    for (key, value) in &live.env {
+    for (key, value) in &env {
         bench = bench.env(key, value);
     }
     bench.run()?;

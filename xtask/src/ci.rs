@@ -19,6 +19,10 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     let skip_python = args.iter().any(|a| a == "--no-python");
     step("fmt");
     cmd!(sh, "cargo fmt --all --check").run()?;
+    // The crates outside the workspace, too.
+    for manifest in crate::common::OTHER_WORKSPACES.iter().map(|dir| format!("{dir}/Cargo.toml")) {
+        cmd!(sh, "cargo fmt --check --manifest-path {manifest}").run()?;
+    }
     crate::tidy::run(sh)?;
     step("unused dependencies");
     unused_dependencies(sh)?;
@@ -84,7 +88,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
 }
 
 /// Runs cargo-machete (installed if missing) over every Cargo.toml of the repository: the
-/// workspace, `fuzz/` and `bench-peers/`. False positives are listed in the crate's
+/// workspace and [`crate::common::OTHER_WORKSPACES`]. False positives are listed in the crate's
 /// `[package.metadata.cargo-machete] ignored`, with the reason.
 fn unused_dependencies(sh: &Shell) -> Result<()> {
     // Called as `cargo-machete`, not `cargo machete`: under `cargo xtask` the latter takes its

@@ -13,3 +13,6 @@ pub(crate) fn project_root() -> PathBuf {
 pub(crate) fn step(name: &str) {
     eprintln!("\n==> {name}");
 }
+
+/// The crates with workspaces of their own (the root `Cargo.toml` excludes them).
+pub(crate) const OTHER_WORKSPACES: &[&str] = &["fuzz", "bench-peers", "xtask/s3-server"];

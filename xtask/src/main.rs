@@ -67,7 +67,7 @@ fn main() -> Result<()> {
                  bench [ARGS]                criterion benches of every crate\n  \
                  bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
                  bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]\n  \
-                                             S3 and HTTP with latency vs local disk (table)\n  \
+                                             S3 (xtask/s3-server) and HTTP (nginx) with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
                  bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \

@@ -149,6 +149,69 @@ pub(crate) fn tests(sh: &Shell) -> Result<()> {
     Ok(())
 }
 
+/// Starts nginx serving `dir/www` on a free loopback port (configuration, logs and temporary
+/// files in `dir`), added to `servers`; returns the port once it listens.
+fn start_nginx(nginx: &Path, dir: &Path, servers: &mut Servers) -> Result<u16> {
+    let port = free_port()?;
+    let conf = dir.join("nginx.conf");
+    std::fs::write(&conf, nginx_conf(dir, port))?;
+    let child = Command::new(nginx)
+        .args(["-p".as_ref(), dir.as_os_str(), "-c".as_ref(), conf.as_os_str()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nginx-stderr.log"))?)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start nginx")?;
+    servers.0.push(child);
+    let child = servers.0.last_mut().context("nginx was just pushed")?;
+    wait_for(port, "nginx", child, &dir.join("nginx-error.log"))?;
+    Ok(port)
+}
+
+/// Starts what `cargo xtask bench objects` reads from, on loopback: `xtask/s3-server` (an
+/// S3-compatible server: s3s over files, built here; moto_server serves about 70 MB/s, which would
+/// make it the bound of every figure) and nginx. Returns the servers (stopped when dropped) and
+/// the environment the benchmark reads them from (the variables of [`serve`] it uses).
+pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static str, String)>)> {
+    let nginx = nginx(sh)?;
+    step("building xtask/s3-server (release)");
+    cmd!(sh, "cargo build --release --locked --manifest-path xtask/s3-server/Cargo.toml --target-dir target/s3-server")
+        .run()?;
+    let dir = project_root().join("target").join("objects-bench");
+    let _ = std::fs::remove_dir_all(&dir);
+    // A bucket of the S3 server is a directory of its root.
+    for sub in ["www", "tmp", &format!("s3/{BUCKET}")] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    step("starting xtask/s3-server and nginx on loopback");
+    let mut servers = Servers(Vec::new());
+    let s3_port = free_port()?;
+    let s3_log = dir.join("s3-server.log");
+    let log = std::fs::File::create(&s3_log)?;
+    let server = Command::new(project_root().join("target/s3-server/release/s3-server"))
+        .arg(dir.join("s3"))
+        .args([&s3_port.to_string(), "test", "test"])
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .context("cannot start xtask/s3-server")?;
+    servers.0.push(server);
+    wait_for(s3_port, "s3-server", &mut servers.0[0], &s3_log)?;
+    let http_port = start_nginx(&nginx, &dir, &mut servers)?;
+    let env = vec![
+        ("AWS_ENDPOINT", format!("http://127.0.0.1:{s3_port}")),
+        ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("RIEGELI_TEST_S3_BUCKET", BUCKET.to_owned()),
+        ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
+        ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
+    ];
+    Ok((servers, env))
+}
+
 /// Starts moto_server and nginx on loopback (their venv and nginx installed first, the test
 /// bucket created, the golden files the CLI's tests read uploaded).
 pub(crate) fn serve(sh: &Shell) -> Result<Live> {
@@ -177,17 +240,7 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         .spawn()
         .context("cannot start moto_server")?;
     servers.0.push(moto);
-    let http_port = free_port()?;
-    let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, nginx_conf(&dir, http_port))?;
-    let nginx = Command::new(nginx)
-        .args(["-p".as_ref(), dir.as_os_str(), "-c".as_ref(), conf.as_os_str()])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("nginx-stderr.log"))?)
-        .stdin(Stdio::null())
-        .spawn()
-        .context("cannot start nginx")?;
-    servers.0.push(nginx);
+    let http_port = start_nginx(&nginx, &dir, &mut servers)?;
     let az_port = free_port()?;
     // Its debug log has a line per request, with the method, URL and Range header.
     let az_log = dir.join("azurite-debug.log");
@@ -204,9 +257,8 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         .spawn()
         .context("cannot start azurite-blob")?;
     servers.0.push(azurite);
-    let [moto, nginx, azurite] = &mut servers.0[..] else { unreachable!("three servers") };
+    let [moto, _nginx, azurite] = &mut servers.0[..] else { unreachable!("three servers") };
     wait_for(s3_port, "moto_server", moto, &s3_log)?;
-    wait_for(http_port, "nginx", nginx, &dir.join("nginx-error.log"))?;
     wait_for(az_port, "azurite-blob", azurite, &az_stderr)?;
 
     let endpoint = format!("http://127.0.0.1:{s3_port}");

@@ -22,9 +22,6 @@ use xshell::Shell;
 
 use crate::common::step;
 
-/// Directories that hold the crates whose modules are checked (each `crates/*`, too).
-const CRATE_DIRS: &[&str] = &["xtask", "fuzz", "bench-peers"];
-
 pub(crate) fn run(sh: &Shell) -> Result<()> {
     step("module import cycles");
     check_module_cycles(sh)
@@ -34,7 +31,9 @@ pub(crate) fn run(sh: &Shell) -> Result<()> {
 pub(crate) fn check_module_cycles(sh: &Shell) -> Result<()> {
     let root = sh.current_dir();
     let mut crate_dirs: Vec<PathBuf> = sh.read_dir(root.join("crates"))?.into_iter().filter(|p| p.is_dir()).collect();
-    crate_dirs.extend(CRATE_DIRS.iter().map(|dir| root.join(dir)));
+    // `crates/*`, xtask and the crates outside the workspace.
+    crate_dirs.push(root.join("xtask"));
+    crate_dirs.extend(crate::common::OTHER_WORKSPACES.iter().map(|dir| root.join(dir)));
     crate_dirs.sort();
     let mut report = String::new();
     let mut roots = 0;

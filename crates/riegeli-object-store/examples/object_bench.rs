@@ -135,12 +135,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let http_url = std::env::var("RIEGELI_TEST_HTTP_URL")?;
     let http_proxy = delaying_proxy(http_url.trim_start_matches("http://").to_owned(), latency)?;
-    let http: Arc<dyn object_store::ObjectStore> = Arc::new(
+    let http_store = |url: String| {
         object_store::http::HttpBuilder::new()
-            .with_url(format!("http://{http_proxy}"))
+            .with_url(url)
             .with_client_options(object_store::ClientOptions::new().with_allow_http(true))
-            .build()?,
-    );
+            .build()
+    };
+    let http: Arc<dyn object_store::ObjectStore> = Arc::new(http_store(format!("http://{http_proxy}"))?);
+    let direct_http = http_store(http_url.clone())?;
 
     // The batch: the same 10,000 random indices for every reader.
     let mut state = 12345u64;
@@ -168,7 +170,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = String::new();
     out.push_str(&format!(
         "{n} records of {RECORD} B (incompressible), ArrayRecord `group_size:100,zstd:3` {:.1} MB, \
-         Riegeli `zstd:3` {:.1} MB; moto_server (S3) and nginx (HTTP) on loopback, {}; remote times \
+         Riegeli `zstd:3` {:.1} MB; S3 (`xtask/s3-server`: s3s over files) and HTTP (nginx) on loopback, {}; remote times \
          include opening the object, the server's copy in its page cache; local: the same files in the page cache \
          (and for the sequential read, from disk with the page cache emptied first); median of {rounds}.\n\n",
         size as f64 / 1e6,
@@ -185,7 +187,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     out.push_str("|---|---:|---:|---:|---:|---:|\n");
 
     let servers = std::env::args().skip_while(|a| a != "--servers").nth(1).unwrap_or_else(|| "s3,http".to_owned());
-    for (server, store, scheme) in [("S3 (moto_server)", &s3, "s3"), ("HTTP (nginx)", &http, "http")] {
+    let directs: [&dyn object_store::ObjectStore; 2] = [&direct, &direct_http];
+    for ((server, store, scheme), direct) in [("S3", &s3, "s3"), ("HTTP", &http, "http")].into_iter().zip(directs) {
         if !servers.split(',').any(|s| s == scheme) {
             continue;
         }
@@ -263,10 +266,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             local_t.push(start.elapsed().as_secs_f64());
             assert_eq!(count, n);
-            // The server's copy (nginx's file; moto keeps objects in memory) back in the page
-            // cache, which emptying it for the cold read above took it out of: on loopback the
-            // server shares this machine's disk, which a remote server's storage is not.
-            std::fs::read(http_root.join("bench.riegeli"))?;
+            // The server's copy back in the page cache, which emptying it for the cold read
+            // above took it out of: on loopback the server shares this machine's disk, which a
+            // remote server's storage is not. Read once whole, directly (not through the proxy).
+            runtime.block_on(async { direct.get(&Path::from("bench.riegeli")).await?.bytes().await })?;
             let start = Instant::now();
             let source = open("bench.riegeli", true)?;
             let counting = source.clone();
