@@ -421,17 +421,17 @@ fn a_read_from_the_start_asks_for_the_first_window_with_it_and_windows_grow() {
 fn an_object_to_be_read_from_its_start_has_its_first_windows_asked_for_with_the_opening() {
     let window = 1u64 << 20;
     let config = FetchConfig { sequential_window: window, read_from_start: true, ..FetchConfig::default() };
-    // The suffix (the tail, and the size), then the first read's 64 KiB and windows growing
-    // from an eighth of a window to a whole one.
+    // The suffix (the tail, and the size), then the first read's 64 KiB, windows growing
+    // from an eighth of a window to a whole one, and whole ones: half the depth's (4) in all.
     let k = 64u64 << 10;
     let mut opening = vec![u64::MAX..u64::MAX, 0..k];
-    while opening.last().unwrap().end - opening.last().unwrap().start < window {
+    while opening.iter().filter(|r| r.end - r.start == window).count() < 4 {
         let end = opening.last().unwrap().end;
         opening.push(end..end + end.clamp(window / 8, window));
     }
     let reach = opening.last().unwrap().end;
     let bytes: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
-    for size in [0u64, 1, 1000, k, k + 1, 2 * k, 2 * k + window / 8, 3 << 20, 6 << 20] {
+    for size in [0u64, 1, 1000, k, k + 1, 2 * k, 2 * k + window / 8, 3 << 20, 5 << 20, 6 << 20] {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let inner = InMemory::new();
         runtime.block_on(inner.put(&Path::from("o"), bytes[..size as usize].to_vec().into())).unwrap();
