@@ -472,6 +472,11 @@ impl ObjectSource {
     /// [`sequential_window`](FetchConfig::sequential_window) ×
     /// [`sequential_depth`](FetchConfig::sequential_depth) bytes of the next
     /// ranges. Shared with the source's clones.
+    ///
+    /// Such a reader is taken to read up to `end` in order: a read before
+    /// `end` that does not continue the last one (finding the range's first
+    /// chunk) asks for whole windows up to `end` (as far as the depth
+    /// reaches) with its own bytes.
     pub fn limit_read_ahead(&self, end: u64) {
         self.shared.lock().ahead_limit = Some(end);
     }
@@ -678,6 +683,12 @@ impl Shared {
                 if pos == 0 && cache.ahead_limit.is_none() {
                     let first = window_after(&self.config, want);
                     self.ensure(&mut cache, want..want.saturating_add(first), first, true);
+                }
+                // A reader that said where it stops reads its byte range in order from its
+                // first read on: the windows up to there are asked for with it (a round trip
+                // less per range of a split).
+                if cache.ahead_limit.is_some_and(|limit| pos < limit) {
+                    self.read_ahead(&mut cache, pos);
                 }
                 continue;
             };

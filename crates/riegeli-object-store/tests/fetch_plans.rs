@@ -465,3 +465,62 @@ fn an_object_to_be_read_from_its_start_has_its_first_windows_asked_for_with_the_
         assert_eq!(source.stats().bytes, size + overlap, "size {size}");
     }
 }
+
+#[test]
+fn a_byte_range_reader_asks_for_its_windows_with_its_first_read() {
+    let records = records(40_000);
+    let file = riegeli_file(&records);
+    let size = file.len() as u64;
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let inner = InMemory::new();
+    runtime.block_on(inner.put(&Path::from("s"), file.into())).unwrap();
+    let store = Arc::new(Gated { inner, state: std::sync::Mutex::new((true, Vec::new())) });
+    let window = 256u64 << 10;
+    let config = FetchConfig { sequential_window: window, ..FetchConfig::default() };
+    let range = (1u64 << 20) + 1000..(2u64 << 20) + 5000;
+    assert!(size > range.end + (1 << 20), "a file of {size} bytes is too small for the test");
+    let dyn_store: Arc<dyn ObjectStore> = Arc::clone(&store) as Arc<dyn ObjectStore>;
+    let source = ObjectSource::with_store(dyn_store, Path::from("s"), "memory:///s", config).unwrap();
+    let opening = store.asked().len();
+
+    // Held back: finding the range's first chunk reads once, and that read asks for the
+    // windows up to the range's end before any answer comes.
+    store.open(false);
+    let wanted = range.clone();
+    let reader = std::thread::spawn(move || {
+        let mut reader = RecordReader::new(Location::Object(source));
+        reader.get_ref().limit_read_ahead(wanted.end);
+        reader.set_byte_range(wanted).unwrap();
+        let mut got = Vec::new();
+        while let Some(record) = reader.read_record().unwrap() {
+            got.push(record.to_vec());
+        }
+        got
+    });
+    // (The block that holds the range's start: its header tells where the next chunk begins.)
+    let first = range.start / (64 << 10) * (64 << 10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.asked().iter().skip(opening).map(|r| r.end).max() < Some(range.end)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let mut held = store.asked()[opening..].to_vec();
+    held.sort_unstable_by_key(|r| r.start);
+    // The first read's 64 KiB at the block boundary where the search starts, then whole
+    // windows up to the range's end.
+    let mut expected = Vec::new();
+    expected.push(first..first + (64 << 10));
+    while expected.last().unwrap().end < range.end {
+        let start = expected.last().unwrap().end;
+        expected.push(start..(start + window).min(range.end));
+    }
+    assert_eq!(held, expected);
+    store.open(true);
+    let got = reader.join().unwrap();
+    // The records of the chunks that begin in the range (and only those), in order.
+    assert!(!got.is_empty());
+    let at = records.iter().position(|r| *r == got[0]).unwrap();
+    assert!(got.iter().zip(&records[at..]).all(|(a, b)| a == b));
+}
