@@ -293,6 +293,14 @@ struct Gated {
 }
 
 impl Gated {
+    /// A store holding `bytes` at `name`, open (answering) or not.
+    fn with(name: &str, bytes: Vec<u8>, open: bool) -> Arc<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let inner = InMemory::new();
+        runtime.block_on(inner.put(&Path::from(name), bytes.into())).unwrap();
+        Arc::new(Gated { inner, state: std::sync::Mutex::new((open, Vec::new())) })
+    }
+
     fn asked(&self) -> Vec<std::ops::Range<u64>> {
         self.state.lock().unwrap().1.clone()
     }
@@ -372,10 +380,7 @@ fn a_read_from_the_start_asks_for_the_first_window_with_it_and_windows_grow() {
     let records = records(20_000);
     let file = riegeli_file(&records);
     let size = file.len() as u64;
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let inner = InMemory::new();
-    runtime.block_on(inner.put(&Path::from("f"), file.into())).unwrap();
-    let store = Arc::new(Gated { inner, state: std::sync::Mutex::new((true, Vec::new())) });
+    let store = Gated::with("f", file, true);
     let window = 1u64 << 20;
     let config = FetchConfig { sequential_window: window, ..FetchConfig::default() };
     let dyn_store: Arc<dyn ObjectStore> = Arc::clone(&store) as Arc<dyn ObjectStore>;
@@ -432,10 +437,7 @@ fn an_object_to_be_read_from_its_start_has_its_first_windows_asked_for_with_the_
     let reach = opening.last().unwrap().end;
     let bytes: Vec<u8> = (0..6u32 << 20).map(|i| (i % 251) as u8).collect();
     for size in [0u64, 1, 1000, k, k + 1, 2 * k, 2 * k + window / 8, 3 << 20, 5 << 20, 6 << 20] {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let inner = InMemory::new();
-        runtime.block_on(inner.put(&Path::from("o"), bytes[..size as usize].to_vec().into())).unwrap();
-        let store = Arc::new(Gated { inner, state: std::sync::Mutex::new((false, Vec::new())) });
+        let store = Gated::with("o", bytes[..size as usize].to_vec(), false);
         let dyn_store: Arc<dyn ObjectStore> = Arc::clone(&store) as Arc<dyn ObjectStore>;
         let mut source = ObjectSource::with_store(dyn_store, Path::from("o"), "memory:///o", config.clone()).unwrap();
         assert_eq!(source.size(), size);
@@ -471,10 +473,7 @@ fn a_byte_range_reader_asks_for_its_windows_with_its_first_read() {
     let records = records(40_000);
     let file = riegeli_file(&records);
     let size = file.len() as u64;
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let inner = InMemory::new();
-    runtime.block_on(inner.put(&Path::from("s"), file.into())).unwrap();
-    let store = Arc::new(Gated { inner, state: std::sync::Mutex::new((true, Vec::new())) });
+    let store = Gated::with("s", file, true);
     let window = 256u64 << 10;
     let config = FetchConfig { sequential_window: window, ..FetchConfig::default() };
     let range = (1u64 << 20) + 1000..(2u64 << 20) + 5000;
