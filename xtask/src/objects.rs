@@ -149,6 +149,13 @@ pub(crate) fn tests(sh: &Shell) -> Result<()> {
     Ok(())
 }
 
+/// Starts `command` with its stdout and stderr in the file `log`.
+fn spawn_logged(command: &mut Command, log: &Path, what: &str) -> Result<Child> {
+    let file = std::fs::File::create(log)?;
+    let child = command.stdout(file.try_clone()?).stderr(file).stdin(Stdio::null()).spawn();
+    child.with_context(|| format!("cannot start {what}"))
+}
+
 /// Starts nginx serving `dir/www` on a free loopback port (configuration, logs and temporary
 /// files in `dir`), added to `servers`; returns the port once it listens.
 fn start_nginx(nginx: &Path, dir: &Path, servers: &mut Servers) -> Result<u16> {
@@ -171,7 +178,7 @@ fn start_nginx(nginx: &Path, dir: &Path, servers: &mut Servers) -> Result<u16> {
 /// Starts what `cargo xtask bench objects` reads from, on loopback: `xtask/s3-server` (an
 /// S3-compatible server: s3s over files, built here; moto_server serves about 70 MB/s, which would
 /// make it the bound of every figure) and nginx. Returns the servers (stopped when dropped) and
-/// the environment the benchmark reads them from (the variables of [`serve`] it uses).
+/// the environment the benchmark reads them from.
 pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static str, String)>)> {
     let nginx = nginx(sh)?;
     step("building xtask/s3-server (release)");
@@ -187,29 +194,31 @@ pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static st
     let mut servers = Servers(Vec::new());
     let s3_port = free_port()?;
     let s3_log = dir.join("s3-server.log");
-    let log = std::fs::File::create(&s3_log)?;
-    let server = Command::new(project_root().join("target/s3-server/release/s3-server"))
-        .arg(dir.join("s3"))
-        .args([&s3_port.to_string(), "test", "test"])
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .context("cannot start xtask/s3-server")?;
+    let mut server = Command::new(project_root().join("target/s3-server/release/s3-server"));
+    server.arg(dir.join("s3")).args([&s3_port.to_string(), "test", "test"]);
+    let server = spawn_logged(&mut server, &s3_log, "xtask/s3-server")?;
     servers.0.push(server);
     wait_for(s3_port, "s3-server", &mut servers.0[0], &s3_log)?;
     let http_port = start_nginx(&nginx, &dir, &mut servers)?;
-    let env = vec![
-        ("AWS_ENDPOINT", format!("http://127.0.0.1:{s3_port}")),
+    let env = servers_env(&format!("http://127.0.0.1:{s3_port}"), &s3_log, http_port, &dir);
+    Ok((servers, env))
+}
+
+/// The environment of clients of an S3 server at `endpoint` (the test bucket, credentials it
+/// takes, its log) and of nginx on `http_port` serving `dir/www`.
+fn servers_env(endpoint: &str, s3_log: &Path, http_port: u16, dir: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT", endpoint.to_owned()),
         ("AWS_ALLOW_HTTP", "true".to_owned()),
         ("AWS_ACCESS_KEY_ID", "test".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
         ("AWS_REGION", "us-east-1".to_owned()),
         ("RIEGELI_TEST_S3_BUCKET", BUCKET.to_owned()),
+        ("RIEGELI_TEST_S3_LOG", s3_log.display().to_string()),
         ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
         ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
-    ];
-    Ok((servers, env))
+        ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
+    ]
 }
 
 /// Starts moto_server and nginx on loopback (their venv and nginx installed first, the test
@@ -231,14 +240,9 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     let s3_port = free_port()?;
     // Its request log (werkzeug's, one line per request) goes to stderr.
     let s3_log = dir.join("moto.log");
-    let log = std::fs::File::create(&s3_log)?;
-    let moto = Command::new(bin.join("moto_server"))
-        .args(["-H", "127.0.0.1", "-p", &s3_port.to_string()])
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .context("cannot start moto_server")?;
+    let mut moto = Command::new(bin.join("moto_server"));
+    moto.args(["-H", "127.0.0.1", "-p", &s3_port.to_string()]);
+    let moto = spawn_logged(&mut moto, &s3_log, "moto_server")?;
     servers.0.push(moto);
     let http_port = start_nginx(&nginx, &dir, &mut servers)?;
     let az_port = free_port()?;
@@ -290,17 +294,8 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     );
     cmd!(sh, "{python} -c {setup} {LIVE_TESTDATA...}").run().context("cannot create the test container")?;
 
-    let env = [
-        ("AWS_ENDPOINT", endpoint.clone()),
-        ("AWS_ALLOW_HTTP", "true".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "test".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
-        ("AWS_REGION", "us-east-1".to_owned()),
-        ("RIEGELI_TEST_S3_BUCKET", BUCKET.to_owned()),
-        ("RIEGELI_TEST_S3_LOG", s3_log.display().to_string()),
-        ("RIEGELI_TEST_HTTP_URL", format!("http://127.0.0.1:{http_port}")),
-        ("RIEGELI_TEST_HTTP_ROOT", dir.join("www").display().to_string()),
-        ("RIEGELI_TEST_HTTP_LOG", dir.join("access.log").display().to_string()),
+    let mut env = servers_env(&endpoint, &s3_log, http_port, &dir);
+    env.extend([
         // object_store's GCS client, pointed at nginx: anonymous reads of `gs://BUCKET/key`
         // are GETs (and HEADs) of `/BUCKET/key`, which nginx serves from `www/BUCKET/key`.
         ("GOOGLE_BASE_URL", format!("http://127.0.0.1:{http_port}")),
@@ -319,6 +314,6 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
                  BlobEndpoint={az_url}/{AZURITE_ACCOUNT};"
             ),
         ),
-    ];
-    Ok(Live { _servers: servers, python, env: env.to_vec() })
+    ]);
+    Ok(Live { _servers: servers, python, env })
 }
