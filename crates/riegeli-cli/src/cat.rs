@@ -551,6 +551,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         if let Some(range) = &byte_range {
             reader.get_ref().limit_read_ahead(range.end);
             reader.set_byte_range(range.clone()).with_context(|| format!("{name}: --byte-range"))?;
+            reader.get_ref().start_read_ahead();
         }
         // A `chunk/index` start must name a chunk boundary; the first read tells.
         let mut seeked_to = match start {

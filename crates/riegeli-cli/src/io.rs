@@ -45,6 +45,14 @@ impl Input {
         }
     }
 
+    /// An object asks now for the windows ahead of where it reads next (a byte range's first
+    /// chunk, once found).
+    pub(crate) fn start_read_ahead(&self) {
+        if let Src::Seekable(seekable) = &self.src {
+            seekable.start_read_ahead();
+        }
+    }
+
     /// Shows a progress bar of the bytes read (labelled `name`) when `show` and
     /// standard error is a terminal.
     pub(crate) fn with_progress(mut self, name: &str, show: bool) -> Self {

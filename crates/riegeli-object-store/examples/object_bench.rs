@@ -315,6 +315,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut reader = RecordReader::with_options(Location::Object(source), options);
             reader.get_ref().limit_read_ahead(range.end);
             reader.set_byte_range(range.clone())?;
+            reader.get_ref().start_read_ahead();
             while reader.read_record()?.is_some() {
                 count += 1;
             }

@@ -472,13 +472,20 @@ impl ObjectSource {
     /// [`sequential_window`](FetchConfig::sequential_window) ×
     /// [`sequential_depth`](FetchConfig::sequential_depth) bytes of the next
     /// ranges. Shared with the source's clones.
-    ///
-    /// Such a reader is taken to read up to `end` in order: a read before
-    /// `end` that does not continue the last one (finding the range's first
-    /// chunk) asks for whole windows up to `end` (as far as the depth
-    /// reaches) with its own bytes.
     pub fn limit_read_ahead(&self, end: u64) {
         self.shared.lock().ahead_limit = Some(end);
+    }
+
+    /// Asks now for the read-ahead's windows from where this source reads
+    /// next (whole windows, as far as the depth reaches, and not past the
+    /// [limit](Self::limit_read_ahead)), for a reader about to read in order
+    /// from there: a reader of a byte range once
+    /// [`RecordReader::set_byte_range`] found its first chunk. Its first read
+    /// then waits for one round trip, not two (its own bytes, then the windows
+    /// after them).
+    pub fn start_read_ahead(&self) {
+        let mut cache = self.shared.lock();
+        self.shared.read_ahead(&mut cache, self.pos);
     }
 
     /// A hook for [`ArrayRecordReader::set_prefetch`]: the chunks a read is
@@ -684,12 +691,6 @@ impl Shared {
                     let first = window_after(&self.config, want);
                     self.ensure(&mut cache, want..want.saturating_add(first), first, true);
                 }
-                // A reader that said where it stops reads its byte range in order from its
-                // first read on: the windows up to there are asked for with it (a round trip
-                // less per range of a split).
-                if cache.ahead_limit.is_some_and(|limit| pos < limit) {
-                    self.read_ahead(&mut cache, pos);
-                }
                 continue;
             };
             let end = slot.end;
@@ -839,6 +840,13 @@ impl Location {
     pub fn limit_read_ahead(&self, end: u64) {
         if let Self::Object(source) = self {
             source.limit_read_ahead(end);
+        }
+    }
+
+    /// For an object, [`ObjectSource::start_read_ahead`]; nothing for a file.
+    pub fn start_read_ahead(&self) {
+        if let Self::Object(source) = self {
+            source.start_read_ahead();
         }
     }
 

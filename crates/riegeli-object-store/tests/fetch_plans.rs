@@ -196,6 +196,7 @@ fn byte_range_reads_fetch_about_their_range_not_the_read_ahead_past_it() {
         let mut reader = RecordReader::new(Location::Object(source));
         reader.get_ref().limit_read_ahead(range.end);
         reader.set_byte_range(range.clone()).unwrap();
+        reader.get_ref().start_read_ahead();
         while let Some(record) = reader.read_record().unwrap() {
             assert_eq!(record, records[n][..]);
             n += 1;
@@ -469,7 +470,7 @@ fn an_object_to_be_read_from_its_start_has_its_first_windows_asked_for_with_the_
 }
 
 #[test]
-fn a_byte_range_reader_asks_for_its_windows_with_its_first_read() {
+fn a_byte_range_reader_asks_for_its_windows_from_its_first_chunk_before_reading() {
     let records = records(40_000);
     let file = riegeli_file(&records);
     let size = file.len() as u64;
@@ -480,46 +481,47 @@ fn a_byte_range_reader_asks_for_its_windows_with_its_first_read() {
     assert!(size > range.end + (1 << 20), "a file of {size} bytes is too small for the test");
     let dyn_store: Arc<dyn ObjectStore> = Arc::clone(&store) as Arc<dyn ObjectStore>;
     let source = ObjectSource::with_store(dyn_store, Path::from("s"), "memory:///s", config).unwrap();
-    let opening = store.asked().len();
+    let mut reader = RecordReader::new(Location::Object(source));
+    reader.get_ref().limit_read_ahead(range.end);
+    reader.set_byte_range(range.clone()).unwrap();
+    let first = reader.pos().chunk_begin();
+    assert!(first >= range.start && first < range.end, "first chunk at {first}");
 
-    // Held back: finding the range's first chunk reads once, and that read asks for the
-    // windows up to the range's end before any answer comes.
+    // Held back: the windows from the first chunk to the range's end are asked for at once,
+    // before any record is read.
     store.open(false);
-    let wanted = range.clone();
-    let reader = std::thread::spawn(move || {
-        let mut reader = RecordReader::new(Location::Object(source));
-        reader.get_ref().limit_read_ahead(wanted.end);
-        reader.set_byte_range(wanted).unwrap();
-        let mut got = Vec::new();
-        while let Some(record) = reader.read_record().unwrap() {
-            got.push(record.to_vec());
-        }
-        got
-    });
-    // (The block that holds the range's start: its header tells where the next chunk begins.)
-    let first = range.start / (64 << 10) * (64 << 10);
+    let before = store.asked().len();
+    reader.get_ref().start_read_ahead();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while store.asked().iter().skip(opening).map(|r| r.end).max() < Some(range.end)
+    while store.asked().iter().skip(before).map(|r| r.end).max() < Some(range.end)
         && std::time::Instant::now() < deadline
     {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     std::thread::sleep(std::time::Duration::from_millis(50));
-    let mut held = store.asked()[opening..].to_vec();
+    let mut held = store.asked()[before..].to_vec();
     held.sort_unstable_by_key(|r| r.start);
-    // The first read's 64 KiB at the block boundary where the search starts, then whole
-    // windows up to the range's end.
+    // Whole windows, but where bytes were fetched already (finding the first chunk read the
+    // block that holds the range's start).
+    let fetched = range.start / (64 << 10) * (64 << 10) + (64 << 10);
     let mut expected = Vec::new();
-    expected.push(first..first + (64 << 10));
-    while expected.last().unwrap().end < range.end {
-        let start = expected.last().unwrap().end;
-        expected.push(start..(start + window).min(range.end));
+    let mut cursor = first.max(fetched);
+    while cursor < range.end {
+        expected.push(cursor..(cursor + window).min(range.end));
+        cursor += window;
     }
     assert_eq!(held, expected);
     store.open(true);
-    let got = reader.join().unwrap();
     // The records of the chunks that begin in the range (and only those), in order.
+    let mut got = Vec::new();
+    while let Some(record) = reader.read_record().unwrap() {
+        got.push(record.to_vec());
+    }
     assert!(!got.is_empty());
     let at = records.iter().position(|r| *r == got[0]).unwrap();
     assert!(got.iter().zip(&records[at..]).all(|(a, b)| a == b));
+    // Nothing asked for again, nor before the first chunk (but what the search read).
+    let asked = store.asked();
+    let later = &asked[before + held.len()..];
+    assert!(later.iter().all(|r| r.start >= range.end), "{later:?}");
 }

@@ -422,7 +422,11 @@ impl RecordReader {
             if let (Src::Object(source), Some(end)) = (reader.get_ref(), end) {
                 source.limit_read_ahead(end);
             }
-            reader.set_byte_range(start..end.unwrap_or(u64::MAX))
+            reader.set_byte_range(start..end.unwrap_or(u64::MAX))?;
+            if let Src::Object(source) = reader.get_ref() {
+                source.start_read_ahead();
+            }
+            Ok(())
         })
         .map(drop)
     }
