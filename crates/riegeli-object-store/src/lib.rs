@@ -740,11 +740,16 @@ fn window_after(config: &FetchConfig, run: u64) -> u64 {
     run.clamp((window / 8).max(1), window)
 }
 
+/// The most ranges [`first_windows`] asks for.
+const MOST_FIRST_WINDOWS: usize = 64;
+
 /// The ranges a sequential read from the start of an object asks for first:
 /// what its first read fetches ([`FetchConfig::min_fetch`]), then the
 /// read-ahead's windows as they grow (see [`Shared::read_ahead`]), then whole
 /// windows, half the read-ahead's depth of them (at least one). At most
-/// [`FetchConfig::max_in_flight`] ranges.
+/// [`FetchConfig::max_in_flight`] ranges, and never more than
+/// [`MOST_FIRST_WINDOWS`] (a configuration that bounds neither the depth nor
+/// the requests in flight, with tiny windows, would ask for billions).
 ///
 /// The windows past the growing ones keep the connection busy while the
 /// requests that follow them, made once the opening's answer came, make
@@ -754,7 +759,7 @@ fn window_after(config: &FetchConfig, run: u64) -> u64 {
 fn first_windows(config: &FetchConfig) -> Vec<Range<u64>> {
     let window = config.sequential_window.max(1);
     let whole = (config.sequential_depth / 2).max(1);
-    let most = config.max_in_flight.max(1);
+    let most = config.max_in_flight.clamp(1, MOST_FIRST_WINDOWS);
     let mut cursor = config.min_fetch.max(1);
     let mut ranges = Vec::new();
     ranges.push(0..cursor);
@@ -989,13 +994,16 @@ mod tests {
             assert_eq!(ranges.len(), 5 + wholes, "depth {depth}");
         }
         let extremes = [(1, 1, 8, 16), (0, 0, 8, 16), (u64::MAX, u64::MAX, u64::MAX, usize::MAX), (1, u64::MAX, 8, 16)];
-        for (min_fetch, sequential_window, sequential_depth, max_in_flight) in
-            extremes.into_iter().chain([(1 << 30, 8 << 20, 8, 16), (1, 1 << 20, u64::MAX, 3), (1, 1, u64::MAX, 0)])
-        {
+        for (min_fetch, sequential_window, sequential_depth, max_in_flight) in extremes.into_iter().chain([
+            (1 << 30, 8 << 20, 8, 16),
+            (1, 1 << 20, u64::MAX, 3),
+            (1, 1, u64::MAX, 0),
+            (1, 1, u64::MAX, usize::MAX),
+        ]) {
             let config =
                 FetchConfig { min_fetch, sequential_window, sequential_depth, max_in_flight, ..FetchConfig::default() };
             let ranges = first_windows(&config);
-            assert!(ranges.len() <= max_in_flight.clamp(1, 64) && ranges[0].start == 0, "{ranges:?}");
+            assert!(ranges.len() <= max_in_flight.clamp(1, MOST_FIRST_WINDOWS) && ranges[0].start == 0, "{ranges:?}");
             assert!(ranges.iter().all(|r| r.start < r.end), "{ranges:?}");
             assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "{ranges:?}");
         }
