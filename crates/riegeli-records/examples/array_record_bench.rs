@@ -11,7 +11,9 @@
 //! 10,000, one per line); then prints one line per measurement:
 //! `rust <name> <seconds> <records> <payload bytes>`, the best of `--repeat`
 //! runs (default 5), of the measurements whose name contains `--only`. Defaults: 200,000 records of 20 to 300 bytes,
-//! `group_size:100,zstd:3`. With `--megabytes`, records are text-like with
+//! `group_size:100,zstd:3`. The reads: `--batch` random indices in one call
+//! and one by one (as a data source's `source[i]`), the first `--batch`
+//! records one by one, and every record. With `--megabytes`, records are text-like with
 //! sizes around `--record-size` (default 1024), as many as fill MB × 10^6 bytes.
 //! Writing the file is not timed. `--sweep` times ranges of 1 to 64 chunks
 //! instead (where parallel reads start to pay).
@@ -115,6 +117,10 @@ fn main() -> Result<(), BoxError> {
     let label = format!("random_{batch}");
     time(&format!("{label}_serial"), &mut || serial.read_indices(&indices))?;
     time(&format!("{label}_parallel_{cores}"), &mut || parallel.read_parallel(&indices))?;
+    // One record per call, as a data source's `source[i]` asks: random, then in order.
+    time(&format!("{label}_one_by_one"), &mut || indices.iter().map(|&i| serial.read(i)).collect())?;
+    let first: Vec<u64> = (0..batch.min(num_records)).collect();
+    time(&format!("first_{}_one_by_one", first.len()), &mut || first.iter().map(|&i| serial.read(i)).collect())?;
     time("read_all_serial", &mut || serial.read_all())?;
     time(&format!("read_all_parallel_{cores}"), &mut || parallel.read_all_parallel())?;
     Ok(())
