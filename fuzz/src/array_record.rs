@@ -35,6 +35,8 @@ fn options(parallelism: usize, readahead_buffer_size: u64) -> ArrayRecordReaderO
         },
         parallelism: Some(parallelism),
         readahead_buffer_size,
+        // A damaged trailer sends the reader to a scan, which is fuzzed too.
+        scan_fallback: true,
     }
 }
 

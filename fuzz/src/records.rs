@@ -25,6 +25,8 @@ fn options(parallelism: usize) -> ArrayRecordReaderOptions {
             ..ChunkReadOptions::default()
         },
         parallelism: Some(parallelism),
+        // A damaged trailer sends the reader to a scan, which is fuzzed too.
+        scan_fallback: true,
         ..ArrayRecordReaderOptions::default()
     }
 }

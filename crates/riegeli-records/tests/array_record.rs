@@ -192,14 +192,37 @@ fn find_trailer_recognises_the_golden_files() {
     assert_eq!(find_trailer(Cursor::new(&[0u8; 100][..])).unwrap(), None, "shorter than 64 KiB");
 }
 
+/// Options that read a file without a usable footer by a scan.
+fn scanning() -> ArrayRecordReaderOptions {
+    ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() }
+}
+
+/// Opens `file` by a scan if need be.
+fn open_scanning(file: &[u8]) -> ArrayRecordReader<Cursor<&[u8]>> {
+    ArrayRecordReader::with_options(Cursor::new(file), scanning()).unwrap()
+}
+
+/// Opening `file` with the default options fails, saying that it has no usable
+/// footer and how to read it anyway.
+fn assert_refused(file: &[u8], what: &str) -> riegeli_records::Error {
+    let error = ArrayRecordReader::new(Cursor::new(file)).unwrap_err();
+    assert!(error.is_corruption(), "{what}: {error}");
+    let message = error.to_string();
+    assert!(message.contains("ArrayRecord index"), "{what}: {message}");
+    assert!(message.contains("scan_fallback"), "{what}: {message}");
+    error
+}
+
 #[test]
 fn golden_plain_cuts_are_scanned() {
-    // valid/N.riegeli is N.array_record cut at its footer: no postscript, so the reader scans.
+    // valid/N.riegeli is N.array_record cut at its footer: no postscript, so the reader
+    // refuses it, as C++'s does, and scans it when asked to.
     for file in files("valid") {
         let path = file["path"].as_str().unwrap();
         let bytes = std::fs::read(testdata().join(path)).unwrap();
         let expected = record_set(file["records"].as_str().unwrap());
-        let mut reader = ArrayRecordReader::new(Cursor::new(&bytes)).unwrap();
+        assert_refused(&bytes, path);
+        let mut reader = open_scanning(&bytes);
         assert_eq!(reader.index_source(), IndexSource::Scanned, "{path}");
         assert!(reader.fallback_reason().unwrap().contains("scanned"), "{path}");
         assert_eq!(reader.num_records(), expected.len() as u64, "{path}");
@@ -304,18 +327,21 @@ fn damaged_postscript_uses_another_copy() {
         assert_eq!(reader.index_source(), IndexSource::Footer, "copy {copy} byte {byte}");
         assert_eq!(reader.read_all().unwrap(), records);
     }
-    // All three copies damaged: the file is scanned, every record is still there.
+    // All three copies damaged: the file is refused, or scanned when asked to, every
+    // record still there.
     let mut damaged = file.clone();
     for copy in 0..3 {
         damaged[first_copy + copy * len + 1] ^= 0x40;
     }
-    let mut reader = ArrayRecordReader::new(Cursor::new(&damaged)).unwrap();
+    let error = assert_refused(&damaged, "three postscript copies damaged");
+    assert!(error.to_string().contains("no postscript at size - 65536"), "{error}");
+    let mut reader = open_scanning(&damaged);
     assert_eq!(reader.index_source(), IndexSource::Scanned);
     assert_eq!(reader.read_all().unwrap(), records);
 }
 
 #[test]
-fn damaged_footer_or_truncation_falls_back_to_a_scan() {
+fn damaged_footer_or_truncation_is_refused_or_scanned() {
     let records = sample_records(100, 6);
     for options in ["group_size:10,uncompressed", "group_size:9,transpose,zstd:3"] {
         let file = write(&records, options);
@@ -335,7 +361,8 @@ fn damaged_footer_or_truncation_falls_back_to_a_scan() {
         longer.push(0);
         cases.push(("one byte more".into(), longer));
         for (what, damaged) in cases {
-            let mut reader = ArrayRecordReader::new(Cursor::new(&damaged)).unwrap();
+            assert_refused(&damaged, &format!("{options} {what}"));
+            let mut reader = open_scanning(&damaged);
             assert_eq!(reader.index_source(), IndexSource::Scanned, "{options} {what}");
             assert!(reader.fallback_reason().is_some());
             assert_eq!(reader.read_all().unwrap(), records, "{options} {what}");
@@ -353,10 +380,75 @@ fn damaged_footer_or_truncation_falls_back_to_a_scan() {
     }
 }
 
+/// `file` (records `expected`) cut short at several places, as an interrupted
+/// copy leaves it: each cut is refused (as C++ refuses it), and read by a scan
+/// when asked, which gives a prefix of the records and reports the cut.
+fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
+    let chunks = crate::common::layout(file);
+    let size = file.len() as u64;
+    let (postscript, footer) = trailer(file);
+    let footer_end = chunks.iter().find(|c| c.begin == footer).unwrap().end;
+    // A data chunk well inside the file, to cut in its middle and at its beginning.
+    let data: Vec<_> = chunks.iter().filter(|c| c.num_records > 0 && c.begin < footer).collect();
+    let middle = data[data.len() / 2];
+    let cuts = [
+        ("in half", size / 2),
+        ("mid-chunk", (middle.begin + middle.end) / 2),
+        ("between two data chunks", middle.begin),
+        ("inside the footer", footer + (footer_end - footer) / 2),
+        ("just after the footer", footer_end),
+        ("the postscript block missing", postscript),
+        ("inside the postscript chunk", postscript + 30),
+        ("the last byte missing", size - 1),
+    ];
+    for (cut, at) in cuts {
+        let what = format!("{what}, cut {cut} (at {at} of {size})");
+        let short = &file[..at as usize];
+        assert_refused(short, &what);
+        let mut reader = open_scanning(short);
+        assert_eq!(reader.index_source(), IndexSource::Scanned, "{what}");
+        assert!(reader.fallback_reason().is_some_and(|r| r.contains("scanned")), "{what}");
+        let got = reader.read_all().unwrap();
+        assert_eq!(got.len() as u64, reader.num_records(), "{what}");
+        assert!(got.len() <= expected.len() && got == expected[..got.len()], "{what}: {} records", got.len());
+        // Whatever lies past the data chunks read is reported; a cut between two
+        // data chunks leaves a valid file of the records before it, nothing to report.
+        let skipped = reader.skipped_regions();
+        if at > footer {
+            assert_eq!(got.len(), expected.len(), "{what}");
+        }
+        if cut == "between two data chunks" {
+            assert!(skipped.is_empty(), "{what}: {skipped:?}");
+        } else if at <= postscript {
+            assert!(!skipped.is_empty(), "{what}: the cut is reported");
+        }
+        if at == footer_end || at == postscript {
+            assert!(skipped.iter().any(|r| r.begin() == footer && r.message().contains("no postscript")), "{what}");
+        }
+    }
+}
+
+#[test]
+fn cut_files_are_refused_unless_scanned() {
+    // Written by us.
+    let records = sample_records(400, 21);
+    for options in ["group_size:10,zstd:3", "group_size:1,uncompressed", "group_size:7,transpose,snappy"] {
+        let file = write(&records, options);
+        check_cuts(&file, &records, options);
+    }
+    // Written by C++ (array-record 0.8.6).
+    for path in ["array_record/simple_none.array_record", "array_record/transposed_zstd.array_record"] {
+        let file = files("array_record").into_iter().find(|f| f["path"] == path).unwrap();
+        let bytes = std::fs::read(testdata().join(path)).unwrap();
+        check_cuts(&bytes, &record_set(file["records"].as_str().unwrap()), path);
+    }
+}
+
 #[test]
 fn not_a_riegeli_file_is_a_clear_error() {
     for bytes in [vec![], vec![0u8; 10], vec![0u8; 200_000], b"hello world".repeat(10_000)] {
-        let err = ArrayRecordReader::new(Cursor::new(&bytes)).unwrap_err();
+        assert_refused(&bytes, &format!("{} bytes", bytes.len()));
+        let err = ArrayRecordReader::with_options(Cursor::new(&bytes), scanning()).unwrap_err();
         assert!(err.to_string().contains("not an ArrayRecord or Riegeli/records file"), "{err}");
         assert!(err.position().is_some());
     }
@@ -380,6 +472,9 @@ fn inconsistent_footers_are_rejected_then_scanned() {
         chunks: riegeli_records::ChunkReadOptions { verify_hashes: false, ..Default::default() },
         ..Default::default()
     };
+    let error = ArrayRecordReader::with_options(Cursor::new(&damaged), options.clone()).unwrap_err();
+    assert!(error.to_string().contains("the footer at"), "{error}");
+    let options = ArrayRecordReaderOptions { scan_fallback: true, ..options };
     let mut reader = ArrayRecordReader::with_options(Cursor::new(&damaged), options).unwrap();
     assert_eq!(reader.index_source(), IndexSource::Scanned);
     let reason = reader.fallback_reason().unwrap();

@@ -234,8 +234,12 @@ fn interop_array_record_damaged_files() {
             status.contains("ok=False") || status.contains("read_all=error") || status.contains("read_all=ok 0"),
             "{what}: C++ says {status}"
         );
-        // We read every record, through the footer when a postscript copy survives.
-        let mut reader = ArrayRecordReader::new(Cursor::new(&damaged)).unwrap();
+        // We refuse it too unless a postscript copy survives; with scan_fallback we read
+        // every record, through the footer when a postscript copy survives.
+        let opened = ArrayRecordReader::new(Cursor::new(&damaged));
+        assert_eq!(opened.is_ok(), what == "first postscript copy", "{what}: {:?}", opened.err());
+        let options = riegeli_records::ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
+        let mut reader = ArrayRecordReader::with_options(Cursor::new(&damaged), options).unwrap();
         let source = reader.index_source();
         assert_eq!(reader.read_all().unwrap(), records, "{what}");
         if what == "first postscript copy" {

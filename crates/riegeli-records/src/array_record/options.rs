@@ -404,6 +404,11 @@ impl fmt::Display for ArrayRecordWriterOptions {
 /// `index_storage_option` and `footer_prefetch_bytes` are checked as C++
 /// checks them and choose nothing here (the index is always in memory, the
 /// footer is read at once).
+///
+/// One option is this crate's, not C++'s (array_record's reader rejects it as
+/// unknown): `scan_fallback` (`"scan_fallback" (":" ("true" | "false"))?`, a
+/// bare name meaning true) sets [`scan_fallback`](Self::scan_fallback). An
+/// unknown option's message lists C++'s options only, word for word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArrayRecordReaderOptions {
     /// Limits and checks of each chunk read.
@@ -416,14 +421,31 @@ pub struct ArrayRecordReaderOptions {
     /// The most raw chunk bytes a parallel read holds read but not yet
     /// decoded and handed out (default 64 MiB; `readahead_buffer_size:auto`).
     pub readahead_buffer_size: u64,
+    /// When the postscript or the footer is missing or unusable (a file cut
+    /// short by an interrupted copy, a damaged trailer, or a plain
+    /// Riegeli/records file): `false`, the default, fails to open, as
+    /// array_record's reader does; `true` indexes the records that are there
+    /// by a scan of the whole file instead ([`IndexSource::Scanned`](crate::IndexSource::Scanned),
+    /// and [`fallback_reason`](crate::ArrayRecordReader::fallback_reason) says why).
+    /// This crate's option, not C++'s: `scan_fallback` in the option string.
+    pub scan_fallback: bool,
 }
+
+/// The name of [`ArrayRecordReaderOptions::scan_fallback`] in the option
+/// string (this crate's option, not C++'s).
+const SCAN_FALLBACK: &str = "scan_fallback";
 
 /// The default [`ArrayRecordReaderOptions::readahead_buffer_size`].
 const DEFAULT_READAHEAD: u64 = 64 << 20;
 
 impl Default for ArrayRecordReaderOptions {
     fn default() -> Self {
-        Self { chunks: ChunkReadOptions::default(), parallelism: None, readahead_buffer_size: DEFAULT_READAHEAD }
+        Self {
+            chunks: ChunkReadOptions::default(),
+            parallelism: None,
+            readahead_buffer_size: DEFAULT_READAHEAD,
+            scan_fallback: false,
+        }
     }
 }
 
@@ -463,7 +485,7 @@ impl FromStr for ArrayRecordReaderOptions {
         let (mut offloaded, mut footer_prefetch) = (false, 1u64 << 20);
         for token in text.split(',').filter(|t| !t.is_empty()) {
             let (name, value) = token.split_once(':').unwrap_or((token, ""));
-            if !VALID.split(", ").any(|valid| valid == name) {
+            if !VALID.split(", ").any(|valid| valid == name) && name != SCAN_FALLBACK {
                 return Err(ParseOptionsError::new(token, format!("Unknown option {name}, valid options: {VALID}")));
             }
             if seen.contains(&name) {
@@ -482,6 +504,9 @@ impl FromStr for ArrayRecordReaderOptions {
                 ("readahead_buffer_size", _) => options.readahead_buffer_size = bytes(token, name, value)?,
                 ("footer_prefetch_bytes", "auto") => footer_prefetch = 1 << 20,
                 ("footer_prefetch_bytes", _) => footer_prefetch = bytes(token, name, value)?,
+                (SCAN_FALLBACK, "" | "true") => options.scan_fallback = true,
+                (SCAN_FALLBACK, "false") => options.scan_fallback = false,
+                (SCAN_FALLBACK, _) => return Err(invalid(token, name, value, "(empty), true, false")),
                 (_, "" | "in_memory") => offloaded = false,
                 (_, "offloaded") => offloaded = true,
                 _ => return Err(invalid(token, name, value, "(empty), in_memory, offloaded")),
@@ -541,6 +566,28 @@ mod tests {
             assert_eq!(parse(text).unwrap_err().message(), message, "{text}");
         }
         assert!(parse("index_storage_option:offloaded,footer_prefetch_bytes:0").is_ok());
+    }
+
+    #[test]
+    fn scan_fallback_is_an_option_of_ours() {
+        let parse = |text: &str| text.parse::<ArrayRecordReaderOptions>();
+        assert!(!ArrayRecordReaderOptions::default().scan_fallback);
+        for (text, want) in [("scan_fallback", true), ("scan_fallback:true", true), ("scan_fallback:false", false)] {
+            assert_eq!(parse(text).unwrap().scan_fallback, want, "{text}");
+        }
+        let o = parse("readahead_buffer_size:0,scan_fallback,max_parallelism:2").unwrap();
+        assert_eq!((o.readahead_buffer_size, o.parallelism, o.scan_fallback), (0, Some(2), true));
+        for (text, message) in [
+            ("scan_fallback:yes", "Option scan_fallback: invalid value: yes, valid values: (empty), true, false"),
+            ("scan_fallback,scan_fallback:false", "Option scan_fallback is present more than once"),
+            // C++'s message for an unknown option is kept word for word: it lists C++'s options.
+            (
+                "scan_fallbak",
+                "Unknown option scan_fallbak, valid options: max_parallelism, readahead_buffer_size, index_storage_option, footer_prefetch_bytes",
+            ),
+        ] {
+            assert_eq!(parse(text).unwrap_err().message(), message, "{text}");
+        }
     }
 
     #[test]

@@ -32,8 +32,9 @@ pub enum IndexSource {
     /// The ArrayRecord footer, found through the postscript.
     Footer,
     /// A sequential scan of the chunk headers: the postscript or footer is
-    /// missing or damaged, so the file was read as plain Riegeli/records
-    /// (see [`ArrayRecordReader::fallback_reason`]).
+    /// missing or damaged, so the file was read as plain Riegeli/records, as
+    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asked (see
+    /// [`ArrayRecordReader::fallback_reason`]).
     Scanned,
 }
 
@@ -95,11 +96,16 @@ const COPY_BELOW: usize = 4;
 /// other allocation sized by the file is bounded by the
 /// [`ChunkReadOptions`] limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
-/// or damaged, the file is read as plain Riegeli/records instead: one
-/// sequential scan of the chunk headers builds the index
-/// ([`index_source`](Self::index_source) is then [`IndexSource::Scanned`] and
-/// [`fallback_reason`](Self::fallback_reason) says why); damaged regions met
-/// by the scan are skipped and listed in [`skipped_regions`](Self::skipped_regions).
+/// or damaged (a file cut short by an interrupted copy, or a plain
+/// Riegeli/records file), opening fails with an error saying so, as
+/// array_record's reader does, unless
+/// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asks to read the
+/// file as plain Riegeli/records instead: one sequential scan of the chunk
+/// headers builds the index ([`index_source`](Self::index_source) is then
+/// [`IndexSource::Scanned`] and [`fallback_reason`](Self::fallback_reason)
+/// says why); damaged regions met by the scan are skipped and listed in
+/// [`skipped_regions`](Self::skipped_regions), and so is a footer that no
+/// postscript follows (a file cut short after its footer).
 ///
 /// Records are [`Bytes`] slices of the decoded chunk, without copying; a
 /// record keeps its chunk's decoded buffer alive. Reads by index list copy
@@ -211,9 +217,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         Self::with_options(src, ArrayRecordReaderOptions::default())
     }
 
-    /// Opens an ArrayRecord file: reads the postscript and the footer, or
-    /// scans the file if they are damaged. Fails only on I/O errors and on
-    /// files that are not Riegeli/records files at all.
+    /// Opens an ArrayRecord file: reads the postscript and the footer. If
+    /// they are missing or damaged, fails (an error that
+    /// [`is_corruption`](Error::is_corruption)), or with
+    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) scans the
+    /// file instead, failing then only on I/O errors and on files that are not
+    /// Riegeli/records files at all.
     pub fn with_options(src: R, options: ArrayRecordReaderOptions) -> Result<Self> {
         let mut source = Source::new(src, 0);
         let size = source.size()?;
@@ -242,6 +251,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 reader.num_records = index.num_records;
                 reader.writer_options = index.writer_options;
             }
+            Err(e) if e.is_corruption() && !reader.options.scan_fallback => {
+                let problem = "a file cut short or damaged, or not an ArrayRecord file; \
+                               the option scan_fallback reads what records there are by a scan";
+                return Err(in_index(e, None, problem));
+            }
             Err(e) if e.is_corruption() => {
                 reader.fallback_reason = Some(format!("not read as ArrayRecord: {e}; the file was scanned instead"));
                 reader.index_source = IndexSource::Scanned;
@@ -256,27 +270,31 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     fn read_index(&mut self, size: u64) -> Result<FooterIndex> {
         let index = |pos, problem: String| Error::corrupt(pos, Corruption::Index(problem));
         let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else {
-            return Err(index(size, "an ArrayRecord file is at least 64 KiB long".into()));
+            return Err(index(size, format!("an ArrayRecord file is at least 64 KiB long, this one {size} bytes")));
         };
         let strict = self.options.chunks.clone();
+        let no_postscript = |e| in_index(e, Some("no postscript at size - 65536"), "");
         let (offsets, first_error) = match self.postscript_offsets(postscript_pos, &strict) {
             Ok(offsets) => (offsets, None),
             Err(e) if e.is_corruption() => {
                 // The chunk is damaged: its records may still hold an intact copy.
                 let lenient = ChunkReadOptions { verify_hashes: false, ..strict.clone() };
-                (self.postscript_offsets(postscript_pos, &lenient).unwrap_or_default(), Some(e))
+                (self.postscript_offsets(postscript_pos, &lenient).unwrap_or_default(), Some(no_postscript(e)))
             }
             Err(e) => return Err(e),
         };
-        let mut last_error = first_error;
+        // The first problem is reported: a damaged postscript before the footer a damaged copy names.
+        let mut first_error = first_error;
         for footer_offset in offsets {
             match self.read_footer(footer_offset, postscript_pos) {
                 Ok(index) => return Ok(index),
-                Err(e) if e.is_corruption() => last_error = Some(e),
+                Err(e) if e.is_corruption() => {
+                    first_error.get_or_insert_with(|| in_index(e, Some(&format!("the footer at {footer_offset}")), ""));
+                }
                 Err(e) => return Err(e),
             }
         }
-        Err(last_error.unwrap_or_else(|| index(postscript_pos, "no valid postscript record".into())))
+        Err(first_error.unwrap_or_else(|| index(postscript_pos, "no valid postscript record".into())))
     }
 
     /// The distinct footer offsets named by postscript records of the chunk at `pos`.
@@ -292,7 +310,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             }
         }
         if offsets.is_empty() {
-            let problem = "the chunk at size - 65536 holds no ArrayRecord postscript".into();
+            let problem = "the chunk there holds other records".into();
             return Err(Error::corrupt(pos, Corruption::Index(problem)));
         }
         Ok(offsets)
@@ -300,7 +318,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// Reads and checks the footer at `footer_offset`, which must end by `end`.
     fn read_footer(&mut self, footer_offset: u64, end: u64) -> Result<FooterIndex> {
-        let bad = |message: String| Error::corrupt(footer_offset, Corruption::Index(format!("footer: {message}")));
+        let bad = |message: String| Error::corrupt(footer_offset, Corruption::Index(message));
         if footer_offset >= end {
             return Err(bad(format!("offset {footer_offset} is not before the postscript at {end}")));
         }
@@ -426,7 +444,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 }
             }
         }
-        if !trailer.finish(|| held.as_ref().and_then(decode)) {
+        // The file ends after a footer that no postscript follows: it was cut short.
+        if trailer.finish(|| held.as_ref().and_then(decode)) {
+            if let Some(footer) = &held {
+                let message = "an ArrayRecord footer that no postscript follows (the file was cut short after it)";
+                self.skipped.push(SkippedRegion::new(footer.begin, footer.end, message.into()));
+            }
+        } else {
             self.chunks.extend(held.as_ref().map(entry));
         }
         let mut first_record = 0u64;
@@ -1014,6 +1038,21 @@ impl ArrayRecordReader<File> {
         reader.parallel.file = shared;
         Ok(reader)
     }
+}
+
+/// `e`, if a corruption, as a problem of the ArrayRecord index at the same
+/// position: "`what`: what `e` says; `then`" (either part left out when empty).
+fn in_index(e: Error, what: Option<&str>, then: &str) -> Error {
+    let (Some(pos), Some(cause)) = (e.position(), e.corruption()) else { return e };
+    let detail = match cause {
+        Corruption::Index(problem) => problem.clone(),
+        other => other.to_string(),
+    };
+    let mut problem = what.map_or(detail.clone(), |what| format!("{what}: {detail}"));
+    if !then.is_empty() {
+        problem = format!("{problem} ({then})");
+    }
+    Error::corrupt(pos, Corruption::Index(problem))
 }
 
 /// An index lookup that cannot fail: the index was checked when it was built.
