@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use riegeli_records::{ArrayRecordReader, IndexSource};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, IndexSource};
 
 use crate::io::Seekable;
 use crate::{io, progress};
@@ -37,6 +37,10 @@ pub(crate) struct Summary {
     pub(crate) writer_options: Option<String>,
     pub(crate) index_source: IndexSource,
     pub(crate) fallback_reason: Option<String>,
+    /// What array_record's reader would refuse the file for: a footer that
+    /// cannot be used, or (a file without a postscript) a footer that ends
+    /// it, no postscript after it. The records are then indexed by a scan.
+    pub(crate) footer_problem: Option<String>,
     /// Damaged regions the scan skipped, other than the footer itself.
     pub(crate) damage: Vec<riegeli_records::SkippedRegion>,
 }
@@ -51,33 +55,46 @@ impl Summary {
     }
 }
 
-/// Opens `path` with an [`ArrayRecordReader`] and summarises its index. When
-/// the file has an ArrayRecord `trailer` whose footer cannot be used, says so
-/// on stderr (one line, the reader's fallback reason); files without one are
-/// indexed by a scan, quietly.
-pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
-    let (reader, summary) = open_with(path, trailer)?;
-    if trailer.is_some()
-        && let Some(reason) = &summary.fallback_reason
-    {
-        progress::note(&format!("riegeli: {}: ArrayRecord footer unusable: {reason}", io::name(path)));
-    }
-    Ok((reader, summary))
+/// The problem of a file that ends with the ArrayRecord footer at `footer`
+/// and no postscript: it was cut short after its footer.
+pub(crate) fn cut_after_footer(footer: u64) -> String {
+    format!("ArrayRecord footer at {footer} without its postscript: the file was cut short after it")
 }
 
-/// [`open`] without the notice (for `verify`, which reports problems on stdout).
-pub(crate) fn open_with(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
+/// What every command does with a file whose ArrayRecord footer cannot be
+/// used or is cut off (`problem`), as with any damage: with
+/// `--skip-corrupted` it says so in one line on stderr and reads on (by a
+/// scan); without, it fails, saying so.
+pub(crate) fn footer_problem(name: &str, problem: &str, skip_corrupted: bool) -> Result<()> {
+    if !skip_corrupted {
+        anyhow::bail!("{name}: {problem} (give --skip-corrupted to read its records anyway)");
+    }
+    progress::note(&format!("riegeli: {name}: {problem}"));
+    Ok(())
+}
+
+/// Opens `path` with an [`ArrayRecordReader`] and summarises its index. A
+/// file without a usable footer is indexed by a scan (a plain file quietly);
+/// [`Summary::footer_problem`] says whether it should have had one.
+pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
     let name = io::name(path);
-    let reader = riegeli_object_store::array_record_reader(io::open_file(path)?, Default::default())
-        .with_context(|| name.clone())?;
-    let footer_offset = trailer.map(|t| t.footer_offset);
+    let options = ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
+    let reader =
+        riegeli_object_store::array_record_reader(io::open_file(path)?, options).with_context(|| name.clone())?;
+    let footer_offset = trailer.map(|t| t.footer_offset).or_else(|| reader.footer_without_postscript());
     let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
+    let footer_problem = match (trailer, reader.fallback_reason()) {
+        (Some(_), Some(reason)) => Some(format!("ArrayRecord footer unusable: {reason}")),
+        (Some(_), None) => None,
+        (None, _) => reader.footer_without_postscript().map(cut_after_footer),
+    };
     let summary = Summary {
         num_records: reader.num_records(),
         num_chunks: reader.num_chunks(),
         writer_options: reader.writer_options().map(str::to_owned),
         index_source: reader.index_source(),
         fallback_reason: reader.fallback_reason().map(str::to_owned),
+        footer_problem,
         damage,
     };
     Ok((reader, summary))

@@ -68,7 +68,8 @@ pub(crate) struct CatArgs {
     #[arg(long, short, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// Skip damaged regions (and, for proto formats, records that do not parse),
-    /// reporting each on stderr, instead of failing.
+    /// reporting each on stderr, instead of failing; an ArrayRecord file whose
+    /// footer is unusable or cut off is then read by a scan.
     #[arg(long)]
     skip_corrupted: bool,
     /// Start at this record position: `chunk_begin/index` (as `--format json` prints
@@ -121,7 +122,8 @@ pub(crate) struct CountArgs {
     /// Files to count (`-` for standard input).
     #[arg(required = true)]
     files: Vec<PathArg>,
-    /// Skip damaged regions (reported on stderr) instead of failing.
+    /// Skip damaged regions (reported on stderr) instead of failing; an
+    /// ArrayRecord file whose footer is unusable or cut off is then counted by a scan.
     #[arg(long)]
     skip_corrupted: bool,
     /// Count ArrayRecord files as plain Riegeli/records: their footer and postscript
@@ -416,6 +418,9 @@ fn cat_picks(
     }
     let trailer = array_record::detect(path)?;
     let (mut reader, summary) = array_record::open(path, trailer)?;
+    if let Some(problem) = &summary.footer_problem {
+        array_record::footer_problem(&name, problem, args.skip_corrupted)?;
+    }
     if let Some(region) = summary.damage.first() {
         if !args.skip_corrupted {
             bail!("{name}: {region} (record indices would not be those of the intact file; give --skip-corrupted)");
@@ -514,8 +519,12 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         };
         let mut reader = RecordReader::with_options(input, options);
         if let Some(trailer) = trailer {
-            // Tells on stderr when the footer cannot be used; the records are read in order anyway.
+            // A footer that cannot be used fails the file, or with --skip-corrupted is told
+            // of on stderr; the records are read in order anyway.
             let (_, summary) = array_record::open(path, Some(trailer))?;
+            if let Some(problem) = &summary.footer_problem {
+                array_record::footer_problem(&name, problem, args.skip_corrupted)?;
+            }
             let footer_damaged = summary.index_source != IndexSource::Footer;
             let skip = args.skip_corrupted;
             let name = name.clone();
@@ -603,6 +612,14 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 out.write_all(&buf)?;
             }
         }
+        // An ArrayRecord file cut short after its footer: every record is there, but
+        // array_record's reader refuses the file.
+        if trailer.is_none()
+            && let Some(footer) = reader.footer_without_postscript()
+        {
+            out.flush()?;
+            array_record::footer_problem(&name, &array_record::cut_after_footer(footer), args.skip_corrupted)?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -610,7 +627,8 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
 
 /// Counts the records of a file from its chunk headers; an ArrayRecord
 /// trailer (a footer chunk and the postscript pointing at it) is not counted
-/// unless `plain`. Chunks are decoded only to confirm a trailer.
+/// unless `plain`. Chunks are decoded only to confirm a trailer. A footer
+/// that ends the file, no postscript after it, is a problem, as damage is.
 fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
     let input = io::open(path)?.with_progress(name, true);
     let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
@@ -659,6 +677,8 @@ fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<
         && detector.finish(|| decode(last))
     {
         count -= last.header().num_records();
+        progress::note(&format!("riegeli: {name}: {}", array_record::cut_after_footer(last.begin())));
+        failed |= !args.skip_corrupted;
     }
     Ok((count, failed))
 }
@@ -673,6 +693,10 @@ pub(crate) fn count(args: CountArgs) -> Result<()> {
             // The footer says how many records there are.
             Some(trailer) => {
                 let (_, summary) = array_record::open(path, Some(trailer))?;
+                if let Some(problem) = &summary.footer_problem {
+                    progress::note(&format!("riegeli: {name}: {problem}"));
+                    failed |= !args.skip_corrupted;
+                }
                 for region in &summary.damage {
                     progress::note(&format!("riegeli: {name}: {region}"));
                 }

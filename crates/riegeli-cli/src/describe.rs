@@ -99,13 +99,14 @@ fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
 }
 
 /// Prints the ArrayRecord summary of a file (text, or one JSON object).
+/// Returns whether its footer cannot be used.
 fn describe_array_record(
     out: &mut dyn Write,
     path: &std::path::Path,
     name: &str,
     trailer: array_record::Trailer,
     json: bool,
-) -> Result<()> {
+) -> Result<bool> {
     let (_, summary) = array_record::open(path, Some(trailer))?;
     let group_size = first_group_size(path, trailer.footer_offset)?;
     if json {
@@ -122,7 +123,7 @@ fn describe_array_record(
             object["fallback_reason"] = json!(reason);
         }
         writeln!(out, "{}", json!({"file": name, "array_record": object}))?;
-        return Ok(());
+        return Ok(summary.footer_problem.is_some());
     }
     writeln!(out, "  array_record {{")?;
     writeln!(out, "    num_records: {}", summary.num_records)?;
@@ -140,7 +141,7 @@ fn describe_array_record(
         writeln!(out, "    # FOOTER UNUSABLE: {reason}")?;
     }
     writeln!(out, "  }}")?;
-    Ok(())
+    Ok(summary.footer_problem.is_some())
 }
 
 pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
@@ -162,8 +163,10 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             }
         }
         if let Some(trailer) = trailer {
-            describe_array_record(&mut out, path, &name, trailer, args.json)?;
+            problems |= describe_array_record(&mut out, path, &name, trailer, args.json)?;
         }
+        // Where the chunk the detector holds back begins (maybe a footer).
+        let mut held = None;
         loop {
             let chunk = match reader.read_chunk() {
                 Ok(Some(chunk)) => chunk,
@@ -209,6 +212,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 (Some(t), _) if chunk.begin() == t.postscript_pos => Some("POSTSCRIPT"),
                 (None, Some(decoded)) if !args.plain && !decoded.is_empty() => {
                     let step = detector.feed(chunk.begin(), h, || Some(decoded), || None::<DecodedRecords>);
+                    held = (step.this == Disposition::Hold).then_some(chunk.begin());
                     (step.this == Disposition::Drop).then_some("POSTSCRIPT")
                 }
                 _ => None,
@@ -287,6 +291,16 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 writeln!(out, "  }}")?;
             }
         }
+        // A footer that ends the file: its postscript was cut off.
+        if let Some(footer) = held.filter(|_| detector.finish(|| None::<DecodedRecords>)) {
+            problems = true;
+            let text = array_record::cut_after_footer(footer);
+            if args.json {
+                writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
+            } else {
+                writeln!(out, "  # FILE CORRUPTED: {text}")?;
+            }
+        }
         if !args.json {
             writeln!(out, "}}")?;
         }
@@ -303,7 +317,7 @@ const VERIFY_BATCH: u64 = 1 << 14;
 /// agreeing with its footer entry). Returns the number of indexed chunks, or
 /// the problem (with its position).
 fn verify_footer(path: &std::path::Path, trailer: array_record::Trailer) -> Result<usize, String> {
-    let (mut reader, summary) = array_record::open_with(path, Some(trailer)).map_err(|e| format!("{e:#}"))?;
+    let (mut reader, summary) = array_record::open(path, Some(trailer)).map_err(|e| format!("{e:#}"))?;
     if summary.index_source != riegeli_records::IndexSource::Footer {
         let reason = summary.fallback_reason.unwrap_or_default();
         return Err(format!("footer (at {}) unusable: {reason}", trailer.footer_offset));
@@ -333,7 +347,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         // Without a known trailer (standard input), the detector finds one; the
         // records of the chunk it holds back.
         let mut detector = TrailerDetector::new();
-        let mut held_records = 0u64;
+        let (mut held_records, mut held_begin) = (0u64, 0u64);
         let mut what = String::new();
         let found = "; an ArrayRecord trailer (its footer is checked only in a file)";
         loop {
@@ -380,7 +394,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                         }
                         match step.this {
                             Disposition::Keep => {}
-                            Disposition::Hold => held_records = n,
+                            Disposition::Hold => (held_records, held_begin) = (n, chunk.begin()),
                             Disposition::Drop => {
                                 trailer_records += n;
                                 what = found.to_owned();
@@ -402,8 +416,10 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
             }
         }
         if detector.finish(|| None::<DecodedRecords>) {
+            // A footer ends the file: its postscript was cut off.
             trailer_records += held_records;
-            what = found.to_owned();
+            problems += 1;
+            progress::out(&format!("{name}: {}", array_record::cut_after_footer(held_begin)));
         }
         records -= trailer_records;
         if let Some(trailer) = trailer {

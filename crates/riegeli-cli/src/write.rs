@@ -312,10 +312,13 @@ fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
     }
     // An ArrayRecord input keeps the options its footer states; a plain one those its chunks show.
     let stated = match crate::array_record::detect(&args.input)? {
-        Some(trailer) => crate::array_record::open(&args.input, Some(trailer))?
-            .1
-            .writer_options
-            .and_then(|text| text.parse::<ArrayRecordWriterOptions>().ok()),
+        Some(trailer) => {
+            let (_, summary) = crate::array_record::open(&args.input, Some(trailer))?;
+            if let Some(problem) = &summary.footer_problem {
+                progress::note(&format!("riegeli: {name}: {problem}"));
+            }
+            summary.writer_options.and_then(|text| text.parse::<ArrayRecordWriterOptions>().ok())
+        }
         None => None,
     };
     let options = match stated {

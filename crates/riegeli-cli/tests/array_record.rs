@@ -434,7 +434,7 @@ fn convert_to_array_record_rebuilds_the_cpp_files() {
 }
 
 #[test]
-fn damaged_footer_gives_one_notice_and_every_record() {
+fn damaged_footer_fails_or_with_skip_corrupted_gives_one_notice_and_every_record() {
     let manifest = manifest();
     let file = files(&manifest, "array_record").find(|f| f["path"] == "array_record/simple_none.array_record").unwrap();
     let footer_offset = file["footer_offset"].as_u64().unwrap() as usize;
@@ -448,7 +448,20 @@ fn damaged_footer_gives_one_notice_and_every_record() {
     std::fs::write(&damaged, &bytes).unwrap();
     let damaged = damaged.to_str().unwrap();
 
+    // As any damage: an error without --skip-corrupted (nothing printed: it is known at once).
     let out = riegeli(&["cat", "--format", "delimited", damaged], b"");
+    assert_one_line_error(&out, 1, &format!("ArrayRecord footer unusable: corrupt file at position {footer_offset}"));
+    assert!(text(&out.stderr).contains("--skip-corrupted"));
+    assert!(out.stdout.is_empty());
+    let out = riegeli(&["cat", "--records", "1499,0", "--format", "delimited", damaged], b"");
+    assert_one_line_error(&out, 1, "ArrayRecord footer unusable");
+    let out = riegeli(&["count", damaged], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout).trim(), "1500", "the records a scan finds");
+    assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
+
+    // With it, one notice and every record.
+    let out = riegeli(&["cat", "--skip-corrupted", "--format", "delimited", damaged], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(split_delimited(&out.stdout) == expected, "every record");
     let stderr = text(&out.stderr);
@@ -458,12 +471,12 @@ fn damaged_footer_gives_one_notice_and_every_record() {
         "{stderr}"
     );
 
-    let out = riegeli(&["count", damaged], b"");
+    let out = riegeli(&["count", "--skip-corrupted", damaged], b"");
     assert!(out.status.success());
     assert_eq!(text(&out.stdout).trim(), "1500");
     assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
 
-    let out = riegeli(&["cat", "--records", "1499,0", "--format", "delimited", damaged], b"");
+    let out = riegeli(&["cat", "--skip-corrupted", "--records", "1499,0", "--format", "delimited", damaged], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(split_delimited(&out.stdout) == [expected[1499].clone(), expected[0].clone()]);
     assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
@@ -492,6 +505,87 @@ fn damaged_footer_gives_one_notice_and_every_record() {
     assert!(split_delimited(&out.stdout) == expected[50..], "the first chunk of 50 records is lost");
     let out = riegeli(&["cat", "--records", "0", data], b"");
     assert_one_line_error(&out, 1, "position 64");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where the footer of the intact ArrayRecord file at `path` begins and ends,
+/// as `describe` marks it.
+fn footer_extent(path: &str) -> (usize, usize) {
+    let (_, chunks) = describe_json(path);
+    let at = chunks.iter().position(|c| c["array_record"] == "FOOTER").expect("a footer");
+    (chunks[at]["chunk_begin"].as_u64().unwrap() as usize, chunks[at + 1]["chunk_begin"].as_u64().unwrap() as usize)
+}
+
+#[test]
+fn cut_array_record_files_fail_every_command_unless_skip_corrupted() {
+    let manifest = manifest();
+    let dir = scratch_dir("ar-cut");
+    // Written by C++, and by `write --array-record`.
+    let words = record_set(&manifest, "words");
+    let cpp = std::fs::read(testdata("array_record/simple_none.array_record")).unwrap();
+    let ours_path = dir.join("ours.array_record");
+    let out = riegeli(
+        &["write", "--array-record", "--options", "group_size:20,zstd:3", ours_path.to_str().unwrap()],
+        &delimited(&words),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ours = std::fs::read(&ours_path).unwrap();
+    let cpp_path = testdata("array_record/simple_none.array_record");
+    for (who, file, whole) in [("C++", &cpp, cpp_path.to_str().unwrap()), ("ours", &ours, ours_path.to_str().unwrap())]
+    {
+        let (footer, footer_end) = footer_extent(whole);
+        let postscript = file.len() - 65536;
+        for (cut, at, problem) in [
+            ("mid-chunk", footer / 2 + 7, "incomplete chunk"),
+            ("inside the footer", (footer + footer_end) / 2, "incomplete chunk"),
+            ("just after the footer", footer_end, "without its postscript"),
+            ("the postscript block missing", postscript, "without its postscript"),
+        ] {
+            let what = format!("{who}, cut {cut}");
+            let path = dir.join("cut.array_record");
+            std::fs::write(&path, &file[..at]).unwrap();
+            let path = path.to_str().unwrap();
+            let out = riegeli(&["verify", path], b"");
+            assert_eq!(out.status.code(), Some(1), "{what}: verify");
+            assert!(text(&out.stdout).contains(problem), "{what}: {}", text(&out.stdout));
+            let out = riegeli(&["describe", path], b"");
+            assert_eq!(out.status.code(), Some(1), "{what}: describe");
+            assert!(text(&out.stdout).contains("# FILE CORRUPTED: "), "{what}");
+            assert!(text(&out.stdout).contains(problem), "{what}: {}", text(&out.stdout));
+            if problem == "without its postscript" {
+                assert!(text(&out.stdout).contains(&format!("ArrayRecord footer at {footer}")), "{what}");
+            }
+            // Every record is printed before the cut is found; the file fails.
+            let out = riegeli(&["cat", "--format", "delimited", path], b"");
+            assert_eq!(out.status.code(), Some(1), "{what}: cat");
+            assert!(text(&out.stderr).contains(problem), "{what}: {}", text(&out.stderr));
+            let printed = split_delimited(&out.stdout);
+            assert!(printed[..] == words[..printed.len()], "{what}: cat prints records in order");
+            let out = riegeli(&["count", path], b"");
+            assert_eq!(out.status.code(), Some(1), "{what}: count");
+            assert!(text(&out.stderr).contains(problem), "{what}: {}", text(&out.stderr));
+            let out = riegeli(&["cat", "--records", "0", path], b"");
+            assert_eq!(out.status.code(), Some(1), "{what}: cat --records");
+            // With --skip-corrupted, the records there are, and one line telling of the cut.
+            let out = riegeli(&["cat", "--skip-corrupted", "--format", "delimited", path], b"");
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stderr).lines().count(), 1, "{what}: {}", text(&out.stderr));
+            let printed = split_delimited(&out.stdout);
+            assert!(printed[..] == words[..printed.len()], "{what}");
+            if at >= footer_end {
+                assert_eq!(printed.len(), words.len(), "{what}: every record is before the footer");
+            }
+            let out = riegeli(&["count", "--skip-corrupted", path], b"");
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            assert_eq!(text(&out.stdout).trim(), printed.len().to_string(), "{what}");
+            let out = riegeli(&["cat", "--skip-corrupted", "--records", "0", "--format", "delimited", path], b"");
+            assert!(out.status.success(), "{what}: {}", text(&out.stderr));
+            assert!(split_delimited(&out.stdout) == words[..1], "{what}");
+        }
+        // The file whole: no problem anywhere.
+        let out = riegeli(&["verify", whole], b"");
+        assert!(out.status.success(), "{who}: {}", text(&out.stdout));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

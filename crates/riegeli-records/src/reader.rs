@@ -120,6 +120,9 @@ pub struct RecordReader<R> {
     /// Reading ends before the first chunk beginning at or after this
     /// (see [`set_byte_range`](Self::set_byte_range)).
     range_end: u64,
+    /// Where an ArrayRecord footer begins that was skipped at the end of the
+    /// file, no postscript following it.
+    footer_without_postscript: Option<u64>,
 }
 
 impl<R> std::fmt::Debug for RecordReader<R> {
@@ -165,6 +168,7 @@ impl<R: Read> RecordReader<R> {
             ahead,
             records_from_worker: None,
             range_end: u64::MAX,
+            footer_without_postscript: None,
         }
     }
 
@@ -297,6 +301,17 @@ impl<R: Read> RecordReader<R> {
     /// The position of the record last read, until the next seek.
     pub fn last_pos(&self) -> Option<RecordPosition> {
         self.last_pos
+    }
+
+    /// Where an ArrayRecord footer begins that reading skipped at the end of
+    /// the file with no postscript after it: the file is an ArrayRecord file
+    /// cut short after its footer (its last 64 KiB, the postscript, lost), which
+    /// array_record's reader refuses. Known once reading has reached the end;
+    /// `None` for other files, and with
+    /// [`read_array_record_trailer`](crate::RecordReaderOptions::read_array_record_trailer)
+    /// (the footer's records are then read as records).
+    pub fn footer_without_postscript(&self) -> Option<u64> {
+        self.footer_without_postscript
     }
 
     /// Checks that the file begins like a Riegeli/records file (valid file
@@ -461,10 +476,17 @@ impl<R: Read> RecordReader<R> {
     /// read, as is damage met on the way; at the end of the file the footer
     /// (its postscript lost) is dropped.
     fn postscript_follows(&mut self) -> Result<bool> {
+        let footer = self.chunk_begin;
         loop {
             let fetched = match self.fetch() {
                 Ok(Some(fetched)) => fetched,
-                Ok(None) => return Ok(self.trailer.finish(|| None::<DecodedRecords>)),
+                Ok(None) => {
+                    let dropped = self.trailer.finish(|| None::<DecodedRecords>);
+                    if dropped {
+                        self.footer_without_postscript = Some(footer);
+                    }
+                    return Ok(dropped);
+                }
                 Err(ReadError::Io(e)) => {
                     self.trailer.interrupt();
                     return Err(e);
@@ -472,6 +494,9 @@ impl<R: Read> RecordReader<R> {
                 Err(ReadError::Damage(damage)) => {
                     // Damage to the end of the file ends it after the footer.
                     let dropped = damage.resume == Resume::Eof && self.trailer.finish(|| None::<DecodedRecords>);
+                    if dropped {
+                        self.footer_without_postscript = Some(footer);
+                    }
                     self.trailer.interrupt();
                     self.peeked_damage = Some(damage);
                     return Ok(dropped);

@@ -222,9 +222,12 @@ fn golden_plain_cuts_are_scanned() {
         let bytes = std::fs::read(testdata().join(path)).unwrap();
         let expected = record_set(file["records"].as_str().unwrap());
         assert_refused(&bytes, path);
+        let mut plain = RecordReader::new(Cursor::new(&bytes));
+        assert_eq!(read_all(&mut plain), expected, "{path}");
+        assert_eq!(plain.footer_without_postscript(), None, "{path}: ends with data");
         let mut reader = open_scanning(&bytes);
         assert_eq!(reader.index_source(), IndexSource::Scanned, "{path}");
-        assert!(reader.fallback_reason().unwrap().contains("scanned"), "{path}");
+        assert!(reader.fallback_reason().unwrap().contains("ArrayRecord index"), "{path}");
         assert_eq!(reader.num_records(), expected.len() as u64, "{path}");
         assert_eq!(reader.read_all_parallel().unwrap(), expected, "{path}");
         if !expected.is_empty() {
@@ -407,7 +410,7 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         assert_refused(short, &what);
         let mut reader = open_scanning(short);
         assert_eq!(reader.index_source(), IndexSource::Scanned, "{what}");
-        assert!(reader.fallback_reason().is_some_and(|r| r.contains("scanned")), "{what}");
+        assert!(reader.fallback_reason().is_some_and(|r| r.contains("ArrayRecord index")), "{what}");
         let got = reader.read_all().unwrap();
         assert_eq!(got.len() as u64, reader.num_records(), "{what}");
         assert!(got.len() <= expected.len() && got == expected[..got.len()], "{what}: {} records", got.len());
@@ -417,6 +420,9 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         if at > footer {
             assert_eq!(got.len(), expected.len(), "{what}");
         }
+        if at != footer_end && at != postscript {
+            assert_eq!(reader.footer_without_postscript(), None, "{what}");
+        }
         if cut == "between two data chunks" {
             assert!(skipped.is_empty(), "{what}: {skipped:?}");
         } else if at <= postscript {
@@ -424,8 +430,16 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         }
         if at == footer_end || at == postscript {
             assert!(skipped.iter().any(|r| r.begin() == footer && r.message().contains("no postscript")), "{what}");
+            assert_eq!(reader.footer_without_postscript(), Some(footer), "{what}");
+            // The plain reader reads every record and tells of the footer it skipped.
+            let mut plain = RecordReader::new(Cursor::new(short));
+            assert_eq!(read_all(&mut plain), expected, "{what}");
+            assert_eq!(plain.footer_without_postscript(), Some(footer), "{what}");
         }
     }
+    let mut plain = RecordReader::new(Cursor::new(file));
+    assert_eq!(read_all(&mut plain), expected, "{what}");
+    assert_eq!(plain.footer_without_postscript(), None, "{what}: whole");
 }
 
 #[test]

@@ -155,6 +155,8 @@ pub struct ArrayRecordReader<R> {
     fallback_reason: Option<String>,
     writer_options: Option<String>,
     skipped: Vec<SkippedRegion>,
+    /// Where the scan found a footer ending the file, no postscript after it.
+    footer_without_postscript: Option<u64>,
     projection: FieldProjection,
     decoder: ChunkDecoder,
     /// The chunk [`read`](Self::read) decoded last.
@@ -234,6 +236,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             fallback_reason: None,
             writer_options: None,
             skipped: Vec::new(),
+            footer_without_postscript: None,
             projection: FieldProjection::all(),
             decoder: ChunkDecoder::new(&options.chunks),
             cached: None,
@@ -257,7 +260,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 return Err(in_index(e, None, problem));
             }
             Err(e) if e.is_corruption() => {
-                reader.fallback_reason = Some(format!("not read as ArrayRecord: {e}; the file was scanned instead"));
+                reader.fallback_reason = Some(e.to_string());
                 reader.index_source = IndexSource::Scanned;
                 reader.scan()?;
             }
@@ -449,6 +452,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             if let Some(footer) = &held {
                 let message = "an ArrayRecord footer that no postscript follows (the file was cut short after it)";
                 self.skipped.push(SkippedRegion::new(footer.begin, footer.end, message.into()));
+                self.footer_without_postscript = Some(footer.begin);
             }
         } else {
             self.chunks.extend(held.as_ref().map(entry));
@@ -488,9 +492,19 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.index_source
     }
 
-    /// Why the file was scanned rather than read through its footer, if it was.
+    /// Why the file was scanned rather than read through its footer, if it
+    /// was: what opening it without
+    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) fails with.
     pub fn fallback_reason(&self) -> Option<&str> {
         self.fallback_reason.as_deref()
+    }
+
+    /// Where the scan found an ArrayRecord footer that ends the file with no
+    /// postscript after it: an ArrayRecord file cut short after its footer
+    /// (also listed in [`skipped_regions`](Self::skipped_regions)). `None`
+    /// unless [`IndexSource::Scanned`].
+    pub fn footer_without_postscript(&self) -> Option<u64> {
+        self.footer_without_postscript
     }
 
     /// Damaged regions the scan skipped (empty unless [`IndexSource::Scanned`]).
