@@ -331,6 +331,99 @@ def test_reader_unopenable_files_match_cpp(tmp_path, name):
         assert not reader.is_open()
 
 
+def footer_offset(data):
+    """Where the footer begins, from the first postscript copy (a simple uncompressed chunk at
+    `size - 65536`: block header, chunk header, 5 bytes of sizes, then `08 varint(offset) ...`)."""
+    at = len(data) - 65536 + 24 + 40 + 5
+    assert data[at] == 0x08
+    value, shift = 0, 0
+    for byte in data[at + 1:at + 11]:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value
+    raise AssertionError('no postscript')
+
+
+def cut_files(tmp_path, path):
+    """The file at `path` cut short at several places, as an interrupted copy or upload leaves it."""
+    data = pathlib.Path(path).read_bytes()
+    footer = footer_offset(data)
+    cuts = {
+        'in half': len(data) // 2,
+        'inside the footer': footer + 50,
+        'the postscript block missing': len(data) - 65536,
+        'inside the postscript chunk': len(data) - 65536 + 30,
+        'the last byte missing': len(data) - 1,
+    }
+    for name, at in cuts.items():
+        cut = tmp_path / f'cut-{at}'
+        cut.write_bytes(data[:at])
+        yield name, str(cut)
+
+
+def check_refused(cut):
+    """A cut file opens as array_record's reader opens it: `ok()` false, and every read raises
+    `RuntimeError` saying why (C++ also raises, but for some cuts with an empty message, and its
+    `read_all()` then returns `[]` and `read([0])` `[b'']`: ours never returns records it lacks)."""
+    reader = ArrayRecordReader(cut)
+    assert not reader.ok() and reader.is_open()
+    assert reader.num_records() == 0
+    assert reader.writer_options_string() is None
+    for read in (reader.read, reader.read_all, lambda: reader.read([0]), lambda: reader.seek(0)):
+        with pytest.raises(RuntimeError, match='ArrayRecord index.*scan_fallback'):
+            read()
+    with pytest.raises(IndexError):
+        reader.read(0, 1)
+    with pytest.raises(RuntimeError, match='ArrayRecord index'):
+        reader.close()
+    assert not reader.ok() and not reader.is_open()
+    with pytest.raises(RuntimeError, match='ArrayRecord index'):
+        ArrayRecordDataSource(cut)
+    with pytest.raises(RuntimeError, match='ArrayRecord index'):
+        ArrayRecordDataSource([f'{cut}[0:1]'])[0]
+
+
+def check_scanned(cut, records):
+    """With `scan_fallback`, the records there are: a prefix of the file's, all of them when the
+    cut is past the data chunks."""
+    reader = ArrayRecordReader(cut, 'scan_fallback')
+    assert reader.ok()
+    got = reader.read_all()
+    assert 0 < len(got) <= len(records) and got == records[:len(got)]
+    assert reader.read([len(got) - 1, 0]) == [got[-1], got[0]]
+    source = ArrayRecordDataSource([cut], reader_options={'scan_fallback': 'true'})
+    assert len(source) == len(got)
+    assert source.__getitems__([len(got) - 1, 0]) == [got[-1], got[0]]
+    return len(got)
+
+
+@pytest.mark.parametrize('options', ['group_size:10', 'group_size:1,uncompressed'])
+def test_cut_files_are_refused_unless_scanned(tmp_path, options):
+    path = write(array_record_module, tmp_path / 'ours', options=options)
+    data_end = footer_offset(pathlib.Path(path).read_bytes())
+    for name, cut in cut_files(tmp_path, path):
+        check_refused(cut)
+        n = check_scanned(cut, RECORDS)
+        if pathlib.Path(cut).stat().st_size > data_end:
+            assert n == len(RECORDS), name
+
+
+@needs_cpp
+def test_cut_cpp_files_are_refused_as_cpp_refuses_them(tmp_path):
+    path = write(cpp, tmp_path / 'cpp', options='group_size:10')
+    for name, cut in cut_files(tmp_path, path):
+        theirs = cpp.ArrayRecordReader(cut)
+        assert not theirs.ok(), name
+        for read in (theirs.read, lambda: theirs.seek(0), theirs.close):
+            with pytest.raises(RuntimeError):
+                read()
+        with pytest.raises(RuntimeError):
+            pytest.importorskip('array_record.python.array_record_data_source').ArrayRecordDataSource(cut)
+        check_refused(cut)
+        check_scanned(cut, RECORDS)
+
+
 @needs_cpp
 def test_writer_uncreatable_file_matches_cpp(tmp_path):
     for module in (cpp, array_record_module):

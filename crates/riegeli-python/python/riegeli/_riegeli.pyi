@@ -212,9 +212,10 @@ class ArrayRecordReader:
                  | "max_parallelism" ":" ("auto" | 0..2147483647)
                  | "index_storage_option" ":" ("" | "in_memory" | "offloaded")
                  | "footer_prefetch_bytes" ":" ("auto" | bytes)
+                 | "scan_fallback" (":" ("true" | "false"))?
 
     where bytes is a real with an optional suffix [BkKMGTPE], at most 1G. An unknown option
-    or a bad value raises `ValueError` with C++'s message.
+    or a bad value raises `ValueError` with C++'s message (which lists C++'s options).
 
     - `readahead_buffer_size` (default 16M): how many bytes of records `read()` decodes
       ahead, in parallel (0: one chunk at a time, best for random access).
@@ -223,6 +224,9 @@ class ArrayRecordReader:
       the calling thread.
     - `index_storage_option` and `footer_prefetch_bytes`: checked as C++ does (offloaded
       needs `footer_prefetch_bytes:0`) but without effect: the index is always in memory.
+    - `scan_fallback` (riegeli-rs's option, not array_record's: its reader rejects it): a
+      file without a usable footer and postscript is read by a scan of its chunks instead of
+      failing (see below).
 
     Keyword arguments (`file_reader_buffer_size`, `file_options`) are accepted and ignored.
 
@@ -232,11 +236,12 @@ class ArrayRecordReader:
     read fetches exactly the chunks it decodes, concurrently (`read()`: those of its
     read-ahead).
 
-    As in C++, a file or object that cannot be opened (missing, no access) does not raise
-    here: `ok()` is then `False` and every read, `seek()` and `close()` raise `RuntimeError`
-    with the reason and the path or URL. Unlike C++, a
-    file whose footer is damaged, or a plain Riegeli/records file, is indexed by scanning it
-    instead of failing. Every read releases the GIL; batch reads decode chunks on several
+    As in C++, a file or object that cannot be opened (missing, no access, or without a usable
+    ArrayRecord footer and postscript: cut short by an interrupted copy, damaged, or a plain
+    Riegeli/records file) does not raise here: `ok()` is then `False` and every read, `seek()`
+    and `close()` raise `RuntimeError` with the reason and the path or URL. With
+    `scan_fallback`, a file without a usable footer is indexed by scanning it instead: the
+    records there are. Every read releases the GIL; batch reads decode chunks on several
     threads and build their list at once.
     """
 

@@ -132,7 +132,7 @@ class RiegeliDatasource(Datasource):
         if by_index:
             counts = []
             for _, path, _ in self._files:
-                reader = ArrayRecordReader(path)
+                reader = ArrayRecordReader(path, self._reader_options)
                 try:
                     counts.append(reader.num_records())
                 finally:

@@ -94,8 +94,12 @@ class _ReadInstruction:
         object.__setattr__(self, 'num_records', self.end - self.start)
 
 
-def _get_read_instructions(paths: Sequence[PathLikeOrFileInstruction]) -> Sequence[_ReadInstruction]:
-    """The read instruction of each path: a FileInstruction, `"file[start:end]"` or a file."""
+def _get_read_instructions(
+    paths: Sequence[PathLikeOrFileInstruction], reader_options: str = ''
+) -> Sequence[_ReadInstruction]:
+    """The read instruction of each path: a FileInstruction, `"file[start:end]"` or a file (opened
+    with `reader_options`, so that `scan_fallback` counts a file it would read; a file that cannot
+    be opened raises `RuntimeError`)."""
 
     def get_read_instruction(path: PathLikeOrFileInstruction) -> _ReadInstruction:
         if isinstance(path, FileInstruction):
@@ -108,7 +112,7 @@ def _get_read_instructions(paths: Sequence[PathLikeOrFileInstruction]) -> Sequen
             end = int(m.group(3))
         else:
             filename = os.fspath(path)
-            reader = array_record_module.ArrayRecordReader(filename)
+            reader = array_record_module.ArrayRecordReader(filename, reader_options)
             start = 0
             end = reader.num_records()
             reader.close()
@@ -161,7 +165,9 @@ class ArrayRecordDataSource:
             FileInstruction), or a non-empty sequence of them. Only plain paths are opened
             here (to count their records).
           reader_options: reader options (`{'max_parallelism': '0'}`, ...), given to each
-            `ArrayRecordReader` after `readahead_buffer_size:0`.
+            `ArrayRecordReader` after `readahead_buffer_size:0` (and to those counting the
+            records of plain paths: `{'scan_fallback': 'true'}` reads a file without a usable
+            footer, which otherwise raises `RuntimeError`, by a scan).
           reader_pool_size: accepted for compatibility; no effect (one reader per file, shared
             by threads, as array_record's).
         """
@@ -184,7 +190,7 @@ class ArrayRecordDataSource:
             self._reader_options_string = ''
         else:
             self._reader_options_string = ','.join(f'{k}:{v}' for k, v in reader_options.items())
-        self._read_instructions = _get_read_instructions(paths)
+        self._read_instructions = _get_read_instructions(paths, self._reader_options_string)
         self._paths = [ri.filename for ri in self._read_instructions]
         # Readers are opened on first use.
         self._readers: List[Any] = [None] * len(self._read_instructions)
