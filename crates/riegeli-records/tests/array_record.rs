@@ -391,6 +391,7 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
     let size = file.len() as u64;
     let (postscript, footer) = trailer(file);
     let footer_end = chunks.iter().find(|c| c.begin == footer).unwrap().end;
+    let postscript_end = chunks.iter().find(|c| c.begin == postscript).unwrap().end;
     // A data chunk well inside the file, to cut in its middle and at its beginning.
     let data: Vec<_> = chunks.iter().filter(|c| c.num_records > 0 && c.begin < footer).collect();
     let middle = data[data.len() / 2];
@@ -420,9 +421,9 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         if at > footer {
             assert_eq!(got.len(), expected.len(), "{what}");
         }
-        if at != footer_end && at != postscript {
-            assert_eq!(reader.footer_without_postscript(), None, "{what}");
-        }
+        // A footer with no whole postscript after it ends the file.
+        let orphan = (footer_end..postscript_end).contains(&at);
+        assert_eq!(reader.footer_without_postscript(), orphan.then_some(footer), "{what}");
         if cut == "between two data chunks" {
             assert!(skipped.is_empty(), "{what}: {skipped:?}");
         } else if at <= postscript {
@@ -430,7 +431,6 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         }
         if at == footer_end || at == postscript {
             assert!(skipped.iter().any(|r| r.begin() == footer && r.message().contains("no postscript")), "{what}");
-            assert_eq!(reader.footer_without_postscript(), Some(footer), "{what}");
             // The plain reader reads every record and tells of the footer it skipped.
             let mut plain = RecordReader::new(Cursor::new(short));
             assert_eq!(read_all(&mut plain), expected, "{what}");
