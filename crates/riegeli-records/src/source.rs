@@ -166,6 +166,18 @@ impl<R: Read> Source<R> {
         Ok(self.buf.len())
     }
 
+    /// Buffers `len` bytes (fewer if the input ends first), reading only those
+    /// of them not buffered yet: no 64 KiB least read, for a chunk whose
+    /// extent is known and that is read by itself (a random read). Larger
+    /// lengths are read in the growing steps of [`fill`](Self::fill).
+    pub(crate) fn fill_exactly(&mut self, len: usize) -> io::Result<usize> {
+        while self.buf.len() < len && !self.eof {
+            let want = len.min(self.buf.len().saturating_mul(2).max(FILL_STEP));
+            self.fill_step(want, want)?;
+        }
+        Ok(self.buf.len())
+    }
+
     /// Moves the buffered bytes to a buffer of at least `want` bytes and reads
     /// until `target` bytes are buffered, the input ends, or reading fails
     /// (the bytes read before the error stay buffered).
@@ -374,6 +386,47 @@ mod tests {
             self.data = &self.data[n..];
             Ok(n)
         }
+    }
+
+    /// Counts the bytes its reader asks for.
+    struct Counting<'a> {
+        data: &'a [u8],
+        asked: usize,
+    }
+
+    impl Read for Counting<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.asked += out.len();
+            let n = out.len().min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn fill_exactly_reads_no_more_than_the_length() {
+        let file = data(20 << 20);
+        let mut source = Source::new(Counting { data: &file, asked: 0 }, 0);
+        assert_eq!(source.fill_exactly(777).unwrap(), 777);
+        assert_eq!(source.inner.asked, 777);
+        assert_eq!(source.buffered(), &file[..777]);
+        // What is buffered is not read again; the rest is.
+        assert_eq!(source.fill_exactly(1000).unwrap(), 1000);
+        assert_eq!(source.inner.asked, 1000);
+        assert_eq!(source.fill_exactly(10).unwrap(), 1000);
+        assert_eq!(source.inner.asked, 1000);
+        // A long length in steps, each read exactly.
+        assert_eq!(source.fill_exactly(10 << 20).unwrap(), 10 << 20);
+        assert_eq!(source.inner.asked, 10 << 20);
+        assert_eq!(source.buffered(), &file[..10 << 20]);
+        // `fill` reads at least a block.
+        let mut source = Source::new(Counting { data: &file, asked: 0 }, 0);
+        source.fill(777).unwrap();
+        assert_eq!(source.inner.asked, MIN_READ);
+        // Past the end: what there is.
+        let mut short = Source::new(Counting { data: &file[..100], asked: 0 }, 0);
+        assert_eq!(short.fill_exactly(777).unwrap(), 100);
     }
 
     #[test]

@@ -458,6 +458,93 @@ fn cut_files_are_refused_unless_scanned() {
     }
 }
 
+/// A file read through a counter of the bytes it hands out.
+struct Counted {
+    file: Cursor<Vec<u8>>,
+    read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Counted {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(to)
+    }
+}
+
+impl riegeli_records::ReadAt for Counted {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let file = self.file.get_ref();
+        let at = usize::try_from(offset).unwrap_or(usize::MAX).min(file.len());
+        let n = buf.len().min(file.len() - at);
+        buf[..n].copy_from_slice(&file[at..at + n]);
+        self.read.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.file.get_ref().len() as u64)
+    }
+}
+
+#[test]
+fn a_random_read_reads_its_chunk_not_a_block() {
+    use std::sync::atomic::Ordering::Relaxed;
+    // One record of about 300 bytes per chunk, as Grain's files have them.
+    let records: Vec<Vec<u8>> = (0..2000u32).map(|i| format!("{i:>6} {}", "record ".repeat(42)).into_bytes()).collect();
+    let file = write(&records, "group_size:1,zstd:3");
+    let chunks: Vec<_> = crate::common::layout(&file).into_iter().filter(|c| c.num_records > 0).collect();
+    // What the index gives each record's chunk: up to the next chunk.
+    let extent = |i: usize| chunks[i + 1].begin - chunks[i].begin;
+    let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = |parallelism| {
+        let source = Counted { file: Cursor::new(file.clone()), read: read.clone() };
+        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        ArrayRecordReader::with_options(source, options).unwrap()
+    };
+    let mut reader = counted(1);
+    for i in [1234, 7, 1999 - 1, 500, 13] {
+        read.store(0, Relaxed);
+        assert_eq!(reader.read(i as u64).unwrap(), records[i]);
+        let bytes = read.load(Relaxed);
+        assert!(bytes <= extent(i), "record {i}: {bytes} bytes read for a chunk of {}", extent(i));
+    }
+    // Reading on in order reads ahead by blocks: the next records cost no read.
+    reader.read(14).unwrap();
+    read.store(0, Relaxed);
+    for i in 15..40 {
+        assert_eq!(reader.read(i).unwrap(), records[i as usize]);
+    }
+    assert_eq!(read.load(Relaxed), 0, "records 15..40 were read with 14");
+    // A batch of records far apart (more than a block) reads their chunks, serially and on
+    // the threads (positional reads); neighbours are read by blocks, which serve several.
+    let records: Vec<Vec<u8>> = (0..1000u32).map(|i| format!("{i:>4000}").into_bytes()).collect();
+    let file = write(&records, "group_size:1,uncompressed");
+    let chunks: Vec<_> = crate::common::layout(&file).into_iter().filter(|c| c.num_records > 0).collect();
+    let extent = |i: usize| chunks[i + 1].begin - chunks[i].begin;
+    let scattered: Vec<u64> = (0..1000u32).step_by(20).rev().map(u64::from).collect();
+    let want: u64 = scattered.iter().map(|&i| extent(i as usize)).sum();
+    for parallelism in [1, 3] {
+        let source = Counted { file: Cursor::new(file.clone()), read: read.clone() };
+        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        let mut reader = ArrayRecordReader::with_options(source, options).unwrap();
+        if parallelism > 1 {
+            reader.set_read_at(std::sync::Arc::new(Counted { file: Cursor::new(file.clone()), read: read.clone() }));
+        }
+        read.store(0, Relaxed);
+        let got = reader.read_parallel(&scattered).unwrap();
+        assert!(got.iter().zip(&scattered).all(|(r, &i)| *r == records[i as usize]));
+        let bytes = read.load(Relaxed);
+        assert!(bytes <= want, "{parallelism} threads: {bytes} bytes read for chunks of {want}");
+    }
+}
+
 #[test]
 fn not_a_riegeli_file_is_a_clear_error() {
     for bytes in [vec![], vec![0u8; 10], vec![0u8; 200_000], b"hello world".repeat(10_000)] {

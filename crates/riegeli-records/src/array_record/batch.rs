@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
-use super::entry::{ChunkEntry, estimated_decoded_size, read_entry};
+use super::entry::{ChunkEntry, Reading, estimated_decoded_size, read_entry};
 use super::positional::{AtCursor, SharedFile};
 use crate::chunk_reader::LazyChunk;
 use crate::decode::ChunkDecoder;
@@ -123,11 +123,18 @@ impl Worker for BatchWorker {
     /// Reads (if needed) and decodes a task's chunks; stops at the first error.
     fn run(&mut self, chunks: Vec<(TaskChunk, u64)>) -> TaskDone {
         let mut results = Vec::with_capacity(chunks.len());
-        for (chunk, wanted) in chunks {
+        let mut chunks = chunks.into_iter().peekable();
+        while let Some((chunk, wanted)) = chunks.next() {
             let chunk = match chunk {
                 TaskChunk::Read(chunk) => Ok(chunk),
                 TaskChunk::At(entry) => match self.reading.as_mut() {
-                    Some(source) => read_entry(source, &self.options, &entry),
+                    Some(source) => {
+                        let next = match chunks.peek() {
+                            Some((TaskChunk::At(next), _)) => Some(next),
+                            _ => None,
+                        };
+                        read_entry(source, &self.options, &entry, Reading::before(&entry, next))
+                    }
                     None => Err(Error::internal("a decoding thread has no file to read")),
                 },
             };

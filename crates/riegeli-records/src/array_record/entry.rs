@@ -55,12 +55,52 @@ pub(crate) fn chunk_at<R: Read + Seek>(
     }
 }
 
+/// The most bytes a chunk read [`Alone`](Reading::Alone) asks for at once:
+/// its extent comes from the footer, which may lie (the rest of a larger
+/// chunk is read as its header says).
+const ALONE_MAX: u64 = 4 << 20;
+
+/// A chunk read is followed by blocks when the next chunk wanted begins
+/// within this many bytes of it: one read then serves both.
+const NEAR: u64 = 64 << 10;
+
+/// How [`read_entry`] reads a chunk whose bytes are not buffered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// The next chunk wanted is the one after it or near it: reads go on
+    /// past it, by blocks, so that they serve the next chunks too.
+    InOrder,
+    /// By itself (a random read): only the bytes the index gives it, as C++
+    /// reads a chunk (not a whole block around a 777-byte chunk).
+    Alone,
+}
+
+impl Reading {
+    /// How to read `entry` when `next` is the chunk read after it, if any.
+    pub(crate) fn before(entry: &ChunkEntry, next: Option<&ChunkEntry>) -> Self {
+        match next {
+            Some(next)
+                if next.offset == entry.limit
+                    || (entry.offset..entry.offset.saturating_add(NEAR)).contains(&next.offset) =>
+            {
+                Self::InOrder
+            }
+            _ => Self::Alone,
+        }
+    }
+}
+
 /// Reads the chunk of an index entry and checks it against the entry.
 pub(crate) fn read_entry<S: Read + Seek>(
     source: &mut Source<S>,
     options: &ChunkReadOptions,
     entry: &ChunkEntry,
+    reading: Reading,
 ) -> Result<LazyChunk> {
+    if reading == Reading::Alone {
+        source.seek(entry.offset)?;
+        source.fill_exactly(usize::try_from(entry.raw_bytes().min(ALONE_MAX)).unwrap_or(usize::MAX))?;
+    }
     let chunk = chunk_at(source, entry.offset, options)?;
     check_against_index(&chunk, entry)?;
     Ok(chunk)

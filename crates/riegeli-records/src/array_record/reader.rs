@@ -10,7 +10,7 @@ use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
 use super::batch::{BatchPool, MIN_TASK_BYTES, Spares, Started, TaskChunk, start_pool};
-use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, chunk_at, estimated_decoded_size, read_entry};
+use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, Reading, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
 use super::positional::{ReadAt, SharedFile};
 use super::sequential::Sequential;
@@ -554,16 +554,26 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// those decoded decodes all of it (reading a chunk in order decodes it
     /// twice, not once per record); that read fails only if decoding as far
     /// as its record fails, as a batch read of it would.
+    ///
+    /// Only the chunk's bytes are read from the source (the room the index
+    /// gives it, as C++ reads it), not a whole block around a small chunk,
+    /// unless it is the chunk after the one read before: then reading goes on
+    /// by blocks, which serve the next chunks too. Batch reads likewise read a
+    /// chunk alone when the next one they want lies more than a block away.
     pub fn read(&mut self, index: u64) -> Result<Bytes> {
         let (k, j) = self.locate(index)?;
         let cached = self.cached.as_ref().filter(|(cached, _)| *cached == k).map(|(_, records)| records.len());
         if cached.is_none_or(|decoded| j >= decoded) {
+            // After the chunk before it, reading goes on by blocks; a chunk by itself
+            // (a random read) is read alone, only its bytes.
+            let in_order = self.cached.as_ref().is_some_and(|(last, _)| last + 1 == k);
+            let reading = if in_order { Reading::InOrder } else { Reading::Alone };
             self.cached = None;
             let entry = self.chunks.get(k).ok_or_else(not_indexed)?;
             if let Some(hook) = &mut self.prefetch {
                 hook(std::slice::from_ref(&(entry.offset..entry.limit)));
             }
-            let chunk = read_entry(&mut self.source, &self.options.chunks, entry)?.gather();
+            let chunk = read_entry(&mut self.source, &self.options.chunks, entry, reading)?.gather();
             let verify = self.options.chunks.verify_hashes;
             let needed = j as u64 + 1;
             let further = if cached.is_some() { u64::MAX } else { needed };
@@ -973,14 +983,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
                 prefetcher.before(next);
                 next += 1;
                 let entry = chunks.get(k).ok_or_else(not_indexed)?;
-                read_entry(source, &read_options, entry).map(TaskChunk::Read)
+                let reading = Reading::before(entry, ks.get(next).and_then(|&n| chunks.get(n)));
+                read_entry(source, &read_options, entry, reading).map(TaskChunk::Read)
             };
             return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
             prefetcher.before(i);
             let entry = chunks.get(k).ok_or_else(not_indexed)?;
-            let chunk = read_entry(source, &options.chunks, entry)?.gather();
+            let reading = Reading::before(entry, ks.get(i + 1).and_then(|&n| chunks.get(n)));
+            let chunk = read_entry(source, &options.chunks, entry, reading)?.gather();
             let wanted = needed.get(i).copied().unwrap_or(u64::MAX);
             sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, wanted)?);
         }
