@@ -9,11 +9,10 @@
 //! Under `cfg(fuzzing)` hash checks are off, so mutated bytes reach the
 //! footer, postscript and chunk parsers.
 
-use std::fs::File;
 use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions, PositionalFile};
 
 /// Small limits, so that no input makes a run allocate much.
 fn options(parallelism: usize) -> ArrayRecordReaderOptions {
@@ -98,7 +97,7 @@ fn check_file(file: &[u8], picks: &[u8]) {
 /// `file` written to this process's scratch file and opened there with two
 /// threads (positional reads on the decoding threads); `None` if the scratch
 /// file cannot be written.
-fn on_disk(file: &[u8]) -> Option<ArrayRecordReader<File>> {
+fn on_disk(file: &[u8]) -> Option<ArrayRecordReader<PositionalFile>> {
     let path = std::env::temp_dir().join(format!("riegeli-fuzz-{}.array_record", std::process::id()));
     std::fs::write(&path, file).ok()?;
     Some(ArrayRecordReader::open(&path, options(2)).expect("opened from memory already"))

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use riegeli_codec::varint;
-use riegeli_records::{RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
+use riegeli_records::{PositionalFile, RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
 use crate::exit::Usage;
 use crate::input::InputFormat;
@@ -270,7 +270,7 @@ pub(crate) fn measure(
         let (write_real, write_cpu, size) = timed_write(records, options, WriteMode::Caller, path)?;
         let cpu1 = cpu_time();
         let t1 = Instant::now();
-        read_all(RecordReader::new(File::open(path)?))?;
+        read_all(RecordReader::new(PositionalFile::open(path)?))?;
         let read_real = t1.elapsed();
         let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
         let (mut par_read_real, mut par_read_cpu) = (None, None);
@@ -278,7 +278,7 @@ pub(crate) fn measure(
             let cpu2 = cpu_time();
             let t2 = Instant::now();
             let options = RecordReaderOptions { parallelism: read_parallelism, ..Default::default() };
-            read_all(RecordReader::with_options(File::open(path)?, options))?;
+            read_all(RecordReader::with_options(PositionalFile::open(path)?, options))?;
             par_read_real = Some(t2.elapsed());
             par_read_cpu = cpu_time().zip(cpu2).map(|(a, b)| a.saturating_sub(b));
         }
@@ -314,7 +314,7 @@ pub(crate) fn measure(
 }
 
 /// Reads every record, touching each one's length.
-fn read_all(mut reader: RecordReader<File>) -> Result<usize> {
+fn read_all(mut reader: RecordReader<PositionalFile>) -> Result<usize> {
     let mut bytes = 0usize;
     while let Some(record) = reader.read_record()? {
         bytes += record.len();

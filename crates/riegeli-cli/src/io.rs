@@ -141,7 +141,7 @@ pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         anyhow::bail!("cannot open {}: is a directory", path.display());
     }
-    Ok(Seekable::File(file))
+    Ok(Seekable::File(riegeli_records::PositionalFile::new(file)))
 }
 
 /// Refuses an output that is also one of the inputs: creating it would truncate the input.

@@ -17,6 +17,14 @@
 //!   request. Opening one makes two requests: one for the object's size and
 //!   last 64 KiB (a suffix range), one for the footer. Nothing else.
 //!
+//! A source may be used in a process forked from the one that opened it (a
+//! data loader's workers): each process fetches through a cache, requests,
+//! connections and a runtime of its own, made on its first read there; the
+//! parent's, whose requests ran on threads the child does not have (and whose
+//! locks one of them may have held at the fork), are never touched there.
+//! [`Location`] reads local files at positions of its own
+//! ([`PositionalFile`]), so that processes never move each other's.
+//!
 //! Credentials, regions and endpoints come from the environment as
 //! `object_store`'s `from_env` builders read them (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`,
@@ -37,7 +45,9 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, ObjectStoreScheme};
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ReadAt, RecordReader, RecordReaderOptions};
+use riegeli_records::{
+    ArrayRecordReader, ArrayRecordReaderOptions, PerProcess, PositionalFile, ReadAt, RecordReader, RecordReaderOptions,
+};
 use url::Url;
 
 /// Whether `location` names an object (`s3://`, `s3a://`, `gs://`, `az://`,
@@ -110,19 +120,59 @@ pub struct FetchStats {
 /// A `Read + Seek` view of one object, reading through a shared cache of
 /// fetched ranges. Clones share the cache (and the statistics) and have
 /// positions of their own.
+///
+/// In a child forked from the process that opened it (a data loader's
+/// worker), a source and its clones fetch through a cache, requests and
+/// connections of that process's own, on its own runtime, with a store
+/// opened again from the URL (one opened by [`with_store`](Self::with_store)
+/// keeps the store given); the parent's, whose requests were running on
+/// threads the child does not have, are never touched there.
 #[derive(Clone)]
 pub struct ObjectSource {
-    shared: Arc<Shared>,
+    object: Arc<Object>,
     pos: u64,
 }
 
 impl fmt::Debug for ObjectSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ObjectSource")
-            .field("url", &self.shared.url)
-            .field("size", &self.shared.size)
+            .field("url", &self.object.url)
+            .field("size", &self.object.size)
             .field("pos", &self.pos)
             .finish_non_exhaustive()
+    }
+}
+
+/// One object, and how each process reads it.
+struct Object {
+    location: Path,
+    url: String,
+    size: u64,
+    config: FetchConfig,
+    /// The store given to [`ObjectSource::with_store`], or `None` for one
+    /// opened from the URL (opened again in a forked child).
+    given_store: Option<Arc<dyn ObjectStore>>,
+    /// [`ObjectSource::limit_read_ahead`]'s limit (`u64::MAX`: none), for the
+    /// cache of a forked child.
+    ahead_limit: AtomicU64,
+    /// The cache and requests of each process.
+    shared: PerProcess<Result<Arc<Shared>, String>>,
+}
+
+impl Object {
+    /// The cache of the running process: made, with a store of its own, in a
+    /// child forked since the object was opened.
+    fn shared(&self) -> io::Result<&Arc<Shared>> {
+        let shared = self.shared.get_or_init(|| {
+            let store = match &self.given_store {
+                Some(store) => Arc::clone(store),
+                None => store_for(&self.url).map_err(|e| e.to_string())?.0,
+            };
+            let limit = self.ahead_limit.load(Ordering::Relaxed);
+            let cache = Cache { ahead_limit: (limit != u64::MAX).then_some(limit), ..Cache::default() };
+            Ok(Arc::new(Shared::new(store, self, cache, 0, 0)))
+        });
+        shared.as_ref().map_err(|e| io::Error::other(format!("{}: {e}", self.url)))
     }
 }
 
@@ -138,6 +188,24 @@ struct Shared {
     permits: Arc<tokio::sync::Semaphore>,
     requests: AtomicU64,
     bytes: AtomicU64,
+}
+
+impl Shared {
+    /// A cache of `object` holding `cache`, fetching through `store`.
+    fn new(store: Arc<dyn ObjectStore>, object: &Object, cache: Cache, requests: u64, bytes: u64) -> Self {
+        Self {
+            store,
+            location: object.location.clone(),
+            url: object.url.clone(),
+            size: object.size,
+            config: object.config.clone(),
+            cache: Mutex::new(cache),
+            fetched: Condvar::new(),
+            permits: Arc::new(tokio::sync::Semaphore::new(object.config.max_in_flight.max(1))),
+            requests: AtomicU64::new(requests),
+            bytes: AtomicU64::new(bytes),
+        }
+    }
 }
 
 /// Fetched and pending ranges, by where they begin; they never overlap.
@@ -249,27 +317,21 @@ enum SlotState {
     Failed(String),
 }
 
-/// The runtime the requests of every source run on.
+/// The runtime the requests of every source run on: one per process. A child
+/// forked from a process that had one has none of its threads (and its locks
+/// may be held forever by one of them): it starts its own, and the parent's
+/// is never touched there (see [`PerProcess`]).
 fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
-    /// The runtime and the process that started it: a child forked since
-    /// has none of its threads, and starts its own (the parent's is leaked).
-    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut slot = RUNTIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((owner, runtime)) = *slot
-        && owner == pid
-    {
-        return Ok(runtime);
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("riegeli-object-store")
-        .enable_all()
-        .build()
-        .map_err(|e| io::Error::other(format!("cannot start the object store runtime: {e}")))?;
-    let runtime: &'static tokio::runtime::Runtime = Box::leak(Box::new(runtime));
-    *slot = Some((pid, runtime));
-    Ok(runtime)
+    static RUNTIME: PerProcess<Result<tokio::runtime::Runtime, String>> = PerProcess::new();
+    let runtime = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("riegeli-object-store")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the object store runtime: {e}"))
+    });
+    runtime.as_ref().map_err(|e| io::Error::other(e.clone()))
 }
 
 /// Runs `future` on the runtime and waits for it on this thread (which may
@@ -362,7 +424,7 @@ impl ObjectSource {
     /// `config` says.
     pub fn open_with(url: &str, config: FetchConfig) -> io::Result<Self> {
         let (store, path) = store_for(url)?;
-        Self::with_store(store, path, url, config)
+        Self::opened(store, false, path, url, config)
     }
 
     /// Opens object `location` of `store`; `url` names it in errors.
@@ -376,7 +438,23 @@ impl ObjectSource {
     ///
     /// With [`read_from_start`](FetchConfig::read_from_start), the first
     /// windows of a sequential read are asked for at the same time.
+    ///
+    /// In a forked child, the source reads through `store` too: give a store
+    /// that works there (one holding connections of the parent's runtime may
+    /// not; sources opened by URL open their store again there).
     pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: FetchConfig) -> io::Result<Self> {
+        Self::opened(store, true, location, url, config)
+    }
+
+    /// [`with_store`](Self::with_store); `given`: the store was given (else
+    /// it was opened from the URL, and is opened again in a forked child).
+    fn opened(
+        store: Arc<dyn ObjectStore>,
+        given: bool,
+        location: Path,
+        url: &str,
+        config: FetchConfig,
+    ) -> io::Result<Self> {
         let suffix = config.min_fetch.max(1);
         // To be read from the start: its first windows are asked for now, with the tail.
         let mut early = Vec::new();
@@ -409,7 +487,6 @@ impl ObjectSource {
                 (meta.size, None)
             }
         };
-        let permits = Arc::new(tokio::sync::Semaphore::new(config.max_in_flight.max(1)));
         let mut cache = Cache::default();
         let (mut requests, mut fetched) = (0, 0);
         let tail_start = tail.as_ref().map_or(size, |(start, _)| *start);
@@ -420,47 +497,57 @@ impl ObjectSource {
                 .slots
                 .insert(start, Slot { end: size, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
         }
-        let shared = Arc::new(Shared {
-            store,
+        let mut object = Object {
             location,
             url: url.to_owned(),
             size,
             config,
-            cache: Mutex::new(cache),
-            fetched: Condvar::new(),
-            permits,
-            requests: AtomicU64::new(requests),
-            bytes: AtomicU64::new(fetched),
-        });
+            given_store: None,
+            ahead_limit: AtomicU64::new(u64::MAX),
+            shared: PerProcess::new(),
+        };
+        let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, requests, fetched));
         for (range, answer) in early {
             shared.adopt(range.start..range.end.min(tail_start), answer)?;
         }
-        Ok(Self { shared, pos: 0 })
+        object.given_store = given.then_some(store);
+        object.shared = PerProcess::with(Ok(shared));
+        Ok(Self { object: Arc::new(object), pos: 0 })
+    }
+
+    /// The cache of the running process (see [`Object::shared`]).
+    fn shared(&self) -> io::Result<&Arc<Shared>> {
+        self.object.shared()
     }
 
     /// The object's size.
     pub fn size(&self) -> u64 {
-        self.shared.size
+        self.object.size
     }
 
     /// The object's URL.
     pub fn url(&self) -> &str {
-        &self.shared.url
+        &self.object.url
     }
 
-    /// Requests and bytes fetched so far, by this source and its clones.
+    /// Requests and bytes fetched so far, by this source and its clones (in
+    /// this process).
     pub fn stats(&self) -> FetchStats {
-        FetchStats {
-            requests: self.shared.requests.load(Ordering::Relaxed),
-            bytes: self.shared.bytes.load(Ordering::Relaxed),
-        }
+        self.object.shared.get().and_then(|shared| shared.as_ref().ok()).map_or_else(FetchStats::default, |shared| {
+            FetchStats {
+                requests: shared.requests.load(Ordering::Relaxed),
+                bytes: shared.bytes.load(Ordering::Relaxed),
+            }
+        })
     }
 
     /// Starts fetching `ranges` (in any order; overlapping, adjacent and
     /// already fetched bytes are asked for once), so that reads find them
     /// at hand.
     pub fn prefetch(&self, ranges: &[Range<u64>]) {
-        self.shared.prefetch(ranges);
+        if let Ok(shared) = self.shared() {
+            shared.prefetch(ranges);
+        }
     }
 
     /// Tells the source that reading stops about `end`: a sequential read's
@@ -473,7 +560,10 @@ impl ObjectSource {
     /// [`sequential_depth`](FetchConfig::sequential_depth) bytes of the next
     /// ranges. Shared with the source's clones.
     pub fn limit_read_ahead(&self, end: u64) {
-        self.shared.lock().ahead_limit = Some(end);
+        self.object.ahead_limit.store(end, Ordering::Relaxed);
+        if let Ok(shared) = self.shared() {
+            shared.lock().ahead_limit = Some(end);
+        }
     }
 
     /// Asks now for the read-ahead's windows from where this source reads
@@ -484,15 +574,17 @@ impl ObjectSource {
     /// then waits for one round trip, not two (its own bytes, then the windows
     /// after them).
     pub fn start_read_ahead(&self) {
-        let mut cache = self.shared.lock();
-        self.shared.read_ahead(&mut cache, self.pos);
+        if let Ok(shared) = self.shared() {
+            let mut cache = shared.lock();
+            shared.read_ahead(&mut cache, self.pos);
+        }
     }
 
     /// A hook for [`ArrayRecordReader::set_prefetch`]: the chunks a read is
     /// about to read are fetched concurrently.
     pub fn prefetcher(&self) -> impl FnMut(&[Range<u64>]) + Send + Sync + 'static {
-        let shared = Arc::clone(&self.shared);
-        move |ranges| shared.prefetch(ranges)
+        let source = self.clone();
+        move |ranges| source.prefetch(ranges)
     }
 }
 
@@ -801,7 +893,7 @@ fn evict_behind(cache: &mut Cache, pos: u64) {
 
 impl Read for ObjectSource {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.shared.read_at(self.pos, buf)?;
+        let n = self.shared()?.read_at(self.pos, buf)?;
         self.pos += n as u64;
         Ok(n)
     }
@@ -811,11 +903,11 @@ impl Read for ObjectSource {
 /// [`ArrayRecordReader`]'s parallel reads read their chunks this way.
 impl ReadAt for ObjectSource {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        self.shared.read_at(offset, buf)
+        self.shared()?.read_at(offset, buf)
     }
 
     fn size(&self) -> io::Result<u64> {
-        Ok(self.shared.size)
+        Ok(self.object.size)
     }
 }
 
@@ -823,7 +915,7 @@ impl Seek for ObjectSource {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
         let target = match pos {
             SeekFrom::Start(pos) => Some(pos),
-            SeekFrom::End(delta) => self.shared.size.checked_add_signed(delta),
+            SeekFrom::End(delta) => self.object.size.checked_add_signed(delta),
             SeekFrom::Current(delta) => self.pos.checked_add_signed(delta),
         };
         self.pos = target.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
@@ -832,10 +924,15 @@ impl Seek for ObjectSource {
 }
 
 /// A local file or an object: what a reader given a path or a URL reads.
+///
+/// Both are read at positions of their own: a file by positional reads
+/// ([`PositionalFile`]), so that processes forked from the one that opened
+/// it read it independently, an object through the cache of the process
+/// that reads it ([`ObjectSource`]).
 #[derive(Debug)]
 pub enum Location {
     /// A local file.
-    File(std::fs::File),
+    File(PositionalFile),
     /// An object in object storage.
     Object(ObjectSource),
 }
@@ -865,15 +962,15 @@ impl Location {
         if file.metadata()?.is_dir() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{location}: is a directory")));
         }
-        Ok(Self::File(file))
+        Ok(Self::File(PositionalFile::new(file)))
     }
 
-    /// A source reading the same bytes at offsets for several threads: a
-    /// duplicate handle of a file (on Unix), a clone of an object's source.
+    /// A source reading the same bytes at offsets for several threads: the
+    /// file (where the platform reads at offsets, see
+    /// [`PositionalFile::shared`]), a clone of an object's source.
     pub fn read_at(&self) -> Option<Arc<dyn ReadAt>> {
         match self {
-            Self::File(file) if cfg!(unix) => file.try_clone().ok().map(|file| Arc::new(file) as Arc<dyn ReadAt>),
-            Self::File(_) => None,
+            Self::File(file) => file.shared(),
             Self::Object(object) => Some(Arc::new(object.clone())),
         }
     }

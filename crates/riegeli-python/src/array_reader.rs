@@ -13,17 +13,25 @@
 //!
 //! The reader is shared between Python threads (a data source serves several): its state is
 //! behind a mutex that is only waited on without the GIL.
+//!
+//! And between processes: a reader made before a fork (a data source built in the parent of
+//! data loader workers) is used in the children. Each process has its own state
+//! (`PerProcess`): a child forked since opens the file again on its first call, with the same
+//! options, at the record index the reader had (closed if it was closed), and never touches
+//! the parent's, whose mutex another thread of the parent may have held at the fork and whose
+//! decoding threads and connections do not exist in the child.
 
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use riegeli_object_store::Location;
-use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError};
+use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError, PerProcess};
 
 use crate::pyio::{as_path, open_location};
 
@@ -89,7 +97,18 @@ impl From<Error> for Failure {
 #[pyclass(module = "riegeli.array_record.array_record_module", name = "ArrayRecordReader", frozen)]
 #[derive(Debug)]
 pub(crate) struct ArrayRecordReader {
-    state: Mutex<State>,
+    /// The state of each process that uses the reader (see the module docs).
+    state: PerProcess<Mutex<State>>,
+    /// What the reader was opened with, to open it again in a forked child.
+    path: PathBuf,
+    options: ArrayRecordReaderOptions,
+    /// Why opening failed, if it did (a forked child fails alike).
+    failure: Option<String>,
+    writer_options: Option<String>,
+    /// `close()` was called (in this process or the one it was forked from).
+    closed: AtomicBool,
+    /// `record_index` after the last call that moved it, for a forked child to start at.
+    index: AtomicU64,
 }
 
 /// Records decoded are made into `bytes` once this many bytes of them are waiting (the GIL
@@ -166,6 +185,13 @@ fn fill(py: Python<'_>, objects: &mut [Option<Py<PyBytes>>], records: impl Itera
     }
 }
 
+/// Opens the reader of `path` (a file or a URL); the failure, as `ok()` reports it.
+/// Does I/O: call it without the GIL.
+fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<Inner, String> {
+    (|| riegeli_object_store::array_record_reader(open_location(path)?, options))()
+        .map_err(|e| format!("{e}; opening {}", path.display()))
+}
+
 /// The path argument: `str` or `os.PathLike` (a URL is a `str`).
 fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     as_path(path)?
@@ -173,14 +199,46 @@ fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
 }
 
 impl ArrayRecordReader {
+    /// The state of the running process: opened again in a child forked since the reader was
+    /// made. Does I/O then: call it without the GIL.
+    fn state(&self) -> &Mutex<State> {
+        self.state.get_or_init(|| {
+            let closed = self.closed.load(Ordering::Relaxed);
+            let mut state = State {
+                reader: None,
+                failure: self.failure.clone(),
+                open: !closed,
+                writer_options: self.writer_options.clone(),
+            };
+            if closed || state.failure.is_some() {
+                return Mutex::new(state);
+            }
+            match open(&self.path, self.options.clone()) {
+                Ok(mut reader) => {
+                    reader.seek_record(self.index.load(Ordering::Relaxed));
+                    state.reader = Some(reader);
+                }
+                Err(failure) => state.failure = Some(failure),
+            }
+            Mutex::new(state)
+        })
+    }
+
     /// Runs `f` on the state, without the GIL while waiting for it and while `f` runs.
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut State) -> Result<T, Failure> + Send) -> PyResult<T> {
         py.detach(|| {
             let mut state =
-                self.state.lock().map_err(|_| Failure::Runtime("ArrayRecordReader poisoned by a panic".into()))?;
+                self.state().lock().map_err(|_| Failure::Runtime("ArrayRecordReader poisoned by a panic".into()))?;
             f(&mut state)
         })
         .map_err(Failure::into_py)
+    }
+
+    /// Notes where `record_index` is now (see [`index`](Self::index)).
+    fn note_index(&self, state: &State) {
+        if let Some(reader) = &state.reader {
+            self.index.store(reader.record_index(), Ordering::Relaxed);
+        }
     }
 
     /// `read(indices)`.
@@ -259,14 +317,22 @@ impl ArrayRecordReader {
         let reader_options: ArrayRecordReaderOptions =
             options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
         let path = path_arg(path)?;
-        let opened = py.detach(|| riegeli_object_store::array_record_reader(open_location(&path)?, reader_options));
+        let opened = py.detach(|| open(&path, reader_options.clone()));
         let (reader, failure) = match opened {
             Ok(reader) => (Some(reader), None),
-            Err(e) => (None, Some(format!("{e}; opening {}", path.display()))),
+            Err(failure) => (None, Some(failure)),
         };
         let writer_options = reader.as_ref().and_then(|r| r.writer_options().map(str::to_owned));
-        let state = State { reader, failure, open: true, writer_options };
-        Ok(Self { state: Mutex::new(state) })
+        let state = State { reader, failure: failure.clone(), open: true, writer_options: writer_options.clone() };
+        Ok(Self {
+            state: PerProcess::with(Mutex::new(state)),
+            path,
+            options: reader_options,
+            failure,
+            writer_options,
+            closed: AtomicBool::new(false),
+            index: AtomicU64::new(0),
+        })
     }
 
     /// `True` while open and not failed.
@@ -281,6 +347,7 @@ impl ArrayRecordReader {
 
     /// Closes the file; raises `RuntimeError` if the reader had failed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.closed.store(true, Ordering::Relaxed);
         self.with(py, |state| {
             state.open = false;
             drop(state.reader.take());
@@ -310,6 +377,7 @@ impl ArrayRecordReader {
             let reader = state.reader().map_err(Failure::Runtime)?;
             // Negative: past the end, as C++ (whose index is unsigned).
             reader.seek_record(u64::try_from(index).unwrap_or(u64::MAX));
+            self.index.store(reader.record_index(), Ordering::Relaxed);
             Ok(())
         })
     }
@@ -324,13 +392,20 @@ impl ArrayRecordReader {
             2 => return self.read_range(py, &args.get_item(0)?, &args.get_item(1)?).map(Bound::into_any),
             n => return Err(PyTypeError::new_err(format!("read() takes 0, 1 or 2 arguments ({n} given)"))),
         }
-        // Records already decoded are returned without releasing the GIL.
-        if let Ok(mut state) = self.state.try_lock()
+        // Records already decoded are returned without releasing the GIL (the state is made,
+        // in a forked child, by the call that waits for it).
+        if let Some(state) = self.state.get()
+            && let Ok(mut state) = state.try_lock()
             && let Some(record) = state.reader.as_mut().and_then(Inner::read_next_decoded)
         {
+            self.note_index(&state);
             return Ok(PyBytes::new(py, &record).into_any());
         }
-        let record = self.with(py, State::next_record)?;
+        let record = self.with(py, |state| {
+            let record = state.next_record();
+            self.note_index(state);
+            record
+        })?;
         Ok(PyBytes::new(py, &record).into_any())
     }
 

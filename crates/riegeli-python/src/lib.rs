@@ -33,6 +33,25 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<array_writer::ArrayRecordWriter>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
     module.add_function(wrap_pyfunction!(byte_ranges, module)?)?;
+    track_forks(module.py())
+}
+
+/// Has every forked child that runs Python again tell riegeli-records it was forked (CPython
+/// runs `os.register_at_fork` handlers in each): readers and writers then see that they were
+/// inherited from another process (and rebuild what they share with threads, or refuse to
+/// write) by a look at memory rather than a system call at each call.
+fn track_forks(py: Python<'_>) -> PyResult<()> {
+    let os = py.import("os")?;
+    if !os.hasattr("register_at_fork")? {
+        return Ok(());
+    }
+    let hook = pyo3::types::PyCFunction::new_closure(py, Some(c"_riegeli_after_fork_in_child"), None, |_, _| {
+        riegeli_records::after_fork_in_child();
+    })?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("after_in_child", hook)?;
+    os.getattr("register_at_fork")?.call((), Some(&kwargs))?;
+    riegeli_records::track_forks();
     Ok(())
 }
 

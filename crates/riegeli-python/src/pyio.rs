@@ -12,6 +12,7 @@ use std::path::Path;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use riegeli_object_store::{Location, ObjectSource, is_url};
+use riegeli_records::PositionalFile;
 
 use crate::errors::PythonIoError;
 
@@ -93,8 +94,9 @@ impl Seek for PyFile {
 /// Where a `RecordReader` reads from.
 #[derive(Debug)]
 pub(crate) enum Src {
-    /// A file opened by path.
-    File(File),
+    /// A file opened by path, read at positions of its own (a forked child reads on
+    /// without moving the parent's).
+    File(PositionalFile),
     /// An object opened by URL, read by ranged requests.
     Object(ObjectSource),
     /// A Python file object.
@@ -128,7 +130,7 @@ impl Seek for Src {
 pub(crate) fn open_location(path: &Path) -> io::Result<Location> {
     match path.to_str() {
         Some(url) if is_url(url) => ObjectSource::open(url).map(Location::Object),
-        _ => File::open(path).map(Location::File),
+        _ => PositionalFile::open(path).map(Location::File),
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
-use riegeli_records::{Error, RecordWriterOptions, RecordsMetadata};
+use riegeli_records::{Error, ProcessBound, RecordWriterOptions, RecordsMetadata};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
@@ -27,8 +27,9 @@ struct State {
     writer: Option<Inner>,
     /// The `dest` argument (a file object or a path).
     dest: Py<PyAny>,
-    /// The file object to close on `close()`, if owned.
-    owned_file: Option<Py<PyAny>>,
+    /// The file object to close on `close()`, if owned; not closed by a forked child (closing
+    /// could write what the parent left in its buffer).
+    owned_file: Option<ProcessBound<Py<PyAny>>>,
     /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
     sync_handle: Option<File>,
 }
@@ -236,7 +237,7 @@ impl RecordWriter {
                 State {
                     writer: Some(writer),
                     dest: dest.clone().unbind(),
-                    owned_file: owns_dest.then(|| dest.clone().unbind()),
+                    owned_file: owns_dest.then(|| ProcessBound::new(dest.clone().unbind())),
                     sync_handle: None,
                 }
             }
@@ -266,7 +267,7 @@ impl RecordWriter {
         let Some(writer) = state.writer.take() else { return Ok(()) };
         state.sync_handle = None;
         let closed = py.detach(|| writer.close().map(drop));
-        let owned = state.owned_file.take();
+        let owned = state.owned_file.take().and_then(ProcessBound::into_inner);
         let result = closed.map_err(|e| to_py(py, &e));
         if let Some(file) = owned {
             file.call_method0(py, "close")?;

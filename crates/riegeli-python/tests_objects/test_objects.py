@@ -22,8 +22,11 @@ import os
 import pickle
 import random
 import shutil
+import signal
 import threading
+import time
 import uuid
+import warnings
 
 import pytest
 
@@ -400,6 +403,84 @@ def test_data_source_slices_and_several_urls(urls, local_files, ar_records):
     assert from_instruction.__getitems__(list(range(5))) == ar_records[10:15]
     for source in (sliced, clone, mixed, from_instruction):
         source.__exit__(None, None, None)
+
+
+def _wrong_reads(source, reader, ar_records, seed: int, rounds: int) -> list[str]:
+    """Reads random records through a data source and a reader; what came back wrong."""
+    rng = random.Random(seed)
+    wrong = []
+    for round_ in range(rounds):
+        try:
+            i = rng.randrange(len(ar_records))
+            if source[i] != ar_records[i]:
+                wrong.append(f'source[{i}]')
+            if round_ % 4 == 0:
+                keys = [rng.randrange(len(ar_records)) for _ in range(32)]
+                if reader.read(keys) != [ar_records[k] for k in keys]:
+                    wrong.append(f'reader.read({keys})')
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            wrong.append(f'{type(e).__name__}: {e}')
+    return wrong
+
+
+def _fork_and_wait(child, timeout: float = 60.0) -> int | None:
+    """Runs `child()` in a forked child (its int is the exit status, 3 if it raised); `None`
+    if it was still running after `timeout` seconds (it is killed)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)  # fork() with threads (Python 3.12)
+        pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            code = child()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+@pytest.mark.parametrize('options', ['', 'max_parallelism:0'])
+def test_children_forked_while_a_parent_thread_reads_read_their_records(urls, ar_records, options):
+    """The DataLoader pattern over URLs: a data source and a reader made and read in the parent,
+    children forked while another thread of the parent is in the middle of reads (its requests
+    in flight, the locks of the object's cache and of the runtime taken): each child reads with
+    a runtime, connections and cache of its own, and gets its records."""
+    reader_options = dict(option.split(':') for option in options.split(',') if option)
+    source = ArrayRecordDataSource(urls['single.array_record'], reader_options=reader_options)
+    reader = ArrayRecordReader(urls['grouped.array_record'], options)
+    assert _wrong_reads(source, reader, ar_records, seed=-1, rounds=8) == []
+    stop = threading.Event()
+    background: list[str] = []
+
+    def keep_reading() -> None:
+        seed = 100
+        while not stop.is_set() and not background:
+            background.extend(_wrong_reads(source, reader, ar_records, seed, rounds=4))
+            seed += 1
+
+    thread = threading.Thread(target=keep_reading)
+    thread.start()
+    outcomes = []
+    try:
+        for attempt in range(4):
+            time.sleep(random.Random(attempt).uniform(0.005, 0.05))
+            outcomes.append(
+                _fork_and_wait(lambda attempt=attempt: 1 if _wrong_reads(source, reader, ar_records, attempt, 12) else 0)
+            )
+    finally:
+        stop.set()
+        thread.join()
+    assert outcomes == [0] * 4, 'exit codes (None: hung)'
+    assert background == []
+    source.__exit__(None, None, None)
+    reader.close()
 
 
 def _read_in_child(pickled: bytes, key: int, results) -> None:

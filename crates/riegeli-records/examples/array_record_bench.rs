@@ -22,7 +22,7 @@
 use std::fs::File;
 use std::time::Instant;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, PositionalFile};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -72,7 +72,7 @@ fn main() -> Result<(), BoxError> {
     }
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let open = |parallelism: usize| -> Result<ArrayRecordReader<File>, BoxError> {
+    let open = |parallelism: usize| -> Result<ArrayRecordReader<PositionalFile>, BoxError> {
         let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
         Ok(ArrayRecordReader::open(&path, options)?)
     };

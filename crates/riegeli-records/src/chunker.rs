@@ -10,9 +10,9 @@ use std::io::Write;
 use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
 use riegeli_framing::{CHUNK_HEADER_SIZE, ChunkHeader, add_with_overhead, chunk_end};
 
-use crate::error::{EncodeError, Error, Result};
+use crate::error::{EncodeError, Error, ErrorKind, Result};
 use crate::pool::{Help, Pool, Worker};
-use crate::sink::{ChunkSink, encode_error};
+use crate::sink::{ChunkSink, FORKED, encode_error};
 
 /// How data chunks are encoded.
 #[derive(Debug, Clone, Copy)]
@@ -356,25 +356,40 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         if parallel.batch_bytes < BATCH_BYTES {
             return Ok(());
         }
-        self.submit();
+        self.submit()?;
         let parallelism = self.parallel.as_ref().map_or(0, |p| p.parallelism);
         self.drain(parallelism)
     }
 
+    /// Fails (and so does the sink) in a child forked since the pool
+    /// started: the batches its threads were encoding are lost, and the
+    /// destination is the parent's (see [`ChunkSink`]).
+    fn check_pool(&mut self) -> Result<()> {
+        if let Some(parallel) = &mut self.parallel
+            && parallel.pool.renew_if_forked()
+        {
+            self.sink.fail();
+            return Err(Error::new(ErrorKind::Usage(FORKED)));
+        }
+        Ok(())
+    }
+
     /// Hands the open batch to the pool.
-    fn submit(&mut self) {
-        let Some(parallel) = &mut self.parallel else { return };
+    fn submit(&mut self) -> Result<()> {
+        self.check_pool()?;
+        let Some(parallel) = &mut self.parallel else { return Ok(()) };
         if parallel.batch.is_empty() {
-            return;
+            return Ok(());
         }
         let chunks = std::mem::take(&mut parallel.batch);
         parallel.batch_bytes = 0;
         #[cfg(test)]
         if parallel.all_here {
             parallel.pool.submit_here(chunks);
-            return;
+            return Ok(());
         }
         parallel.pool.submit(chunks);
+        Ok(())
     }
 
     /// Writes the chunks encoded so far, in order, and waits (helping, if
@@ -383,8 +398,9 @@ impl<W: Write, L: Layout> Chunker<W, L> {
     /// [`MAX_IN_FLIGHT_BYTES`] of records (or none is being encoded). With 0,
     /// every closed chunk is written.
     pub(crate) fn drain(&mut self, max_in_flight: usize) -> Result<()> {
+        self.check_pool()?;
         if max_in_flight == 0 {
-            self.submit();
+            self.submit()?;
         }
         loop {
             let Some(parallel) = &mut self.parallel else { return Ok(()) };

@@ -30,6 +30,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Forked processes
+//!
+//! Readers and writers may be used in a process forked from the one that
+//! made them (the workers of a data loader). What a process shares with
+//! threads is tied to that process ([`ProcessBound`], [`PerProcess`]): in a
+//! child forked since, a reader's worker pool starts threads of the child's
+//! own at its next use there (what they were decoding ahead is decoded
+//! again), and nothing of the parent's (its threads, the locks they may have
+//! held at the fork, their queues) is waited on or dropped there. Files opened
+//! by path are read at positions of their own ([`PositionalFile`]), so that
+//! parent and child read independently; a reader given a plain `File` moves
+//! the position it shares with the other process.
+//!
+//! A writer writes only in the process that made it: its destination (a
+//! file) is the parent's too. In a forked child its first write to the
+//! destination (a full buffer, a flush, closing) fails with
+//! [`ErrorKind::Usage`], and dropping it there writes nothing and waits for
+//! no thread.
+//!
 //! # Crate features
 //! - `brotli`, `zstd`, `snappy` (all default): the compression codecs, forwarded to `riegeli-codec`.
 #![forbid(unsafe_code)]
@@ -41,6 +60,7 @@ mod chunks;
 mod decode;
 mod error;
 mod flush;
+mod fork;
 mod metadata;
 mod options;
 mod pool;
@@ -64,13 +84,14 @@ pub use crate::{
     array_record::{
         ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
         ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport,
-        IndexSource, ReadAt, find_array_record_trailer, index_riegeli_file,
+        IndexSource, PositionalFile, ReadAt, find_array_record_trailer, index_riegeli_file,
     },
     chunk_reader::Chunk,
     chunks::{ChunkReader, DecodedChunk},
     decode::ChunkDecoder,
     error::{Corruption, EncodeError, Error, ErrorKind, Result},
     flush::{FlushType, SyncWrite},
+    fork::{PerProcess, ProcessBound, after_fork_in_child, track_forks},
     metadata::{RecordsMetadata, record_type, set_record_type},
     options::{
         ChunkReadOptions, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,

@@ -21,11 +21,18 @@
 //!   forgets the results of those running, without waiting for them.
 //! - **Drop** closes the queue and joins every thread (each finishes at most
 //!   its current job).
+//! - **Fork**: in a child forked since the threads started, none of them
+//!   exists and the queue may stay locked by one of them forever. The pool
+//!   leaves all that alone (leaked, never dropped: see [`ProcessBound`]) and
+//!   starts threads of the child's own on its next call there; every ticket
+//!   not handed out is abandoned, its job lost with the parent's queue
+//!   ([`renew_if_forked`](Pool::renew_if_forked)). One process id check per call.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::fork::ProcessBound;
 use crate::sync::mpsc::{Receiver, Sender, channel};
 use crate::sync::thread::{self, JoinHandle};
 use crate::work_queue::WorkQueue;
@@ -70,10 +77,25 @@ type Factory<W> = Arc<dyn Fn() -> W + Send + Sync>;
 
 /// Worker threads running jobs of one kind; see the module docs.
 pub(crate) struct Pool<W: Worker> {
+    /// The threads and what they share with the caller, of the process that
+    /// started them (see [`renew_if_forked`](Self::renew_if_forked)).
+    crew: ProcessBound<Crew<W>>,
+    book: Book<W>,
+}
+
+/// The threads of a pool, and the queue and channel they share with the caller.
+struct Crew<W: Worker> {
     queue: Arc<WorkQueue<(u64, W::Job)>>,
     /// In a mutex only to keep the pool `Sync`; reached through `get_mut`, never locked.
     results: Mutex<Receiver<(u64, Outcome<W>)>>,
     threads: Vec<JoinHandle<()>>,
+}
+
+/// The caller's side of a pool: tickets, outcomes, its own worker state.
+struct Book<W: Worker> {
+    /// The name and number of the threads asked for (started again in a forked child).
+    name: String,
+    wanted: usize,
     factory: Factory<W>,
     /// The caller's own state, for the jobs it runs itself.
     caller: Option<W>,
@@ -94,31 +116,28 @@ pub(crate) struct Pool<W: Worker> {
 impl<W: Worker> std::fmt::Debug for Pool<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
-            .field("threads", &self.threads.len())
-            .field("in_flight", &self.in_flight)
-            .field("next_ticket", &self.next_ticket)
+            .field("threads", &self.book.wanted)
+            .field("in_flight", &self.book.in_flight)
+            .field("next_ticket", &self.book.next_ticket)
             .finish_non_exhaustive()
     }
 }
 
-impl<W: Worker> Pool<W> {
-    /// Starts up to `threads` threads named `name-i`, each with a state from
-    /// `factory`. Threads that cannot be spawned are left out.
-    pub(crate) fn new(name: &str, threads: usize, help: Help, factory: impl Fn() -> W + Send + Sync + 'static) -> Self {
-        let factory: Factory<W> = Arc::new(factory);
+impl<W: Worker> Crew<W> {
+    /// Starts up to `book.wanted` threads named `name-i`, each with a state
+    /// from the factory. Threads that cannot be spawned are left out.
+    fn start(book: &Book<W>) -> Self {
         let queue = Arc::new(WorkQueue::new());
         let (done, results) = channel();
-        #[cfg(test)]
-        let alive = Arc::new(());
-        let threads = (0..threads)
+        let threads = (0..book.wanted)
             .map_while(|i| {
                 let queue = Arc::clone(&queue);
                 let done = done.clone();
-                let factory = Arc::clone(&factory);
+                let factory = Arc::clone(&book.factory);
                 #[cfg(test)]
-                let alive = Arc::clone(&alive);
+                let alive = Arc::clone(&book.alive);
                 thread::Builder::new()
-                    .name(format!("{name}-{i}"))
+                    .name(format!("{}-{i}", book.name))
                     .spawn(move || {
                         #[cfg(test)]
                         let _alive = alive;
@@ -127,11 +146,33 @@ impl<W: Worker> Pool<W> {
                     .ok()
             })
             .collect();
-        Self {
-            queue,
-            results: Mutex::new(results),
-            threads,
-            factory,
+        Self { queue, results: Mutex::new(results), threads }
+    }
+
+    fn results(&mut self) -> &mut Receiver<(u64, Outcome<W>)> {
+        self.results.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<W: Worker> Drop for Crew<W> {
+    fn drop(&mut self) {
+        // Threads end after their current job once the queue is closed.
+        self.queue.close();
+        for thread in self.threads.drain(..) {
+            // `work` catches every panic of a job: a thread cannot have panicked.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<W: Worker> Pool<W> {
+    /// Starts up to `threads` threads named `name-i`, each with a state from
+    /// `factory`. Threads that cannot be spawned are left out.
+    pub(crate) fn new(name: &str, threads: usize, help: Help, factory: impl Fn() -> W + Send + Sync + 'static) -> Self {
+        let book = Book {
+            name: name.to_owned(),
+            wanted: threads,
+            factory: Arc::new(factory),
             caller: None,
             help,
             next_ticket: 0,
@@ -139,49 +180,76 @@ impl<W: Worker> Pool<W> {
             ready: VecDeque::new(),
             in_flight: 0,
             #[cfg(test)]
-            alive,
+            alive: Arc::new(()),
+        };
+        Self { crew: ProcessBound::new(Crew::start(&book)), book }
+    }
+
+    /// The crew of this process. In a child forked since the pool was made,
+    /// the parent's crew is left alone (its threads do not exist here, and
+    /// its queue may be locked by one of them forever): new threads start,
+    /// and every ticket not handed out yet is abandoned (its job is lost with
+    /// the parent's queue), as [`abandon`](Self::abandon) would.
+    fn crew(&mut self) -> (&mut Crew<W>, &mut Book<W>, bool) {
+        let book = &mut self.book;
+        let (crew, renewed) = self.crew.get_or_renew(|| Crew::start(book));
+        if renewed {
+            book.ready.clear();
+            book.floor = book.next_ticket;
+            book.in_flight = 0;
         }
+        (crew, book, renewed)
+    }
+
+    /// Whether this process is a child forked since the pool was made (or
+    /// last renewed): then its threads are started anew and every ticket not
+    /// handed out is abandoned (see [`crew`](Self::crew)). Clients with work
+    /// in flight between their calls ask this first, to redo that work.
+    pub(crate) fn renew_if_forked(&mut self) -> bool {
+        self.crew().2
     }
 
     /// The number of threads running (those that could be started).
-    pub(crate) fn threads(&self) -> usize {
-        self.threads.len()
+    pub(crate) fn threads(&mut self) -> usize {
+        self.crew().0.threads.len()
     }
 
     /// Jobs submitted whose outcome has not been handed out or abandoned.
     pub(crate) fn pending(&self) -> usize {
-        usize::try_from(self.next_ticket - self.floor).unwrap_or(usize::MAX)
+        usize::try_from(self.book.next_ticket - self.book.floor).unwrap_or(usize::MAX)
     }
 
     /// Jobs queued that no thread has taken yet.
-    pub(crate) fn queued(&self) -> usize {
-        self.queue.len()
+    pub(crate) fn queued(&mut self) -> usize {
+        self.crew().0.queue.len()
     }
 
     /// Queues a job; returns its ticket.
     pub(crate) fn submit(&mut self, job: W::Job) -> u64 {
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
-        self.in_flight += 1;
-        self.ready.push_back(None);
-        self.queue.push((ticket, job));
+        let (crew, book, _) = self.crew();
+        let ticket = book.next_ticket;
+        book.next_ticket += 1;
+        book.in_flight += 1;
+        book.ready.push_back(None);
+        crew.queue.push((ticket, job));
         ticket
     }
 
     /// Jobs submitted whose outcome has not arrived yet (queued or running).
     pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight
+        self.book.in_flight
     }
 
     /// Submits a job and runs it at once on the calling thread; its outcome
     /// is handed out in its ticket's turn.
     #[cfg(test)]
     pub(crate) fn submit_here(&mut self, job: W::Job) -> u64 {
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
-        self.ready.push_back(None);
-        let outcome = self.run_here(job);
-        self.file(ticket, outcome);
+        let (_, book, _) = self.crew();
+        let ticket = book.next_ticket;
+        book.next_ticket += 1;
+        book.ready.push_back(None);
+        let outcome = book.run_here(job);
+        book.file(ticket, outcome);
         ticket
     }
 
@@ -189,17 +257,18 @@ impl<W: Worker> Pool<W> {
     /// (with [`Help::Always`]: the one whose outcome is wanted soonest), or
     /// else waits for one outcome to arrive. Does nothing if no job is in flight.
     pub(crate) fn step(&mut self) {
-        if self.in_flight == 0 {
+        let (crew, book, _) = self.crew();
+        if book.in_flight == 0 {
             return;
         }
-        let queued = if self.help == Help::Always { self.queue.pop_front() } else { None };
+        let queued = if book.help == Help::Always { crew.queue.pop_front() } else { None };
         if let Some(entry) = queued {
-            self.run_queued(entry);
-        } else if !self.receive()
-            && let Some(entry) = self.queue.pop_front()
+            book.run_queued(entry);
+        } else if !book.receive(crew)
+            && let Some(entry) = crew.queue.pop_front()
         {
             // No thread is left (none could be started): the caller runs the jobs.
-            self.run_queued(entry);
+            book.run_queued(entry);
         }
     }
 
@@ -208,25 +277,26 @@ impl<W: Worker> Pool<W> {
     /// (with [`Help::Always`]) the newest queued job rather than sleep.
     /// `None` if `ticket` was abandoned or never submitted.
     pub(crate) fn wait(&mut self, ticket: u64) -> Option<Outcome<W>> {
-        if ticket < self.floor || ticket >= self.next_ticket {
+        let (crew, book, _) = self.crew();
+        if ticket < book.floor || ticket >= book.next_ticket {
             return None;
         }
-        while self.floor < ticket {
-            self.floor += 1;
-            self.ready.pop_front();
+        while book.floor < ticket {
+            book.floor += 1;
+            book.ready.pop_front();
         }
         loop {
-            if let Some(outcome) = self.pop_ready() {
+            if let Some(outcome) = book.pop_ready() {
                 return Some(outcome);
             }
-            let mine = self.queue.take(|(t, _)| *t == ticket);
-            let other = match (&mine, self.help) {
-                (None, Help::Always) => self.queue.pop_back(),
+            let mine = crew.queue.take(|(t, _)| *t == ticket);
+            let other = match (&mine, book.help) {
+                (None, Help::Always) => crew.queue.pop_back(),
                 _ => None,
             };
             if let Some(entry) = mine.or(other) {
-                self.run_queued(entry);
-            } else if !self.receive() {
+                book.run_queued(entry);
+            } else if !book.receive(crew) {
                 // Every thread is gone with the job (they end only when the
                 // pool drops, and catch every panic): cannot happen.
                 return Some(Err(Panicked));
@@ -237,13 +307,34 @@ impl<W: Worker> Pool<W> {
     /// Files the outcomes that have arrived, without waiting; returns the
     /// oldest ticket's if it is among them.
     pub(crate) fn try_next(&mut self) -> Option<Outcome<W>> {
-        while let Ok((ticket, outcome)) = self.results.get_mut().unwrap_or_else(PoisonError::into_inner).try_recv() {
-            self.in_flight -= 1;
-            self.file(ticket, outcome);
+        let (crew, book, _) = self.crew();
+        while let Ok((ticket, outcome)) = crew.results().try_recv() {
+            book.in_flight -= 1;
+            book.file(ticket, outcome);
         }
-        self.pop_ready()
+        book.pop_ready()
     }
 
+    /// Drops the queued jobs and forgets every ticket not yet handed out: the
+    /// jobs still running finish in the background and their outcomes are
+    /// dropped when they arrive.
+    pub(crate) fn abandon(&mut self) {
+        let (crew, book, _) = self.crew();
+        let dropped = crew.queue.clear();
+        book.in_flight -= dropped.len();
+        drop(dropped);
+        book.ready.clear();
+        book.floor = book.next_ticket;
+    }
+
+    /// The liveness token every thread holds while it runs (tests of thread shutdown).
+    #[cfg(test)]
+    pub(crate) fn alive(&self) -> std::sync::Weak<()> {
+        Arc::downgrade(&self.book.alive)
+    }
+}
+
+impl<W: Worker> Book<W> {
     /// Runs a job on the calling thread, catching a panic as a thread does.
     fn run_here(&mut self, job: W::Job) -> Outcome<W> {
         let factory = &self.factory;
@@ -260,8 +351,8 @@ impl<W: Worker> Pool<W> {
 
     /// Waits for one outcome from the threads and files it; false if no
     /// thread is left to send one.
-    fn receive(&mut self) -> bool {
-        match self.results.get_mut().unwrap_or_else(PoisonError::into_inner).recv() {
+    fn receive(&mut self, crew: &mut Crew<W>) -> bool {
+        match crew.results().recv() {
             Ok((ticket, outcome)) => {
                 self.in_flight -= 1;
                 self.file(ticket, outcome);
@@ -284,34 +375,6 @@ impl<W: Worker> Pool<W> {
         let Some(slot) = ticket.checked_sub(self.floor).and_then(|i| usize::try_from(i).ok()) else { return };
         if let Some(entry) = self.ready.get_mut(slot) {
             *entry = Some(outcome);
-        }
-    }
-
-    /// Drops the queued jobs and forgets every ticket not yet handed out: the
-    /// jobs still running finish in the background and their outcomes are
-    /// dropped when they arrive.
-    pub(crate) fn abandon(&mut self) {
-        let dropped = self.queue.clear();
-        self.in_flight -= dropped.len();
-        drop(dropped);
-        self.ready.clear();
-        self.floor = self.next_ticket;
-    }
-
-    /// The liveness token every thread holds while it runs (tests of thread shutdown).
-    #[cfg(test)]
-    pub(crate) fn alive(&self) -> std::sync::Weak<()> {
-        Arc::downgrade(&self.alive)
-    }
-}
-
-impl<W: Worker> Drop for Pool<W> {
-    fn drop(&mut self) {
-        // Threads end after their current job once the queue is closed.
-        self.queue.close();
-        for thread in self.threads.drain(..) {
-            // `work` catches every panic of a job: a thread cannot have panicked.
-            let _ = thread.join();
         }
     }
 }

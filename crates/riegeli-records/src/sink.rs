@@ -13,6 +13,7 @@ use riegeli_framing::{
 
 use crate::error::{EncodeError, Error, ErrorKind, Result};
 use crate::flush::{FlushType, SyncWrite};
+use crate::fork::ProcessBound;
 use crate::write_behind::WriteBehind;
 
 /// Bytes gathered before writing to the destination: a write of 1 MiB costs
@@ -58,8 +59,14 @@ impl<W: Write> Dest<W> {
 ///
 /// After its first failure a sink writes nothing more: every later call
 /// fails with a usage error, and dropping it writes nothing.
+///
+/// The destination belongs to the process that made the sink: in a child
+/// forked since (whose destination, a file, is the parent's too), nothing
+/// reaches it: the first write to it fails (the sink then fails), and
+/// dropping the sink there leaves the destination alone (its own `Drop`, a
+/// `BufWriter`'s flush or a [`WriteBehind`]'s, could write or wait).
 pub(crate) struct ChunkSink<W: Write> {
-    dest: Option<Dest<W>>,
+    dest: Option<ProcessBound<Dest<W>>>,
     /// `out` is written when it holds this many bytes.
     out_limit: usize,
     /// File position of the end of everything framed so far (written or in `out`).
@@ -77,7 +84,13 @@ impl<W: Write> ChunkSink<W> {
             Dest::Direct(_) => OUT_BUFFER,
             Dest::Behind(_) => BEHIND_BUFFER,
         };
-        let mut sink = Self { dest: Some(dest), out_limit, pos, out: Vec::with_capacity(out_limit), failed: false };
+        let mut sink = Self {
+            dest: Some(ProcessBound::new(dest)),
+            out_limit,
+            pos,
+            out: Vec::with_capacity(out_limit),
+            failed: false,
+        };
         if !is_possible_chunk_boundary(pos) {
             let zeros = remaining_in_block(pos);
             sink.out.resize(zeros as usize, 0);
@@ -191,12 +204,17 @@ impl<W: Write> ChunkSink<W> {
         self.write_padding(BLOCK_SIZE)
     }
 
+    /// The destination, if the sink has one; an error in a forked child.
+    fn dest(&mut self) -> Result<Option<&mut Dest<W>>> {
+        dest_here(&mut self.dest, &mut self.failed)
+    }
+
     /// Writes what is gathered to the destination.
     fn write_out(&mut self) -> Result<()> {
-        let Some(dest) = self.dest.as_mut() else { return Ok(()) };
         if self.out.is_empty() {
             return Ok(());
         }
+        let Some(dest) = dest_here(&mut self.dest, &mut self.failed)? else { return Ok(()) };
         let result = match dest {
             Dest::Direct(dest) => dest.write_all(&self.out),
             Dest::Behind(behind) => {
@@ -218,7 +236,7 @@ impl<W: Write> ChunkSink<W> {
     pub(crate) fn flush(&mut self) -> Result<()> {
         self.guard(|sink| {
             sink.write_out()?;
-            match sink.dest.as_mut() {
+            match sink.dest()? {
                 Some(dest) => dest.flush().map_err(Error::from),
                 None => Ok(()),
             }
@@ -231,7 +249,7 @@ impl<W: Write> ChunkSink<W> {
         match flush_type {
             FlushType::FromObject => self.guard(|sink| {
                 sink.write_out()?;
-                match sink.dest.as_mut() {
+                match sink.dest()? {
                     Some(dest) => dest.write_through().map_err(Error::from),
                     None => Ok(()),
                 }
@@ -244,7 +262,9 @@ impl<W: Write> ChunkSink<W> {
     /// gathered since is lost: it is written first, without another flush).
     pub(crate) fn take_dest(&mut self) -> Result<W> {
         self.guard(Self::write_out)?;
-        let dest = self.dest.take().ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
+        self.guard(|sink| sink.dest().map(drop))?;
+        let dest = self.dest.take().and_then(ProcessBound::into_inner);
+        let dest = dest.ok_or(Error::new(ErrorKind::Usage("writer already closed")))?;
         dest.into_inner().map_err(|e| {
             self.failed = true;
             e.into()
@@ -267,7 +287,7 @@ impl<W: SyncWrite> ChunkSink<W> {
             return Ok(());
         }
         self.guard(|sink| {
-            let result = match sink.dest.as_mut() {
+            let result = match sink.dest()? {
                 Some(Dest::Direct(dest)) => dest.sync(),
                 Some(Dest::Behind(behind)) => behind.sync(),
                 None => Ok(()),
@@ -276,6 +296,23 @@ impl<W: SyncWrite> ChunkSink<W> {
         })
     }
 }
+
+/// The destination of a sink, if it has one; an error (and the sink failed)
+/// in a process forked from the one that made it.
+fn dest_here<'a, W>(dest: &'a mut Option<ProcessBound<Dest<W>>>, failed: &mut bool) -> Result<Option<&'a mut Dest<W>>> {
+    match dest.as_mut().map(ProcessBound::get_mut) {
+        None => Ok(None),
+        Some(Some(dest)) => Ok(Some(dest)),
+        Some(None) => {
+            *failed = true;
+            Err(Error::new(ErrorKind::Usage(FORKED)))
+        }
+    }
+}
+
+/// Why a writer fails in a process forked from the one that made it.
+pub(crate) const FORKED: &str =
+    "the writer belongs to the process that made it: a forked child cannot write through it";
 
 /// An error of encoding or framing the chunk at `pos`.
 pub(crate) fn encode_error(pos: u64, source: EncodeError) -> Error {

@@ -11,7 +11,7 @@
 //! zeroed each time.
 
 use std::io::{self, Read, Seek, SeekFrom};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::{Buf, Bytes};
 
@@ -35,21 +35,35 @@ const BUFFER_GRANULE: usize = 64 << 10;
 
 /// Idle buffers of one source. Every byte of a pooled buffer is initialized
 /// (`len() == capacity()`), so reusing one needs no zeroing.
+///
+/// Buffers come back on whatever thread drops their last slice, so the list
+/// is shared; it is never waited for: a buffer missed while another thread
+/// holds the list is allocated (or freed), since in a child forked while a
+/// thread of the parent held it, it stays locked forever.
 #[derive(Debug, Default)]
 struct BufferPool {
     idle: Mutex<Vec<Vec<u8>>>,
 }
 
 impl BufferPool {
+    /// The idle buffers, unless another thread holds them.
+    fn try_idle(&self) -> Option<std::sync::MutexGuard<'_, Vec<Vec<u8>>>> {
+        match self.idle.try_lock() {
+            Ok(idle) => Some(idle),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// An initialized buffer of at least `len` bytes: an idle one if one is
     /// large enough, else a new one with some room to spare, so that chunks
     /// of about the same size fit the buffers of their predecessors.
     fn get(&self, len: usize) -> Vec<u8> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = idle.iter().position(|b| b.len() >= len) {
+        if let Some(mut idle) = self.try_idle()
+            && let Some(i) = idle.iter().position(|b| b.len() >= len)
+        {
             return idle.swap_remove(i);
         }
-        drop(idle);
         let spare = len.saturating_add(len / 8).max(BUFFER_GRANULE);
         let rounded = spare.div_ceil(BUFFER_GRANULE).saturating_mul(BUFFER_GRANULE);
         // `len` itself is always allocatable if the rounded size is not.
@@ -62,7 +76,7 @@ impl BufferPool {
     }
 
     fn put(&self, buffer: Vec<u8>) {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(mut idle) = self.try_idle() else { return };
         let held: usize = idle.iter().map(Vec::len).sum();
         if idle.len() < MAX_POOLED_BUFFERS && held.saturating_add(buffer.len()) <= MAX_POOLED_BYTES {
             idle.push(buffer);

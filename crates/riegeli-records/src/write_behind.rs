@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use crate::flush::{SyncWrite, flush_and_sync};
+use crate::fork::ProcessBound;
 use crate::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError, channel, sync_channel};
 use crate::sync::thread::{self, JoinHandle};
 
@@ -37,6 +38,11 @@ enum Message<W> {
 /// destination; dropping a `WriteBehind` flushes too but can only ignore
 /// errors (as `std::io::BufWriter` does).
 ///
+/// The thread belongs to the process that started it: in a child forked
+/// since, where it does not exist, every call fails and dropping the
+/// `WriteBehind` writes nothing and waits for nothing (what the parent gave
+/// the thread is the parent's to write).
+///
 /// With a [`RecordWriter`](crate::RecordWriter) this takes the file writes
 /// off the thread that adds records:
 /// ```no_run
@@ -53,20 +59,29 @@ pub struct WriteBehind<W> {
     /// The buffer being filled.
     buffer: Vec<u8>,
     capacity: usize,
+    /// The thread and its channels, of the process that started it.
+    link: ProcessBound<Link<W>>,
+    /// Set once an error was seen: nothing more is written.
+    failed: bool,
+    /// Whether bytes were given since the last flush.
+    unflushed: bool,
+    /// `Write::flush` of the destination (kept here so that `Write` and
+    /// `Drop` need no bound on `W`).
+    flush_dest: fn(&mut W) -> io::Result<()>,
+}
+
+/// The I/O thread and the channels to and from it.
+struct Link<W> {
     to_thread: Option<SyncSender<Message<W>>>,
     /// Buffers the thread has written, to fill again.
     spare: Receiver<Vec<u8>>,
     /// The thread's first write error, sent once.
     errors: Receiver<io::Error>,
-    /// Set once an error was seen: nothing more is written.
-    failed: bool,
-    /// Whether bytes were given since the last flush.
-    unflushed: bool,
     thread: Option<JoinHandle<W>>,
-    /// `Write::flush` of the destination (kept here so that `Write` and
-    /// `Drop` need no bound on `W`).
-    flush_dest: fn(&mut W) -> io::Result<()>,
 }
+
+/// Why a `WriteBehind` fails in a forked child.
+const FORKED: &str = "the write-behind thread belongs to the process that started it, not to this forked child";
 
 impl<W> std::fmt::Debug for WriteBehind<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,12 +113,9 @@ impl<W: Write + Send + 'static> WriteBehind<W> {
         Ok(Self {
             buffer: Vec::with_capacity(capacity),
             capacity,
-            to_thread: Some(to_thread),
-            spare,
-            errors,
+            link: ProcessBound::new(Link { to_thread: Some(to_thread), spare, errors, thread: Some(thread) }),
             failed: false,
             unflushed: false,
-            thread: Some(thread),
             flush_dest: <W as Write>::flush,
         })
     }
@@ -116,7 +128,7 @@ impl<W> WriteBehind<W> {
     pub fn write_buffer(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
         self.check()?;
         self.send_buffer()?;
-        let next = self.empty_buffer(buffer.capacity());
+        let next = self.link()?.empty_buffer(buffer.capacity());
         if !buffer.is_empty() {
             self.unflushed = true;
             self.send(Message::Data(buffer))?;
@@ -134,10 +146,23 @@ impl<W> WriteBehind<W> {
         self.stop().ok_or_else(|| io::Error::other("the write-behind thread panicked"))
     }
 
-    /// Stops the thread and takes the destination back.
+    /// Stops the thread and takes the destination back (nothing in a forked child).
     fn stop(&mut self) -> Option<W> {
-        self.to_thread = None;
-        self.thread.take()?.join().ok()
+        let link = self.link.get_mut()?;
+        link.to_thread = None;
+        link.thread.take()?.join().ok()
+    }
+
+    /// The thread and its channels; an error in a forked child (where they
+    /// are not used: the writer fails).
+    fn link(&mut self) -> io::Result<&mut Link<W>> {
+        match self.link.get_mut() {
+            Some(link) => Ok(link),
+            None => {
+                self.failed = true;
+                Err(io::Error::other(FORKED))
+            }
+        }
     }
 
     /// The thread's error, if it reported one (then nothing more is written).
@@ -145,7 +170,7 @@ impl<W> WriteBehind<W> {
         if self.failed {
             return Err(io::Error::other("an earlier write-behind write failed"));
         }
-        match self.errors.try_recv() {
+        match self.link()?.errors.try_recv() {
             Ok(e) => {
                 self.failed = true;
                 Err(e)
@@ -163,11 +188,23 @@ impl<W> WriteBehind<W> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let next = self.empty_buffer(self.capacity);
+        let capacity = self.capacity;
+        let next = self.link()?.empty_buffer(capacity);
         let full = std::mem::replace(&mut self.buffer, next);
         self.send(Message::Data(full))
     }
 
+    fn send(&mut self, message: Message<W>) -> io::Result<()> {
+        let sent = self.link()?.to_thread.as_ref().is_some_and(|tx| tx.send(message).is_ok());
+        if !sent {
+            self.failed = true;
+            return Err(io::Error::other("the write-behind thread stopped"));
+        }
+        Ok(())
+    }
+}
+
+impl<W> Link<W> {
     /// A buffer the thread is done with, or a new one of `capacity` bytes.
     fn empty_buffer(&self, capacity: usize) -> Vec<u8> {
         match self.spare.try_recv() {
@@ -177,15 +214,6 @@ impl<W> WriteBehind<W> {
             }
             Err(_) => Vec::with_capacity(capacity),
         }
-    }
-
-    fn send(&mut self, message: Message<W>) -> io::Result<()> {
-        let sent = self.to_thread.as_ref().is_some_and(|tx| tx.send(message).is_ok());
-        if !sent {
-            self.failed = true;
-            return Err(io::Error::other("the write-behind thread stopped"));
-        }
-        Ok(())
     }
 }
 

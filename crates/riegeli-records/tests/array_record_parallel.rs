@@ -5,12 +5,13 @@
 //! `File` (the decoding threads read them by positional reads).
 #![cfg(all(feature = "brotli", feature = "zstd", feature = "snappy"))]
 
-use std::fs::File;
 use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind};
+use riegeli_records::{
+    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind, PositionalFile,
+};
 
 use crate::array_record::scrambled;
 use crate::common::sample_records;
@@ -40,7 +41,7 @@ fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
 /// `ArrayRecordReader::open` (positional reads on the decoding threads).
 struct OnDisk {
     path: PathBuf,
-    reader: ArrayRecordReader<File>,
+    reader: ArrayRecordReader<PositionalFile>,
 }
 
 impl OnDisk {

@@ -71,8 +71,15 @@ struct SpareList {
 }
 
 impl Spares {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SpareList> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The list, unless another thread holds it: a spare missed costs an
+    /// allocation, while waiting could mean waiting forever in a forked
+    /// child (for a thread of the parent that held it at the fork).
+    fn try_lock(&self) -> Option<std::sync::MutexGuard<'_, SpareList>> {
+        match self.0.try_lock() {
+            Ok(list) => Some(list),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 
     /// Keeps `records` for reuse, if nothing else shares its buffer and the
@@ -82,7 +89,7 @@ impl Spares {
             return;
         }
         let size = records.decoded_data_size() as u64;
-        let mut list = self.lock();
+        let Some(mut list) = self.try_lock() else { return };
         if list.bytes.saturating_add(size) <= max_bytes {
             list.bytes += size;
             list.chunks.push(records);
@@ -90,7 +97,7 @@ impl Spares {
     }
 
     fn take(&self) -> Option<DecodedRecords> {
-        let mut list = self.lock();
+        let mut list = self.try_lock()?;
         let records = list.chunks.pop()?;
         list.bytes = list.bytes.saturating_sub(records.decoded_data_size() as u64);
         #[cfg(test)]
@@ -102,7 +109,7 @@ impl Spares {
 
     #[cfg(test)]
     pub(crate) fn reused(&self) -> u64 {
-        self.lock().reused
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).reused
     }
 }
 

@@ -27,6 +27,6 @@ pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::positional::ReadAt;
+pub use self::positional::{PositionalFile, ReadAt};
 pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_array_record_trailer};
 pub use self::writer::ArrayRecordWriter;

@@ -1,16 +1,20 @@
-//! Positional reads of a shared source, so that the decoding threads of a
-//! parallel batch read their chunks themselves (as C++ does with `pread`),
+//! Positional reads: [`PositionalFile`], a file read at offsets of its own
+//! (no file position shared with another handle, or with another process
+//! after a fork), and [`ReadAt`], what the decoding threads of a parallel
+//! batch read their chunks through themselves (as C++ does with `pread`),
 //! instead of the calling thread reading every chunk through the one `R`.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Bytes read at given offsets, by several threads at once: what the decoding
 /// threads of an [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel
 /// reads read their chunks through (see
-/// [`set_read_at`](crate::ArrayRecordReader::set_read_at)). A `File` on Unix
-/// (`pread`); an object in object storage (`riegeli-object-store`).
+/// [`set_read_at`](crate::ArrayRecordReader::set_read_at)). A
+/// [`PositionalFile`], a `File` on Unix (`pread`); an object in object
+/// storage (`riegeli-object-store`).
 pub trait ReadAt: Send + Sync {
     /// Reads bytes at `offset` into `buf`; 0 at the end.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
@@ -22,12 +26,128 @@ pub trait ReadAt: Send + Sync {
 /// A source shared by the threads of a parallel batch, read at given offsets.
 pub(crate) type SharedFile = Arc<dyn ReadAt>;
 
-/// A file handle for positional reads, for a reader of `file`: a duplicate
-/// (reads at an offset leave the original's cursor alone) where the platform
-/// reads at offsets without moving the cursor, `None` elsewhere (and if the
-/// handle cannot be duplicated): then the calling thread reads every chunk.
-pub(crate) fn share(file: &File) -> Option<SharedFile> {
-    if cfg!(unix) { file.try_clone().ok().map(|file| Arc::new(file) as SharedFile) } else { None }
+/// Whether the platform reads a file at an offset in one call, moving no
+/// position that another read depends on.
+const POSITIONAL: bool = cfg!(any(unix, windows));
+
+/// Reads `file` at `offset`: `pread` on Unix, `seek_read` on Windows (which
+/// moves the handle's cursor, but nothing here reads at the cursor); elsewhere
+/// a seek and a read, which threads sharing the handle must not race.
+fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    return std::os::unix::fs::FileExt::read_at(file, buf, offset);
+    #[cfg(windows)]
+    return std::os::windows::fs::FileExt::seek_read(file, buf, offset);
+    #[cfg(not(any(unix, windows)))]
+    {
+        let mut file = file;
+        file.seek(SeekFrom::Start(offset))?;
+        file.read(buf)
+    }
+}
+
+/// A file read at offsets: `Read + Seek` with a position of its own, every
+/// read a positional read of the file (`pread` on Unix) at that position.
+///
+/// The file's own position, which every handle duplicated from it shares,
+/// and which a child forked from this process shares with it, is never used
+/// or moved: processes forked from the one that opened the file (workers of
+/// a data loader) each read at their own positions, and so do clones (which
+/// share the file handle, and start at the position of the one cloned). The
+/// readers that open files by path read them through this.
+///
+/// ```no_run
+/// use std::io::{Read, Seek, SeekFrom};
+/// use riegeli_records::PositionalFile;
+///
+/// let mut file = PositionalFile::open("records.riegeli")?;
+/// let mut other = file.clone();
+/// other.seek(SeekFrom::Start(100))?;
+/// let mut head = [0u8; 8];
+/// file.read_exact(&mut head)?; // bytes 0..8: `other` moved only itself
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PositionalFile {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl PositionalFile {
+    /// Reads `file` at offsets, from offset 0.
+    pub fn new(file: File) -> Self {
+        Self { file: Arc::new(file), pos: 0 }
+    }
+
+    /// Opens the file at `path` for reading.
+    pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
+        File::open(path).map(Self::new)
+    }
+
+    /// The file (its own position is not this reader's).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The offset the next read reads at.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The file for positional reads by other threads (the decoding threads
+    /// of [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel reads,
+    /// see [`set_read_at`](crate::ArrayRecordReader::set_read_at)), where the
+    /// platform reads at an offset in one call (Unix's `pread`, Windows'
+    /// `seek_read`); `None` elsewhere.
+    pub fn shared(&self) -> Option<Arc<dyn ReadAt>> {
+        if POSITIONAL { Some(Arc::new(self.clone())) } else { None }
+    }
+}
+
+impl From<File> for PositionalFile {
+    fn from(file: File) -> Self {
+        Self::new(file)
+    }
+}
+
+impl Read for PositionalFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = read_file_at(&self.file, buf, self.pos)?;
+        self.pos = self.pos.saturating_add(n as u64);
+        Ok(n)
+    }
+}
+
+impl Seek for PositionalFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.pos = seek_from(self.pos, to, || self.file.metadata().map(|m| m.len()))?;
+        Ok(self.pos)
+    }
+
+    fn stream_position(&mut self) -> io::Result<u64> {
+        Ok(self.pos)
+    }
+}
+
+impl ReadAt for PositionalFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_file_at(&self.file, buf, offset)
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+}
+
+/// The position `to` names, from `pos` and (for [`SeekFrom::End`]) the size.
+fn seek_from(pos: u64, to: SeekFrom, size: impl FnOnce() -> io::Result<u64>) -> io::Result<u64> {
+    let (base, delta) = match to {
+        SeekFrom::Start(pos) => (pos, 0),
+        SeekFrom::Current(delta) => (pos, delta),
+        SeekFrom::End(delta) => (size()?, delta),
+    };
+    base.checked_add_signed(delta)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek to a negative or overflowing position"))
 }
 
 /// `pread` on Unix; elsewhere positional reads move a cursor shared with
@@ -76,14 +196,7 @@ impl Read for AtCursor {
 
 impl Seek for AtCursor {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        let (base, delta) = match to {
-            SeekFrom::Start(pos) => (pos, 0),
-            SeekFrom::Current(delta) => (self.pos, delta),
-            SeekFrom::End(delta) => (self.file.size()?, delta),
-        };
-        self.pos = base
-            .checked_add_signed(delta)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek to a negative or overflowing position"))?;
+        self.pos = seek_from(self.pos, to, || self.file.size())?;
         Ok(self.pos)
     }
 }
@@ -99,7 +212,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("riegeli-at-cursor-{}", std::process::id()));
         File::create(&path).unwrap().write_all(b"0123456789").unwrap();
         let mut original = File::open(&path).unwrap();
-        let shared = share(&original).unwrap();
+        let shared: SharedFile = Arc::new(original.try_clone().unwrap());
         let mut a = AtCursor::new(Arc::clone(&shared));
         let mut b = AtCursor::new(shared);
         let mut buf = [0u8; 4];
@@ -115,6 +228,33 @@ mod tests {
         // The original's cursor did not move.
         original.read_exact(&mut buf).unwrap();
         assert_eq!(&buf, b"0123");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn positional_files_keep_positions_of_their_own() {
+        let path = std::env::temp_dir().join(format!("riegeli-positional-{}", std::process::id()));
+        File::create(&path).unwrap().write_all(b"0123456789").unwrap();
+        let mut file = PositionalFile::open(&path).unwrap();
+        let mut buf = [0u8; 3];
+        file.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"012");
+        // A clone starts where the original is, and moves on its own.
+        let mut clone = file.clone();
+        assert_eq!(clone.seek(SeekFrom::End(-2)).unwrap(), 8);
+        clone.read_exact(&mut buf[..2]).unwrap();
+        assert_eq!(&buf[..2], b"89");
+        assert_eq!(clone.read(&mut buf).unwrap(), 0, "end of file");
+        file.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"345");
+        assert_eq!(file.stream_position().unwrap(), 6);
+        // The handle's own position never moved: reading it directly starts at 0.
+        let mut direct = file.file();
+        direct.read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"012");
+        assert_eq!(file.read_at(&mut buf, 7).unwrap(), 3);
+        assert_eq!(&buf, b"789");
+        assert!(file.seek(SeekFrom::Current(-7)).is_err());
         std::fs::remove_file(&path).unwrap();
     }
 }

@@ -1,6 +1,5 @@
 //! `ArrayRecordReader`: random access to the records of an ArrayRecord file.
 
-use std::fs::File;
 use std::io::{Read, Seek};
 use std::ops::Range;
 use std::path::Path;
@@ -12,7 +11,7 @@ use riegeli_framing::CHUNK_HEADER_SIZE;
 use super::batch::{BatchPool, MIN_TASK_BYTES, Spares, Started, TaskChunk, start_pool};
 use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, Reading, chunk_at, estimated_decoded_size, read_entry};
 use super::options::ArrayRecordReaderOptions;
-use super::positional::{ReadAt, SharedFile};
+use super::positional::{PositionalFile, ReadAt, SharedFile};
 use super::sequential::Sequential;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
@@ -127,7 +126,7 @@ const COPY_BELOW: usize = 4;
 /// order asked, and an error is the one the serial read would return. A
 /// reader of a file opened with [`open`](Self::open) or
 /// [`from_file`](Self::from_file) leaves the reading to the decoding threads
-/// too (positional reads, on Unix): use these for files.
+/// too (positional reads, on Unix and Windows): use these for files.
 ///
 /// ```
 /// use std::io::Cursor;
@@ -736,6 +735,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     fn take_ahead(&mut self, range: &Range<u64>) -> Option<Result<Vec<Bytes>>> {
         let ahead = self.ahead.take()?;
         let pool = self.parallel.pool.as_mut()?;
+        // In a child forked since, the read-ahead was lost with the parent's threads.
+        if pool.renew_if_forked() {
+            return None;
+        }
         if ahead.range != *range {
             pool.abandon();
             return None;
@@ -1047,19 +1050,22 @@ fn span_in(entry: &ChunkEntry, range: &Range<u64>) -> (usize, usize) {
 /// the (position in the indices asked for, index in the chunk) of those asked for.
 type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 
-impl ArrayRecordReader<File> {
+impl ArrayRecordReader<PositionalFile> {
     /// Opens the ArrayRecord file at `path` (see
     /// [`from_file`](Self::from_file)).
     pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        Self::from_file(File::open(path)?, options)
+        Self::from_file(PositionalFile::open(path)?, options)
     }
 
-    /// Opens an ArrayRecord file: [`with_options`](Self::with_options), and
-    /// then the parallel reads' decoding threads read their chunks themselves,
-    /// by positional reads of a duplicate of the file handle (on Unix; on
-    /// other platforms the calling thread reads every chunk, as for any `R`).
-    pub fn from_file(file: File, options: ArrayRecordReaderOptions) -> Result<Self> {
-        let shared = super::positional::share(&file);
+    /// Opens an ArrayRecord file: [`with_options`](Self::with_options) on
+    /// positional reads of it (no file position shared with other handles
+    /// or a forked process), and then the parallel reads' decoding threads
+    /// read their chunks themselves, from the same handle (on Unix and
+    /// Windows; on other platforms the calling thread reads every chunk, as
+    /// for any `R`). Takes a [`File`](std::fs::File) too.
+    pub fn from_file(file: impl Into<PositionalFile>, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let file = file.into();
+        let shared = file.shared();
         let mut reader = Self::with_options(file, options)?;
         reader.parallel.file = shared;
         Ok(reader)
@@ -1190,7 +1196,7 @@ mod tests {
         assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
         assert!(reader.parallel.pool.is_none());
         assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
-        assert_eq!(reader.parallel.pool.as_ref().map(BatchPool::threads), Some(2));
+        assert_eq!(reader.parallel.pool.as_mut().map(BatchPool::threads), Some(2));
         // Serial reads never start it.
         let mut serial = open(&file, 3);
         assert_eq!(serial.read_all().unwrap().len(), 1000);
@@ -1206,7 +1212,7 @@ mod tests {
         let file = file(500);
         let mut reader = open(&file, 4);
         assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let pool = reader.parallel.pool.as_ref().unwrap();
+        let pool = reader.parallel.pool.as_mut().unwrap();
         assert_eq!(pool.threads(), 3);
         // Every thread holds the pool's liveness token until it ends.
         let liveness = pool.alive();

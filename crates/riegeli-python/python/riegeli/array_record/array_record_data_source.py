@@ -195,6 +195,7 @@ class ArrayRecordDataSource:
         # Readers are opened on first use.
         self._readers: List[Any] = [None] * len(self._read_instructions)
         self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
         self._num_records = sum(ri.num_records for ri in self._read_instructions)
         self._prefix_sums = list(itertools.accumulate(ri.num_records for ri in self._read_instructions))
 
@@ -231,12 +232,22 @@ class ArrayRecordDataSource:
             positions_and_indices.setdefault(reader_idx, []).append((position, idx))
         return positions_and_indices
 
+    def _opening_lock(self) -> threading.Lock:
+        """The lock readers are opened under, of this process: a process forked from the one
+        that made it (a data loader's worker) makes its own, since a thread of the parent may
+        have held the parent's at the fork. (Readers are shared with forked processes: each
+        process reads with state of its own.)"""
+        if self._lock_pid != os.getpid():
+            self._lock = threading.Lock()
+            self._lock_pid = os.getpid()
+        return self._lock
+
     def _ensure_reader_exists(self, reader_idx: int) -> Any:
         """The reader of `reader_idx`, opened if it is not yet (thread-safe)."""
         reader = self._readers[reader_idx]
         if reader is not None:
             return reader
-        with self._lock:
+        with self._opening_lock():
             reader = self._readers[reader_idx]
             if reader is not None:
                 return reader
@@ -290,6 +301,7 @@ class ArrayRecordDataSource:
         state = self.__dict__.copy()
         del state['_readers']
         del state['_lock']
+        del state['_lock_pid']
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -297,6 +309,7 @@ class ArrayRecordDataSource:
         # Readers are opened on first use, in this process.
         self._readers = [None] * len(self._read_instructions)
         self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
 
     def __repr__(self) -> str:
         """A hash of the paths, which can be a long list."""
