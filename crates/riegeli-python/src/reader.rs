@@ -45,6 +45,11 @@ struct State {
     /// Reading ended at a chunk cut short (without recovery): as C++, reads
     /// return the end and `close()` raises this `DataLossError` message.
     truncated: Option<String>,
+    /// What a read of the reader raised (as C++, the reader has failed): every later
+    /// operation, `close()` included, raises it again.
+    failure: Option<PyErr>,
+    /// Once closed: `pos` then (Google's answers it after `close()`).
+    closed_at: Option<riegeli_records::RecordPosition>,
 }
 
 impl State {
@@ -68,7 +73,9 @@ impl State {
             self.truncated = Some(error.to_string());
             return Ok(None);
         }
-        Err(to_py(py, &error))
+        let failure = to_py(py, &error);
+        self.failure = Some(failure.clone_ref(py));
+        Err(failure)
     }
 
     /// After `parse_error` parsing the record or metadata in `[begin, end)`:
@@ -147,6 +154,9 @@ impl RecordReader {
         f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send,
     ) -> PyResult<Option<T>> {
         let state = self.state(py)?;
+        if let Some(failure) = &state.failure {
+            return Err(failure.clone_ref(py));
+        }
         if state.ended {
             return Ok(None);
         }
@@ -259,11 +269,7 @@ impl RecordReader {
                 (source, 0, None)
             }
             None => {
-                let file = PyFile::new(src.clone().unbind());
-                let start = match assumed_pos {
-                    Some(pos) => pos,
-                    None => file.tell(py)?,
-                };
+                let (file, start) = PyFile::open(src, assumed_pos)?;
                 (Src::Py(file), start, owns_src.then(|| src.clone().unbind()))
             }
         };
@@ -298,6 +304,8 @@ impl RecordReader {
             ended: false,
             recovery,
             truncated: None,
+            failure: None,
+            closed_at: None,
         };
         Ok(Self { state: Mutex::new(state) })
     }
@@ -318,18 +326,22 @@ impl RecordReader {
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
-    /// Marks the reader closed; closes `src` if owned.
+    /// Marks the reader closed; closes `src` if owned. Raises what failed the reader, if
+    /// something did, and so every time (as C++); a file that ended inside a chunk
+    /// (without recovery) has failed now.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
-        let Some(reader) = state.reader.take() else { return Ok(()) };
-        py.detach(|| drop(reader));
-        if let Some(file) = state.owned_file.take() {
-            file.call_method0(py, "close")?;
+        if let Some(reader) = state.reader.take() {
+            state.closed_at = Some(reader.pos());
+            py.detach(|| drop(reader));
+            if let Some(file) = state.owned_file.take() {
+                file.call_method0(py, "close")?;
+            }
+            if let Some(message) = state.truncated.take() {
+                state.failure = Some(riegeli_error(py, "DataLossError", message));
+            }
         }
-        match state.truncated.take() {
-            Some(message) => Err(riegeli_error(py, "DataLossError", message)),
-            None => Ok(()),
-        }
+        state.failure.as_ref().map_or(Ok(()), |failure| Err(failure.clone_ref(py)))
     }
 
     /// The `src` argument.
@@ -338,30 +350,29 @@ impl RecordReader {
         Ok(self.state(py)?.src.clone_ref(py))
     }
 
-    /// `True`: every source given by path or file object is asked to seek when needed.
+    /// Whether `seek`, `size` and `search` can be used: `False` for a file object given with
+    /// `assumed_pos` or whose `seekable()` is false.
     #[getter]
-    fn supports_random_access(&self) -> bool {
-        true
+    fn supports_random_access(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
+        Ok(!matches!(reader.get_ref(), Src::Py(file) if !file.supports_random_access()))
     }
 
     /// `True` if the file looks like a Riegeli/records file, `False` if it ends first.
     fn check_file_format(&mut self, py: Python<'_>) -> PyResult<bool> {
-        let state = self.state(py)?;
-        let start = state.start;
-        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
-        let result = py.detach(|| match reader.check_file_format() {
+        let start = self.state(py)?.start;
+        let result = self.run(py, |reader| match reader.check_file_format() {
             Ok(()) => Ok(true),
-            // An empty file: the end, not an error.
+            // An empty file (nothing was read): the end, not an error.
             Err(e)
-                if matches!(e.corruption(), Some(Corruption::MissingSignature))
-                    && reader.size().is_ok_and(|size| size <= start) =>
+                if matches!(e.corruption(), Some(Corruption::MissingSignature)) && reader.pos().numeric() <= start =>
             {
                 Ok(false)
             }
             Err(e) => Err(e),
-        });
+        })?;
         // A file cut short in its first chunk is the end too, and `close()` raises.
-        Ok(state.finish(py, result)?.unwrap_or(false))
+        Ok(result.unwrap_or(false))
     }
 
     /// The file metadata, serialized; `b''` for a file without metadata.
@@ -455,23 +466,28 @@ impl RecordReader {
 
     /// The size of the file in bytes.
     fn size(&mut self, py: Python<'_>) -> PyResult<u64> {
-        let reader = self.state(py)?.reader.as_mut().ok_or_else(|| closed(py))?;
-        py.detach(|| reader.size()).map_err(|e| to_py(py, &e))
+        let size = self.run(py, |reader| reader.size())?;
+        // The recovery function cannot end reading here: nothing is skipped.
+        size.ok_or_else(|| internal(py, "size() ended by the recovery function"))
     }
 
     /// A position of the next record (or of the end of the file).
     #[getter]
     fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
-        Ok(RecordPosition(reader.pos()))
+        let state = self.state(py)?;
+        let pos = state.reader.as_ref().map(Inner::pos).or(state.closed_at).ok_or_else(|| closed(py))?;
+        Ok(RecordPosition(pos))
     }
 
     /// The position of the last record read.
     #[getter]
     fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
-        reader
-            .last_pos()
+        // None after `close()`, as C++.
+        let state = self.state(py)?;
+        state
+            .reader
+            .as_ref()
+            .and_then(Inner::last_pos)
             .map(RecordPosition)
             .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was read".to_owned()))
     }

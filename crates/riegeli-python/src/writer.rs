@@ -31,7 +31,12 @@ struct State {
     owned_file: Option<Py<PyAny>>,
     /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
     sync_handle: Option<File>,
+    /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
+    closed_at: Option<Positions>,
 }
+
+/// `pos` and `last_pos` of a writer.
+type Positions = (riegeli_records::RecordPosition, Option<riegeli_records::RecordPosition>);
 
 /// Writes records to a Riegeli/records file (see the stub for the full documentation).
 #[pyclass(module = "riegeli.records.record_writer", name = "RecordWriter")]
@@ -216,14 +221,11 @@ impl RecordWriter {
                     dest: dest.clone().unbind(),
                     owned_file: None,
                     sync_handle: Some(sync_handle),
+                    closed_at: None,
                 }
             }
             None => {
-                let file = PyFile::new(dest.clone().unbind());
-                let pos = match assumed_pos {
-                    Some(pos) => pos,
-                    None => file.tell(py)?,
-                };
+                let (file, pos) = PyFile::open(dest, assumed_pos)?;
                 let writer = py
                     .detach(|| {
                         if pos == 0 {
@@ -238,6 +240,7 @@ impl RecordWriter {
                     dest: dest.clone().unbind(),
                     owned_file: owns_dest.then(|| dest.clone().unbind()),
                     sync_handle: None,
+                    closed_at: None,
                 }
             }
         };
@@ -263,11 +266,18 @@ impl RecordWriter {
     /// Writes buffered data, finishes the file and closes `dest` if owned.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
-        let Some(writer) = state.writer.take() else { return Ok(()) };
+        let Some(mut writer) = state.writer.take() else { return Ok(()) };
         state.sync_handle = None;
-        let closed = py.detach(|| writer.close().map(drop));
+        // Finished (open chunk, final padding, flush) before it is closed, so that its
+        // positions are those of the finished file.
+        let closed = py.detach(|| {
+            writer.flush()?;
+            let positions = (writer.pos()?, writer.last_pos()?);
+            writer.close()?;
+            Ok::<_, Error>(positions)
+        });
         let owned = state.owned_file.take();
-        let result = closed.map_err(|e| to_py(py, &e));
+        let result = closed.map(|positions| state.closed_at = Some(positions)).map_err(|e| to_py(py, &e));
         if let Some(file) = owned {
             file.call_method0(py, "close")?;
         }
@@ -334,17 +344,23 @@ impl RecordWriter {
         self.run(py, |writer| Ok(writer.estimated_size()))
     }
 
-    /// A position of the next record.
+    /// A position of the next record (after `close()`: the end of the file).
     #[getter]
     fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        if let Some((pos, _)) = self.state(py)?.closed_at {
+            return Ok(RecordPosition(pos));
+        }
         self.run(py, |writer| writer.pos()).map(RecordPosition)
     }
 
     /// The position of the last record written.
     #[getter]
     fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        self.run(py, |writer| writer.last_pos())?
-            .map(RecordPosition)
+        let last = match self.state(py)?.closed_at {
+            Some((_, last)) => last,
+            None => self.run(py, |writer| writer.last_pos())?,
+        };
+        last.map(RecordPosition)
             .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was written".to_owned()))
     }
 }
