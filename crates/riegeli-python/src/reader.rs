@@ -15,8 +15,9 @@ use crate::pyio::{PyFile, Src, as_path, open_location};
 
 type Inner = riegeli_records::RecordReader<Src>;
 
-/// A search's judgement of one record, in Python.
-type SearchTest<'a> = dyn Fn(Python<'_>, &[u8]) -> PyResult<Option<Ordering>> + Sync + 'a;
+/// A search's judgement of one record, in Python, given the record and where it begins and
+/// ends (numeric positions: `last_pos` and `pos` of the reader after reading it).
+type SearchTest<'a> = dyn Fn(Python<'_>, &[u8], (u64, u64)) -> PyResult<Option<Ordering>> + Sync + 'a;
 
 /// What the recovery function left for the caller when it did not return normally.
 #[derive(Debug, Default)]
@@ -83,11 +84,10 @@ impl State {
     /// `Ok(false)` if it ended reading; `parse_error` (or what the recovery
     /// function raised) otherwise.
     fn recover_parse(&mut self, py: Python<'_>, parse_error: PyErr, begin: u64, end: u64) -> PyResult<bool> {
-        let decode_error = py.import("google.protobuf.message")?.getattr("DecodeError")?;
-        let Some(recovery) = self.recovery.as_ref().filter(|_| parse_error.is_instance(py, &decode_error)) else {
+        let Some(recovery) = self.recovery.as_ref().filter(|_| is_decode_error(py, &parse_error)) else {
             return Err(parse_error);
         };
-        let message = parse_error.value(py).str()?.to_string();
+        let message = error_message(py, &parse_error)?;
         match skipped_region(py, begin, end, &message).and_then(|region| recovery.call1(py, (region,))) {
             Ok(_) => Ok(true),
             Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
@@ -109,6 +109,19 @@ pub(crate) struct RecordReader {
 /// A `riegeli.SkippedRegion` for the recovery function.
 fn skipped_region<'py>(py: Python<'py>, begin: u64, end: u64, message: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((begin, end, message))
+}
+
+/// Whether `error` is protobuf's `DecodeError` (a record or metadata that does not parse).
+fn is_decode_error(py: Python<'_>, error: &PyErr) -> bool {
+    let class = py.import("google.protobuf.message").and_then(|module| module.getattr("DecodeError"));
+    class.is_ok_and(|class| error.is_instance(py, &class))
+}
+
+/// The message of a `SkippedRegion` for `error`, as Google's: `Class: text`.
+fn error_message(py: Python<'_>, error: &PyErr) -> PyResult<String> {
+    let class = error.get_type(py).name()?;
+    let text = error.value(py).str()?;
+    Ok(if text.is_empty()? { class.to_string() } else { format!("{class}: {text}") })
 }
 
 /// Parses `record` with `message_type.FromString` (a parse failure raises
@@ -191,35 +204,41 @@ impl RecordReader {
         }
     }
 
-    /// Binary search with `test` judging each record as Python bytes.
-    fn search_records(&mut self, py: Python<'_>, test: &SearchTest<'_>) -> PyResult<Option<i32>> {
-        // An exception of `test` (StopIteration cancels) ends the search with `None` judgements.
+    /// Binary search with `test` judging each record. An exception of `test` ends the search
+    /// and is raised; with `stop_iteration_ends`, `StopIteration` ends it with `None`, as
+    /// Google's `search_for_record` and `search_for_message` (its `search` raises it).
+    fn search_records(
+        &mut self,
+        py: Python<'_>,
+        stop_iteration_ends: bool,
+        test: &SearchTest<'_>,
+    ) -> PyResult<Option<i32>> {
         let failure: Mutex<Option<PyErr>> = Mutex::new(None);
         let cancelled = std::sync::atomic::AtomicBool::new(false);
         let result = self.run(py, |reader| {
-            reader.search(|record| {
+            reader.search_with(|reader| {
                 if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-                    return None;
+                    return Ok(None);
                 }
-                Python::attach(|py| match test(py, record) {
+                let Some(record) = reader.read_record()? else { return Ok(None) };
+                let span = (reader.last_pos().map_or(0, |pos| pos.numeric()), reader.pos().numeric());
+                Ok(Python::attach(|py| match test(py, &record, span) {
                     Ok(verdict) => verdict,
                     Err(e) => {
                         cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
-                        if !e.is_instance_of::<PyStopIteration>(py)
-                            && let Ok(mut slot) = failure.lock()
-                        {
+                        if let Ok(mut slot) = failure.lock() {
                             *slot = Some(e);
                         }
                         None
                     }
-                })
+                }))
             })
         })?;
         if let Some(e) = failure.lock().ok().and_then(|mut slot| slot.take()) {
+            if stop_iteration_ends && e.is_instance_of::<PyStopIteration>(py) {
+                return Ok(None);
+            }
             return Err(e);
-        }
-        if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-            return Ok(None);
         }
         Ok(result.flatten().map(|ordering| ordering as i32))
     }
@@ -496,7 +515,7 @@ impl RecordReader {
     /// `read_record()` and `read_message(type)` return that record).
     #[pyo3(signature = (test))]
     fn search(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| {
+        self.search_records(py, false, &|py, record, _| {
             let probe = Bound::new(py, SearchProbe { record: PyBytes::new(py, record).unbind() })?;
             ordering(py, &test.call1(py, (probe,))?)
         })
@@ -505,10 +524,12 @@ impl RecordReader {
     /// Binary search; `test` is called with each record as bytes.
     #[pyo3(signature = (test))]
     fn search_for_record(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| ordering(py, &test.call1(py, (PyBytes::new(py, record),))?))
+        self.search_records(py, true, &|py, record, _| ordering(py, &test.call1(py, (PyBytes::new(py, record),))?))
     }
 
-    /// Binary search; `test` is called with each record parsed as `message_type`.
+    /// Binary search; `test` is called with each record parsed as `message_type`. A record
+    /// that does not parse raises `DecodeError`, or with a recovery function is reported to
+    /// it and judged unordered (`StopIteration` there ends the search with `None`).
     #[pyo3(signature = (message_type, test))]
     fn search_for_message(
         &mut self,
@@ -516,8 +537,19 @@ impl RecordReader {
         message_type: Py<PyAny>,
         test: Py<PyAny>,
     ) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| {
-            let message = parse_message(py, message_type.bind(py), record)?;
+        let recovery = self.state(py)?.recovery.as_ref().map(|recovery| recovery.clone_ref(py));
+        self.search_records(py, true, &|py, record, (begin, end)| {
+            let message = match parse_message(py, message_type.bind(py), record) {
+                Ok(message) => message,
+                Err(error) => {
+                    let Some(recovery) = recovery.as_ref().filter(|_| is_decode_error(py, &error)) else {
+                        return Err(error);
+                    };
+                    let message = error_message(py, &error)?;
+                    recovery.call1(py, (skipped_region(py, begin, end, &message)?,))?;
+                    return Ok(None);
+                }
+            };
             ordering(py, &test.call1(py, (message,))?)
         })
     }
