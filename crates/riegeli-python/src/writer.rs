@@ -3,9 +3,10 @@
 use std::fs::File;
 use std::sync::Mutex;
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
-use riegeli_records::{Error, RecordWriterOptions, RecordsMetadata};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use riegeli_records::{Error, ParseOptionsError, RecordWriterOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
@@ -45,18 +46,25 @@ pub(crate) struct RecordWriter {
     state: Mutex<State>,
 }
 
-/// A record given as bytes, bytearray, memoryview or another buffer, as Python `bytes`.
-fn record_bytes<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+/// A record given as a bytes-like object (`bytes`, `bytearray`, `memoryview`, any object
+/// with the buffer protocol), as Python `bytes`. Anything else raises `TypeError`, with
+/// CPython's words, as Google's module (which takes the buffer): `str` too, and objects that
+/// `bytes()` would accept otherwise (an `int` would make that many zero bytes, a list of
+/// ints their bytes).
+pub(crate) fn record_bytes<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(bytes) = record.cast::<PyBytes>() {
         return Ok(bytes.clone());
-    }
-    if record.is_instance_of::<PyString>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("Expected a bytes-like object, not str"));
     }
     if let Ok(array) = record.cast::<PyByteArray>() {
         return Ok(PyBytes::new(record.py(), &array.to_vec()));
     }
-    Ok(record.py().get_type::<PyBytes>().call1((record,))?.cast_into::<PyBytes>()?)
+    match PyMemoryView::from(record) {
+        Ok(view) => Ok(view.call_method0("tobytes")?.cast_into::<PyBytes>()?),
+        Err(e) if e.is_instance_of::<PyTypeError>(record.py()) => {
+            Err(PyTypeError::new_err(format!("a bytes-like object is required, not '{}'", record.get_type().name()?)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A message serialized by the protobuf package.
@@ -64,36 +72,32 @@ fn serialize_message<'py>(message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Py
     Ok(message.call_method0("SerializeToString")?.cast_into::<PyBytes>()?)
 }
 
-/// Writer options from `options` (str or bytes) and the metadata arguments.
+/// Writer options from `options` (str or bytes) and the metadata arguments. Metadata is
+/// written as given, as Google's writer does: bytes that do not parse as a
+/// `RecordsMetadata` make a file whose `read_metadata()` raises `DecodeError`.
 fn writer_options(
     py: Python<'_>,
     options: &Bound<'_, PyAny>,
     metadata: Option<&Bound<'_, PyAny>>,
-    serialized_metadata: &Bound<'_, PyAny>,
+    serialized_metadata: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<RecordWriterOptions> {
     let text: String = match options.cast::<PyBytes>() {
         Ok(bytes) => String::from_utf8_lossy(bytes.as_bytes()).into_owned(),
         Err(_) => options.extract()?,
     };
-    let parsed: RecordWriterOptions =
-        text.parse().map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("{e}")))?;
-    let mut serialized = record_bytes(serialized_metadata)?;
-    if let Some(metadata) = metadata.filter(|m| !m.is_none()) {
-        if !serialized.as_bytes().is_empty() {
-            return Err(riegeli_error(
-                py,
-                "InvalidArgumentError",
-                "metadata and serialized_metadata cannot both be given".to_owned(),
+    let parsed: RecordWriterOptions = text
+        .parse()
+        .map_err(|e: ParseOptionsError| riegeli_error(py, "InvalidArgumentError", e.message().to_owned()))?;
+    let serialized = match (metadata, serialized_metadata) {
+        (Some(_), Some(_)) => {
+            return Err(PyTypeError::new_err(
+                "RecordWriter() got conflicting keyword arguments 'metadata' and 'serialized_metadata'",
             ));
         }
-        serialized = serialize_message(metadata)?;
-    }
-    if serialized.as_bytes().is_empty() {
-        return Ok(parsed);
-    }
-    // Checked to parse, then written as given: extensions and unknown fields are kept.
-    <RecordsMetadata as prost::Message>::decode(serialized.as_bytes())
-        .map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("metadata is not a RecordsMetadata: {e}")))?;
+        (Some(metadata), None) => serialize_message(metadata)?,
+        (None, Some(serialized)) => record_bytes(serialized)?,
+        (None, None) => return Ok(parsed),
+    };
     Ok(parsed.set_serialized_metadata(Some(serialized.as_bytes().to_vec())))
 }
 
@@ -130,20 +134,29 @@ impl RecordWriter {
         let mut batch_bytes = 0;
         let mut iter = records.try_iter()?;
         loop {
-            let next = iter.next().transpose()?;
-            if let Some(record) = &next {
-                let record = convert(record)?;
-                batch_bytes += record.as_bytes().len();
-                batch.push(record);
-                if batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
-                    continue;
+            // A record that cannot be converted, or an exception of the iterable, is raised
+            // after the records before it are written (as Google's, which writes them one by one).
+            let next = iter.next().transpose().and_then(|record| record.as_ref().map(convert).transpose());
+            let (done, failure) = match next {
+                Ok(Some(record)) => {
+                    batch_bytes += record.as_bytes().len();
+                    batch.push(record);
+                    if batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
+                        continue;
+                    }
+                    (false, None)
                 }
-            }
+                Ok(None) => (true, None),
+                Err(e) => (true, Some(e)),
+            };
             let slices: Vec<&[u8]> = batch.iter().map(|record| record.as_bytes()).collect();
             self.run(py, |writer| slices.iter().try_for_each(|record| writer.write_record(record)))?;
             batch.clear();
             batch_bytes = 0;
-            if next.is_none() {
+            if let Some(failure) = failure {
+                return Err(failure);
+            }
+            if done {
                 return Ok(());
             }
         }
@@ -195,13 +208,12 @@ impl RecordWriter {
                 format!("min_buffer_size {min_buffer_size} > max_buffer_size {max_buffer_size}"),
             ));
         }
-        let empty = PyBytes::new(py, b"").into_any();
         let no_options = PyString::new(py, "").into_any();
         let options = writer_options(
             py,
             options.unwrap_or(&no_options),
-            metadata,
-            serialized_metadata.filter(|s| !s.is_none()).unwrap_or(&empty),
+            metadata.filter(|m| !m.is_none()),
+            serialized_metadata.filter(|s| !s.is_none()),
         )?;
         let state = match as_path(dest)? {
             Some(path) => {

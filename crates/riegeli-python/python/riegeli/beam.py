@@ -180,7 +180,9 @@ class ArrayRecordSink(RiegeliSink):
         return ArrayRecordWriter(file, self.options)
 
     def write_record(self, file_handle, value):
-        file_handle.writer.write(value if type(value) is bytes else bytes(value))
+        # Bytes-like values as bytes; anything else (str, int, ...) raises TypeError, as
+        # RecordWriter.write_record does (bytes(5) would be five zero bytes).
+        file_handle.writer.write(value if type(value) is bytes else bytes(memoryview(value)))
 
 
 class _Shard:
