@@ -250,7 +250,8 @@ impl RecordReader {
     #[pyo3(signature = (
         src, *, owns_src = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
         buffer_size = None, field_projection = None, recovery = None,
-    ))]
+    ), text_signature = "(src, *, owns_src=True, assumed_pos=None, min_buffer_size=4096, max_buffer_size=65536, \
+        buffer_size=None, field_projection=None, recovery=None)")]
     #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
     fn new(
         py: Python<'_>,

@@ -186,7 +186,8 @@ impl RecordWriter {
     #[pyo3(signature = (
         dest, *, owns_dest = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
         buffer_size = None, options = None, metadata = None, serialized_metadata = None,
-    ))]
+    ), text_signature = "(dest, *, owns_dest=True, assumed_pos=None, min_buffer_size=4096, max_buffer_size=65536, \
+        buffer_size=None, options='', metadata=None, serialized_metadata=None)")]
     #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
     fn new(
         py: Python<'_>,
