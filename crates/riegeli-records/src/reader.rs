@@ -63,7 +63,7 @@ enum Which {
 /// ahead. Memory use grows to about `n + 2` decoded and `n + 1` raw chunks.
 /// The threads are started by the first chunk they can decode and joined
 /// when the reader is dropped; should a decoder panic on a thread (a bug),
-/// the read returns an [`ErrorKind::Internal`](crate::ErrorKind::Internal) error (not corruption:
+/// the read returns an [`ErrorKind::Internal`] error (not corruption:
 /// recovery does not skip it), and the next read decodes that chunk again on
 /// the calling thread.
 ///
@@ -710,7 +710,7 @@ impl<R: Read + Seek> RecordReader<R> {
 
     /// Seeks to a record position obtained from [`pos`](Self::pos) or
     /// [`last_pos`](Self::last_pos) for the same file. A chunk beginning past the end of the
-    /// file is an [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) error
+    /// file is an [`ErrorKind::InvalidArgument`] error
     /// (C++'s message: `Position P exceeds file size: S`).
     pub fn seek(&mut self, pos: RecordPosition) -> Result<()> {
         self.last_pos = None;
@@ -733,7 +733,7 @@ impl<R: Read + Seek> RecordReader<R> {
     /// Seeks to the record with numeric position `pos` (`chunk_begin + record_index`),
     /// or the next record if `pos` falls between records. Any `pos` from 0 to the
     /// file size is allowed; a larger one is an
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) error, as in C++.
+    /// [`ErrorKind::InvalidArgument`] error, as in C++.
     pub fn seek_numeric(&mut self, pos: u64) -> Result<()> {
         self.last_pos = None;
         if !self.records.is_empty() && pos >= self.chunk_begin && pos < self.next_chunk_pos() {
