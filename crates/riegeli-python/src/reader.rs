@@ -3,9 +3,10 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::{PyTraverseError, PyVisit};
 use riegeli_object_store::Location;
 use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
 
@@ -48,7 +49,7 @@ struct State {
     truncated: Option<String>,
     /// What a read of the reader raised (as C++, the reader has failed): every later
     /// operation, `close()` included, raises it again.
-    failure: Option<PyErr>,
+    failure: Option<Py<PyBaseException>>,
     /// Once closed: `pos` then (Google's answers it after `close()`).
     closed_at: Option<riegeli_records::RecordPosition>,
 }
@@ -75,7 +76,7 @@ impl State {
             return Ok(None);
         }
         let failure = to_py(py, &error);
-        self.failure = Some(failure.clone_ref(py));
+        self.failure = Some(failure.value(py).clone().unbind());
         Err(failure)
     }
 
@@ -168,7 +169,7 @@ impl RecordReader {
     ) -> PyResult<Option<T>> {
         let state = self.state(py)?;
         if let Some(failure) = &state.failure {
-            return Err(failure.clone_ref(py));
+            return Err(PyErr::from_value(failure.bind(py).clone().into_any()));
         }
         if state.ended {
             return Ok(None);
@@ -346,6 +347,26 @@ impl RecordReader {
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
+    /// What the garbage collector needs to see: the exception kept (its traceback's frames
+    /// often hold this reader) and the Python objects given. If a thread is inside a read
+    /// (the state is locked), nothing is reported, which only keeps the objects alive longer.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(state) = self.state.try_lock() else { return Ok(()) };
+        visit.call(&state.failure)?;
+        visit.call(&state.recovery)?;
+        visit.call(&state.owned_file)?;
+        visit.call(&state.src)
+    }
+
+    /// Breaks the reference cycles found through `__traverse__`.
+    fn __clear__(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            state.failure = None;
+            state.recovery = None;
+            state.owned_file = None;
+        }
+    }
+
     /// Marks the reader closed; closes `src` if owned. Raises what failed the reader, if
     /// something did, and so every time (as C++); a file that ended inside a chunk
     /// (without recovery) has failed now.
@@ -358,10 +379,10 @@ impl RecordReader {
                 file.call_method0(py, "close")?;
             }
             if let Some(message) = state.truncated.take() {
-                state.failure = Some(riegeli_error(py, "DataLossError", message));
+                state.failure = Some(riegeli_error(py, "DataLossError", message).value(py).clone().unbind());
             }
         }
-        state.failure.as_ref().map_or(Ok(()), |failure| Err(failure.clone_ref(py)))
+        state.failure.as_ref().map_or(Ok(()), |failure| Err(PyErr::from_value(failure.bind(py).clone().into_any())))
     }
 
     /// The `src` argument.

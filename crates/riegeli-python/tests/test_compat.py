@@ -5,11 +5,13 @@ failed, records that must be bytes-like, C++'s messages, signatures and the vers
 from __future__ import annotations
 
 import array
+import gc
 import importlib.metadata
 import inspect
 import io
 import os
 import threading
+import weakref
 
 import pytest
 from google.protobuf import descriptor_pb2, message
@@ -232,6 +234,25 @@ def test_a_failed_reader_raises_the_same_exception_again():
     with pytest.raises(riegeli.RiegeliError):
         with riegeli.RecordReader(io.BytesIO(damaged_file())) as reader:
             list(reader.read_records())
+
+
+def test_a_failed_reader_left_to_the_garbage_collector_is_collected():
+    # The exception it keeps holds, through its traceback, the frame holding the reader.
+    class Source(io.BytesIO):
+        pass
+
+    def read_and_forget():
+        source = Source(damaged_file())
+        reader = riegeli.RecordReader(source)
+        try:
+            list(reader.read_records())
+        except riegeli.RiegeliError:
+            pass
+        return weakref.ref(source)
+
+    source = read_and_forget()
+    gc.collect()
+    assert source() is None
 
 
 def test_a_cut_tail_reads_as_the_end_then_close_raises_every_time():
