@@ -55,6 +55,11 @@ struct State {
 }
 
 impl State {
+    /// The exception that failed the reader, to raise again, if one did.
+    fn raise_failure(&self, py: Python<'_>) -> Option<PyErr> {
+        self.failure.as_ref().map(|failure| PyErr::from_value(failure.bind(py).clone().into_any()))
+    }
+
     /// Python's result of a Rust call: an exception of the recovery function is raised
     /// in place of the error; `Ok(None)` if the recovery function ended reading.
     fn finish<T>(&mut self, py: Python<'_>, result: Result<T, Error>) -> PyResult<Option<T>> {
@@ -168,8 +173,8 @@ impl RecordReader {
         f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send,
     ) -> PyResult<Option<T>> {
         let state = self.state(py)?;
-        if let Some(failure) = &state.failure {
-            return Err(PyErr::from_value(failure.bind(py).clone().into_any()));
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
         }
         if state.ended {
             return Ok(None);
@@ -382,7 +387,7 @@ impl RecordReader {
                 state.failure = Some(riegeli_error(py, "DataLossError", message).value(py).clone().unbind());
             }
         }
-        state.failure.as_ref().map_or(Ok(()), |failure| Err(PyErr::from_value(failure.bind(py).clone().into_any())))
+        state.raise_failure(py).map_or(Ok(()), Err)
     }
 
     /// The `src` argument.
@@ -507,9 +512,14 @@ impl RecordReader {
 
     /// The size of the file in bytes.
     fn size(&mut self, py: Python<'_>) -> PyResult<u64> {
-        let size = self.run(py, |reader| reader.size())?;
-        // The recovery function cannot end reading here: nothing is skipped.
-        size.ok_or_else(|| internal(py, "size() ended by the recovery function"))
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
+        let size = py.detach(|| reader.size());
+        // Nothing is skipped here: no recovery function can end it.
+        state.finish(py, size)?.ok_or_else(|| internal(py, "size() ended by the recovery function"))
     }
 
     /// A position of the next record (or of the end of the file).

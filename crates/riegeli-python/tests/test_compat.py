@@ -236,6 +236,19 @@ def test_a_failed_reader_raises_the_same_exception_again():
             list(reader.read_records())
 
 
+def test_a_recovery_function_ending_reading_does_not_fail_the_reader():
+    data = damaged_file()
+
+    def stop(region):
+        raise StopIteration
+
+    reader = riegeli.RecordReader(io.BytesIO(data), recovery=stop)
+    read = list(reader.read_records())
+    assert 0 < len(read) < len(RECORDS)
+    assert reader.size() == len(data)
+    reader.close()
+
+
 def test_a_failed_reader_left_to_the_garbage_collector_is_collected():
     # The exception it keeps holds, through its traceback, the frame holding the reader.
     class Source(io.BytesIO):
