@@ -72,7 +72,8 @@ pub(crate) fn to_py(py: Python<'_>, error: &Error) -> PyErr {
         ErrorKind::Io(e) => return io_to_py(py, e),
         ErrorKind::Corrupt { .. } => "DataLossError",
         ErrorKind::Encode { .. } => "ResourceExhaustedError",
-        ErrorKind::InvalidArgument(_) => "InvalidArgumentError",
+        // The class says it: the message alone, as C++'s (`Position P exceeds file size: S`).
+        ErrorKind::InvalidArgument(message) => return riegeli_error(py, "InvalidArgumentError", message.clone()),
         ErrorKind::Usage(_) => "FailedPreconditionError",
         ErrorKind::Internal(_) => "InternalError",
         _ => "UnknownError",
