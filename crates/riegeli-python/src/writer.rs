@@ -14,6 +14,9 @@ use crate::pyio::{Dest, PyFile, as_path};
 
 type Inner = riegeli_records::RecordWriter<Dest>;
 
+/// `errno` of a descriptor that cannot be synced (`fsync` of a pipe or a socket).
+const EINVAL: i32 = 22;
+
 /// `FlushType.FROM_MACHINE`: data durable in case of an operating system crash.
 const FROM_MACHINE: i64 = 2;
 
@@ -344,10 +347,17 @@ impl RecordWriter {
         if let Some(file) = &state.sync_handle {
             return py.detach(|| file.sync_all()).map_err(|e| io_to_py(py, &e));
         }
-        // A file object: fsync its descriptor if it has one.
+        // A file object: fsync its descriptor if it has one that can be synced (a pipe's
+        // cannot: EINVAL, and has nothing to make durable).
         let dest = state.dest.bind(py);
         if let Ok(fd) = dest.call_method0("fileno") {
-            py.import("os")?.call_method1("fsync", (fd,))?;
+            let synced = py.import("os")?.call_method1("fsync", (fd,));
+            if let Err(e) = synced {
+                let errno = e.value(py).getattr("errno").ok().and_then(|errno| errno.extract::<i32>().ok());
+                if !e.is_instance_of::<pyo3::exceptions::PyOSError>(py) || errno != Some(EINVAL) {
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
