@@ -81,6 +81,47 @@ def test_streams_are_written_and_read_without_seeking(assumed_pos):
     assert riegeli.RecordReader(io.BytesIO(dest.getvalue())).supports_random_access
 
 
+def open_kind(kind, path, mode):
+    """A file object of each kind programs give: in memory, raw, buffered, or not seekable."""
+    if kind == 'bytesio':
+        return io.BytesIO(open(path, 'rb').read() if mode == 'rb' else b'')
+    if kind == 'fileio':
+        return io.FileIO(path, mode)
+    if kind == 'buffered':
+        return open(path, mode)
+    return Stream(open(path, mode))
+
+
+@pytest.mark.parametrize('parallelism', [0, 3])
+@pytest.mark.parametrize('kind', ['bytesio', 'fileio', 'buffered', 'stream'])
+def test_positions_round_trip_through_file_objects(tmp_path, kind, parallelism):
+    path = str(tmp_path / 'f.riegeli')
+    dest = open_kind(kind, path, 'wb')
+    before, after, end = write_with_positions(
+        dest, RECORDS, options=f'uncompressed,chunk_size:3k,parallelism:{parallelism}', owns_dest=False)
+    for i in range(1, len(RECORDS)):
+        assert after[i - 1] < before[i] <= after[i]
+    if kind == 'bytesio':
+        open(path, 'wb').write(dest.getvalue())
+    dest.close()
+    assert end == riegeli.RecordPosition(os.path.getsize(path), 0)
+
+    with riegeli.RecordReader(open_kind(kind, path, 'rb')) as reader:
+        for record, pos in zip(RECORDS, after):
+            assert reader.pos <= pos
+            assert reader.read_record() == record
+            assert reader.last_pos == pos
+        assert reader.read_record() is None
+        assert reader.pos == end
+        if kind != 'stream':
+            # From the end back to the first record, and no further.
+            for i in reversed(range(len(RECORDS))):
+                assert reader.seek_back()
+                assert reader.read_record() == RECORDS[i]
+                assert reader.seek_back()
+            assert not reader.seek_back()
+
+
 def test_a_pipe_is_written_and_read():
     read_end, write_end = os.pipe()
     with open(read_end, 'rb') as source, open(write_end, 'wb') as dest:
@@ -310,6 +351,47 @@ def test_unparsable_messages_are_reported_where_they_are():
     assert [m.name for m in reader.read_messages(Message)] == ['00', '01', '03', '04', '05']
     assert [(r.begin, r.end) for r in skipped] == [(positions[2].numeric, positions[3].numeric)]
     assert skipped[0].message.startswith('DecodeError')
+
+
+def test_a_record_that_does_not_parse_fails_that_read_only():
+    data, _ = invalid_message_file()
+    reader = riegeli.RecordReader(io.BytesIO(data))
+    assert [reader.read_message(Message).name for _ in range(2)] == ['00', '01']
+    with pytest.raises(message.DecodeError):
+        reader.read_message(Message)
+    assert [m.name for m in reader.read_messages(Message)] == ['03', '04', '05']
+    reader.close()
+
+
+def test_field_projection_changes_between_records():
+    messages = [Message(name='%02d' % i, package='p' * 100) for i in range(30)]
+    dest = io.BytesIO()
+    with riegeli.RecordWriter(dest, owns_dest=False, options='transpose,chunk_size:2k') as writer:
+        writer.write_messages(messages)
+    name_only = [[Message.DESCRIPTOR.fields_by_name['name'].number]]
+    reader = riegeli.RecordReader(io.BytesIO(dest.getvalue()))
+    assert [reader.read_message(Message) for _ in range(5)] == messages[:5]
+    reader.set_field_projection(name_only)
+    assert [reader.read_message(Message) for _ in range(15)] == [Message(name=m.name) for m in messages[5:20]]
+    reader.set_field_projection(None)
+    assert list(reader.read_messages(Message)) == messages[20:]
+
+
+def test_recovery_reports_the_region_between_the_records_read():
+    # 200 KB: a damaged chunk header loses the records up to the chunk that the next block
+    # header (every 64 KiB) points to.
+    records = [b'%d ' % i * 2500 for i in range(40)]
+    positions = write_with_positions(io.BytesIO(), records, owns_dest=False)[1]
+    data = bytearray(write_file(records, 'uncompressed,chunk_size:3k'))
+    data[positions[5].chunk_begin + 20] ^= 1
+    skipped = []
+    reader = riegeli.RecordReader(io.BytesIO(bytes(data)), recovery=skipped.append)
+    read = []
+    while (record := reader.read_record()) is not None:
+        read.append(records.index(record))
+    lost = sorted(set(range(len(records))) - set(read))
+    assert lost[0] == 5 and lost == list(range(5, lost[-1] + 1)) and lost[-1] < len(records) - 1
+    assert [(r.begin, r.end) for r in skipped] == [(positions[5].numeric, positions[lost[-1] + 1].numeric)]
 
 
 def test_search_for_message_skips_unparsable_messages_with_recovery():
