@@ -3,9 +3,10 @@
 use std::fs::File;
 use std::sync::Mutex;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyBaseException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use pyo3::{PyTraverseError, PyVisit};
 use riegeli_records::{Error, ParseOptionsError, RecordWriterOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
@@ -37,6 +38,23 @@ struct State {
     sync_handle: Option<File>,
     /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
     closed_at: Option<Positions>,
+    /// What writing raised (as C++, the writer has failed): later writes and every
+    /// `close()` raise it again.
+    failure: Option<Py<PyBaseException>>,
+}
+
+impl State {
+    /// The exception that failed the writer, to raise again, if one did.
+    fn raise_failure(&self, py: Python<'_>) -> Option<PyErr> {
+        self.failure.as_ref().map(|failure| PyErr::from_value(failure.bind(py).clone().into_any()))
+    }
+
+    /// `error` raised by the writer as Python's exception, kept as what failed it.
+    fn fail(&mut self, py: Python<'_>, error: &Error) -> PyErr {
+        let failure = to_py(py, error);
+        self.failure = Some(failure.value(py).clone().unbind());
+        failure
+    }
 }
 
 /// `pos` and `last_pos` of a writer.
@@ -122,8 +140,12 @@ impl RecordWriter {
 
     /// Runs `f` on the open writer without the GIL.
     fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send) -> PyResult<T> {
-        let writer = self.state(py)?.writer.as_mut().ok_or_else(|| closed(py))?;
-        py.detach(|| f(writer)).map_err(|e| to_py(py, &e))
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let writer = state.writer.as_mut().ok_or_else(|| closed(py))?;
+        py.detach(|| f(writer)).map_err(|e| state.fail(py, &e))
     }
 
     /// Writes `records` (each converted by `convert`) in batches, each without the GIL.
@@ -238,6 +260,7 @@ impl RecordWriter {
                     owned_file: None,
                     sync_handle: Some(sync_handle),
                     closed_at: None,
+                    failure: None,
                 }
             }
             None => {
@@ -257,6 +280,7 @@ impl RecordWriter {
                     owned_file: owns_dest.then(|| dest.clone().unbind()),
                     sync_handle: None,
                     closed_at: None,
+                    failure: None,
                 }
             }
         };
@@ -279,25 +303,47 @@ impl RecordWriter {
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
+    /// What the garbage collector needs to see: the exception kept (its traceback's frames
+    /// often hold this writer) and the Python objects given. If a thread is inside a write
+    /// (the state is locked), nothing is reported, which only keeps the objects alive longer.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(state) = self.state.try_lock() else { return Ok(()) };
+        visit.call(&state.failure)?;
+        visit.call(&state.owned_file)?;
+        visit.call(&state.dest)
+    }
+
+    /// Breaks the reference cycles found through `__traverse__`.
+    fn __clear__(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            state.failure = None;
+            state.owned_file = None;
+        }
+    }
+
     /// Writes buffered data, finishes the file and closes `dest` if owned.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
-        let Some(mut writer) = state.writer.take() else { return Ok(()) };
-        state.sync_handle = None;
-        // Finished (open chunk, final padding, flush) before it is closed, so that its
-        // positions are those of the finished file.
-        let closed = py.detach(|| {
-            writer.flush()?;
-            let positions = (writer.pos()?, writer.last_pos()?);
-            writer.close()?;
-            Ok::<_, Error>(positions)
-        });
-        let owned = state.owned_file.take();
-        let result = closed.map(|positions| state.closed_at = Some(positions)).map_err(|e| to_py(py, &e));
-        if let Some(file) = owned {
-            file.call_method0(py, "close")?;
+        if let Some(mut writer) = state.writer.take() {
+            state.sync_handle = None;
+            // Finished (open chunk, final padding, flush) before it is closed, so that its
+            // positions are those of the finished file. A writer that failed writes nothing.
+            let closed = py.detach(|| {
+                writer.flush()?;
+                let positions = (writer.pos()?, writer.last_pos()?);
+                writer.close()?;
+                Ok::<_, Error>(positions)
+            });
+            match closed {
+                Ok(positions) => state.closed_at = Some(positions),
+                Err(e) if state.failure.is_none() => drop(state.fail(py, &e)),
+                Err(_) => {}
+            }
+            if let Some(file) = state.owned_file.take() {
+                file.call_method0(py, "close")?;
+            }
         }
-        result
+        state.raise_failure(py).map_or(Ok(()), Err)
     }
 
     /// The `dest` argument.

@@ -312,6 +312,47 @@ def test_a_failed_reader_left_to_the_garbage_collector_is_collected():
     assert source() is None
 
 
+def test_a_failed_writer_raises_the_same_exception_again():
+    class Refusing(io.RawIOBase):
+        def writable(self):
+            return True
+
+        def seekable(self):
+            return False
+
+        def write(self, data):
+            raise ConnectionResetError('gone')
+
+    writer = riegeli.RecordWriter(Refusing(), owns_dest=False)
+    with pytest.raises(ConnectionResetError) as first:
+        writer.write_records([b'x' * 1000] * 100)
+        writer.flush()
+    for again in (lambda: writer.write_record(b'y'), writer.flush, writer.close, writer.close):
+        with pytest.raises(ConnectionResetError) as raised:
+            again()
+        assert raised.value is first.value
+
+
+def test_a_failed_writer_left_to_the_garbage_collector_is_collected():
+    class Refusing(io.BytesIO):
+        def write(self, data):
+            raise ConnectionResetError('gone')
+
+    def write_and_forget():
+        dest = Refusing()
+        writer = riegeli.RecordWriter(dest, owns_dest=False)
+        try:
+            writer.write_record(b'x')
+            writer.flush()
+        except ConnectionResetError:
+            pass
+        return weakref.ref(dest)
+
+    dest = write_and_forget()
+    gc.collect()
+    assert dest() is None
+
+
 def test_a_cut_tail_reads_as_the_end_then_close_raises_every_time():
     data = write_file(RECORDS, 'uncompressed,chunk_size:3k')
     reader = riegeli.RecordReader(io.BytesIO(data[:-100]))

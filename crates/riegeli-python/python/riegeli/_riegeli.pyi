@@ -76,7 +76,9 @@ class RecordWriter:
     included, raises TypeError. metadata (a RecordsMetadata) or serialized_metadata (bytes,
     written as given, even if they do not parse), not both (TypeError), is written after the
     file signature. An option string that does not parse raises InvalidArgumentError with
-    C++'s message. pos and last_pos still answer after close().
+    C++'s message. Once writing has raised (an exception of the file object, ...), the writer
+    has failed: later writes and every close() raise the same exception again. pos and
+    last_pos still answer after close().
     """
 
     def __init__(
