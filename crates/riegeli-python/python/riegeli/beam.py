@@ -82,7 +82,9 @@ class RiegeliSource(filebasedsource.FileBasedSource):
         # at the first one; the claims below stop at the current one.
         end = None if stop == OffsetRangeTracker.OFFSET_INFINITY else stop
         with self.open_file(file_name) as file:
-            reader = riegeli.RecordReader(file, owns_src=False, assumed_pos=0)
+            # Beam's file objects can seek, which set_byte_range needs (an assumed_pos would
+            # exclude it, as in Google's module).
+            reader = riegeli.RecordReader(file, owns_src=False)
             try:
                 reader.set_byte_range(range_tracker.start_position(), end)
                 chunk_begin = -1
