@@ -553,6 +553,10 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 reader.seek(pos).with_context(|| format!("{name}: cannot seek to {pos}"))?;
             }
             Some(Start::Numeric(pos)) => {
+                // Past the end of the file: nothing to print, as from standard input (the
+                // reader refuses to seek there, as C++'s).
+                let size = reader.size().with_context(|| format!("{name}: cannot find the size"))?;
+                let pos = pos.min(size);
                 reader.seek_numeric(pos).with_context(|| format!("{name}: cannot seek to {pos}"))?;
             }
             None => {}

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use riegeli_records::ArrayRecordWriterOptions;
+use riegeli_records::{ArrayRecordWriterOptions, ParseOptionsError};
 
 use crate::pyio::{Dest, PyFile, as_path};
 
@@ -107,7 +107,8 @@ impl ArrayRecordWriter {
     ) -> PyResult<Self> {
         // C++ accepts and ignores other keyword arguments.
         let _ = kwargs;
-        let options: ArrayRecordWriterOptions = options.parse().map_err(|e| PyValueError::new_err(format!("{e}")))?;
+        let options: ArrayRecordWriterOptions =
+            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
         // The Python module of array_record writes without a thread pool, and its files say
         // `max_parallelism:1`; these say the same.
         let options = options.set_max_parallelism(Some(1));

@@ -24,6 +24,19 @@ impl fmt::Display for PythonIoError {
 
 impl std::error::Error for PythonIoError {}
 
+/// A seek asked of a Python file object that is not asked to seek (see `PyFile::open`);
+/// raised as Google's module raises it, `UnimplementedError` with the reason.
+#[derive(Debug)]
+pub(crate) struct NoRandomAccess(pub(crate) &'static str);
+
+impl fmt::Display for NoRandomAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for NoRandomAccess {}
+
 /// A new exception of class `class` (`"DataLossError"`, ...) of `riegeli.base.riegeli_error`.
 pub(crate) fn riegeli_error(py: Python<'_>, class: &str, message: String) -> PyErr {
     let class = py.import(ERROR_MODULE).and_then(|module| module.getattr(class));
@@ -47,6 +60,9 @@ pub(crate) fn io_to_py(py: Python<'_>, error: &std::io::Error) -> PyErr {
     if let Some(python) = error.get_ref().and_then(|inner| inner.downcast_ref::<PythonIoError>()) {
         return python.0.clone_ref(py);
     }
+    if let Some(NoRandomAccess(reason)) = error.get_ref().and_then(|inner| inner.downcast_ref::<NoRandomAccess>()) {
+        return riegeli_error(py, "UnimplementedError", (*reason).to_owned());
+    }
     PyErr::from(std::io::Error::new(error.kind(), error.to_string()))
 }
 
@@ -56,7 +72,8 @@ pub(crate) fn to_py(py: Python<'_>, error: &Error) -> PyErr {
         ErrorKind::Io(e) => return io_to_py(py, e),
         ErrorKind::Corrupt { .. } => "DataLossError",
         ErrorKind::Encode { .. } => "ResourceExhaustedError",
-        ErrorKind::InvalidArgument(_) => "InvalidArgumentError",
+        // The class says it: the message alone, as C++'s (`Position P exceeds file size: S`).
+        ErrorKind::InvalidArgument(message) => return riegeli_error(py, "InvalidArgumentError", message.clone()),
         ErrorKind::Usage(_) => "FailedPreconditionError",
         ErrorKind::Internal(_) => "InternalError",
         _ => "UnknownError",

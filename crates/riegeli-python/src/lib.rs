@@ -32,6 +32,8 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<array_reader::ArrayRecordReader>()?;
     module.add_class::<array_writer::ArrayRecordWriter>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
+    // The version of this crate, the package's (maturin takes it from Cargo.toml).
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(byte_ranges, module)?)?;
     track_forks(module.py())
 }

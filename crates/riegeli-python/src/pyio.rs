@@ -14,22 +14,42 @@ use pyo3::types::PyBytes;
 use riegeli_object_store::{Location, ObjectSource, is_url};
 use riegeli_records::PositionalFile;
 
-use crate::errors::PythonIoError;
+use crate::errors::{NoRandomAccess, PythonIoError};
 
 /// A Python binary file object (`read`, `write`, `seek`, `tell`, `flush`).
 #[derive(Debug)]
 pub(crate) struct PyFile {
     object: Py<PyAny>,
+    /// Why it is not asked to seek, if it is not (as Google's `PythonReader`: `assumed_pos`
+    /// was given, or `seekable()` is false): seeking fails with this.
+    no_random_access: Option<&'static str>,
 }
 
 impl PyFile {
+    /// A file object that can seek.
     pub(crate) fn new(object: Py<PyAny>) -> Self {
-        Self { object }
+        Self { object, no_random_access: None }
     }
 
-    /// `tell()` of the file object.
-    pub(crate) fn tell(&self, py: Python<'_>) -> PyResult<u64> {
-        self.object.call_method0(py, "tell")?.extract(py)
+    /// A file object given as `src` or `dest`, and the file position it is at, decided as
+    /// Google's `PythonReader` and `PythonWriter` do: with `assumed_pos`, that position and
+    /// no seeking; else `seekable()` (if it has one): false means position 0 and no seeking
+    /// (`tell()` is not called), true means the position `tell()` gives.
+    pub(crate) fn open(object: &Bound<'_, PyAny>, assumed_pos: Option<u64>) -> PyResult<(Self, u64)> {
+        let file = |no_random_access| Self { object: object.clone().unbind(), no_random_access };
+        if let Some(pos) = assumed_pos {
+            return Ok((file(Some("assumed_pos excludes random access")), pos));
+        }
+        if object.hasattr("seekable")? && !object.call_method0("seekable")?.is_truthy()? {
+            return Ok((file(Some("seekable() is False which excludes random access")), 0));
+        }
+        let pos = object.call_method0("tell")?.extract()?;
+        Ok((file(None), pos))
+    }
+
+    /// Whether it is asked to seek when reading needs it.
+    pub(crate) fn supports_random_access(&self) -> bool {
+        self.no_random_access.is_none()
     }
 }
 
@@ -79,6 +99,9 @@ impl Write for PyFile {
 
 impl Seek for PyFile {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        if let Some(reason) = self.no_random_access {
+            return Err(io::Error::other(NoRandomAccess(reason)));
+        }
         let (offset, whence) = match pos {
             SeekFrom::Start(offset) => (i128::from(offset), 0),
             SeekFrom::Current(offset) => (i128::from(offset), 1),

@@ -3,9 +3,10 @@
 use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::{PyTraverseError, PyVisit};
 use riegeli_object_store::Location;
 use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
 
@@ -15,8 +16,9 @@ use crate::pyio::{PyFile, Src, as_path, open_location};
 
 type Inner = riegeli_records::RecordReader<Src>;
 
-/// A search's judgement of one record, in Python.
-type SearchTest<'a> = dyn Fn(Python<'_>, &[u8]) -> PyResult<Option<Ordering>> + Sync + 'a;
+/// A search's judgement of one record, in Python, given the record and where it begins and
+/// ends (numeric positions: `last_pos` and `pos` of the reader after reading it).
+type SearchTest<'a> = dyn Fn(Python<'_>, &[u8], (u64, u64)) -> PyResult<Option<Ordering>> + Sync + 'a;
 
 /// What the recovery function left for the caller when it did not return normally.
 #[derive(Debug, Default)]
@@ -45,9 +47,19 @@ struct State {
     /// Reading ended at a chunk cut short (without recovery): as C++, reads
     /// return the end and `close()` raises this `DataLossError` message.
     truncated: Option<String>,
+    /// What a read of the reader raised (as C++, the reader has failed): every later
+    /// operation, `close()` included, raises it again.
+    failure: Option<Py<PyBaseException>>,
+    /// Once closed: `pos` then (Google's answers it after `close()`).
+    closed_at: Option<riegeli_records::RecordPosition>,
 }
 
 impl State {
+    /// The exception that failed the reader, to raise again, if one did.
+    fn raise_failure(&self, py: Python<'_>) -> Option<PyErr> {
+        self.failure.as_ref().map(|failure| PyErr::from_value(failure.bind(py).clone().into_any()))
+    }
+
     /// Python's result of a Rust call: an exception of the recovery function is raised
     /// in place of the error; `Ok(None)` if the recovery function ended reading.
     fn finish<T>(&mut self, py: Python<'_>, result: Result<T, Error>) -> PyResult<Option<T>> {
@@ -68,7 +80,9 @@ impl State {
             self.truncated = Some(error.to_string());
             return Ok(None);
         }
-        Err(to_py(py, &error))
+        let failure = to_py(py, &error);
+        self.failure = Some(failure.value(py).clone().unbind());
+        Err(failure)
     }
 
     /// After `parse_error` parsing the record or metadata in `[begin, end)`:
@@ -76,11 +90,10 @@ impl State {
     /// `Ok(false)` if it ended reading; `parse_error` (or what the recovery
     /// function raised) otherwise.
     fn recover_parse(&mut self, py: Python<'_>, parse_error: PyErr, begin: u64, end: u64) -> PyResult<bool> {
-        let decode_error = py.import("google.protobuf.message")?.getattr("DecodeError")?;
-        let Some(recovery) = self.recovery.as_ref().filter(|_| parse_error.is_instance(py, &decode_error)) else {
+        let Some(recovery) = self.recovery.as_ref().filter(|_| is_decode_error(py, &parse_error)) else {
             return Err(parse_error);
         };
-        let message = parse_error.value(py).str()?.to_string();
+        let message = error_message(py, &parse_error)?;
         match skipped_region(py, begin, end, &message).and_then(|region| recovery.call1(py, (region,))) {
             Ok(_) => Ok(true),
             Err(e) if e.is_instance_of::<PyStopIteration>(py) => {
@@ -102,6 +115,19 @@ pub(crate) struct RecordReader {
 /// A `riegeli.SkippedRegion` for the recovery function.
 fn skipped_region<'py>(py: Python<'py>, begin: u64, end: u64, message: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((begin, end, message))
+}
+
+/// Whether `error` is protobuf's `DecodeError` (a record or metadata that does not parse).
+fn is_decode_error(py: Python<'_>, error: &PyErr) -> bool {
+    let class = py.import("google.protobuf.message").and_then(|module| module.getattr("DecodeError"));
+    class.is_ok_and(|class| error.is_instance(py, &class))
+}
+
+/// The message of a `SkippedRegion` for `error`, as Google's: `Class: text`.
+fn error_message(py: Python<'_>, error: &PyErr) -> PyResult<String> {
+    let class = error.get_type(py).name()?;
+    let text = error.value(py).str()?;
+    Ok(if text.is_empty()? { class.to_string() } else { format!("{class}: {text}") })
 }
 
 /// Parses `record` with `message_type.FromString` (a parse failure raises
@@ -147,6 +173,9 @@ impl RecordReader {
         f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send,
     ) -> PyResult<Option<T>> {
         let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
         if state.ended {
             return Ok(None);
         }
@@ -181,35 +210,41 @@ impl RecordReader {
         }
     }
 
-    /// Binary search with `test` judging each record as Python bytes.
-    fn search_records(&mut self, py: Python<'_>, test: &SearchTest<'_>) -> PyResult<Option<i32>> {
-        // An exception of `test` (StopIteration cancels) ends the search with `None` judgements.
+    /// Binary search with `test` judging each record. An exception of `test` ends the search
+    /// and is raised; with `stop_iteration_ends`, `StopIteration` ends it with `None`, as
+    /// Google's `search_for_record` and `search_for_message` (its `search` raises it).
+    fn search_records(
+        &mut self,
+        py: Python<'_>,
+        stop_iteration_ends: bool,
+        test: &SearchTest<'_>,
+    ) -> PyResult<Option<i32>> {
         let failure: Mutex<Option<PyErr>> = Mutex::new(None);
         let cancelled = std::sync::atomic::AtomicBool::new(false);
         let result = self.run(py, |reader| {
-            reader.search(|record| {
+            reader.search_with(|reader| {
                 if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-                    return None;
+                    return Ok(None);
                 }
-                Python::attach(|py| match test(py, record) {
+                let Some(record) = reader.read_record()? else { return Ok(None) };
+                let span = (reader.last_pos().map_or(0, |pos| pos.numeric()), reader.pos().numeric());
+                Ok(Python::attach(|py| match test(py, &record, span) {
                     Ok(verdict) => verdict,
                     Err(e) => {
                         cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
-                        if !e.is_instance_of::<PyStopIteration>(py)
-                            && let Ok(mut slot) = failure.lock()
-                        {
+                        if let Ok(mut slot) = failure.lock() {
                             *slot = Some(e);
                         }
                         None
                     }
-                })
+                }))
             })
         })?;
         if let Some(e) = failure.lock().ok().and_then(|mut slot| slot.take()) {
+            if stop_iteration_ends && e.is_instance_of::<PyStopIteration>(py) {
+                return Ok(None);
+            }
             return Err(e);
-        }
-        if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
-            return Ok(None);
         }
         Ok(result.flatten().map(|ordering| ordering as i32))
     }
@@ -221,7 +256,8 @@ impl RecordReader {
     #[pyo3(signature = (
         src, *, owns_src = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
         buffer_size = None, field_projection = None, recovery = None,
-    ))]
+    ), text_signature = "(src, *, owns_src=True, assumed_pos=None, min_buffer_size=4096, max_buffer_size=65536, \
+        buffer_size=None, field_projection=None, recovery=None)")]
     #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
     fn new(
         py: Python<'_>,
@@ -259,11 +295,7 @@ impl RecordReader {
                 (source, 0, None)
             }
             None => {
-                let file = PyFile::new(src.clone().unbind());
-                let start = match assumed_pos {
-                    Some(pos) => pos,
-                    None => file.tell(py)?,
-                };
+                let (file, start) = PyFile::open(src, assumed_pos)?;
                 (Src::Py(file), start, owns_src.then(|| src.clone().unbind()))
             }
         };
@@ -298,6 +330,8 @@ impl RecordReader {
             ended: false,
             recovery,
             truncated: None,
+            failure: None,
+            closed_at: None,
         };
         Ok(Self { state: Mutex::new(state) })
     }
@@ -318,18 +352,42 @@ impl RecordReader {
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
-    /// Marks the reader closed; closes `src` if owned.
+    /// What the garbage collector needs to see: the exception kept (its traceback's frames
+    /// often hold this reader) and the Python objects given. If a thread is inside a read
+    /// (the state is locked), nothing is reported, which only keeps the objects alive longer.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(state) = self.state.try_lock() else { return Ok(()) };
+        visit.call(&state.failure)?;
+        visit.call(&state.recovery)?;
+        visit.call(&state.owned_file)?;
+        visit.call(&state.src)
+    }
+
+    /// Breaks the reference cycles found through `__traverse__`.
+    fn __clear__(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            state.failure = None;
+            state.recovery = None;
+            state.owned_file = None;
+        }
+    }
+
+    /// Marks the reader closed; closes `src` if owned. Raises what failed the reader, if
+    /// something did, and so every time (as C++); a file that ended inside a chunk
+    /// (without recovery) has failed now.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
-        let Some(reader) = state.reader.take() else { return Ok(()) };
-        py.detach(|| drop(reader));
-        if let Some(file) = state.owned_file.take() {
-            file.call_method0(py, "close")?;
+        if let Some(reader) = state.reader.take() {
+            state.closed_at = Some(reader.pos());
+            py.detach(|| drop(reader));
+            if let Some(file) = state.owned_file.take() {
+                file.call_method0(py, "close")?;
+            }
+            if let Some(message) = state.truncated.take() {
+                state.failure = Some(riegeli_error(py, "DataLossError", message).value(py).clone().unbind());
+            }
         }
-        match state.truncated.take() {
-            Some(message) => Err(riegeli_error(py, "DataLossError", message)),
-            None => Ok(()),
-        }
+        state.raise_failure(py).map_or(Ok(()), Err)
     }
 
     /// The `src` argument.
@@ -338,30 +396,29 @@ impl RecordReader {
         Ok(self.state(py)?.src.clone_ref(py))
     }
 
-    /// `True`: every source given by path or file object is asked to seek when needed.
+    /// Whether `seek`, `size` and `search` can be used: `False` for a file object given with
+    /// `assumed_pos` or whose `seekable()` is false.
     #[getter]
-    fn supports_random_access(&self) -> bool {
-        true
+    fn supports_random_access(&mut self, py: Python<'_>) -> PyResult<bool> {
+        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
+        Ok(!matches!(reader.get_ref(), Src::Py(file) if !file.supports_random_access()))
     }
 
     /// `True` if the file looks like a Riegeli/records file, `False` if it ends first.
     fn check_file_format(&mut self, py: Python<'_>) -> PyResult<bool> {
-        let state = self.state(py)?;
-        let start = state.start;
-        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
-        let result = py.detach(|| match reader.check_file_format() {
+        let start = self.state(py)?.start;
+        let result = self.run(py, |reader| match reader.check_file_format() {
             Ok(()) => Ok(true),
-            // An empty file: the end, not an error.
+            // An empty file (nothing was read): the end, not an error.
             Err(e)
-                if matches!(e.corruption(), Some(Corruption::MissingSignature))
-                    && reader.size().is_ok_and(|size| size <= start) =>
+                if matches!(e.corruption(), Some(Corruption::MissingSignature)) && reader.pos().numeric() <= start =>
             {
                 Ok(false)
             }
             Err(e) => Err(e),
-        });
+        })?;
         // A file cut short in its first chunk is the end too, and `close()` raises.
-        Ok(state.finish(py, result)?.unwrap_or(false))
+        Ok(result.unwrap_or(false))
     }
 
     /// The file metadata, serialized; `b''` for a file without metadata.
@@ -455,23 +512,33 @@ impl RecordReader {
 
     /// The size of the file in bytes.
     fn size(&mut self, py: Python<'_>) -> PyResult<u64> {
-        let reader = self.state(py)?.reader.as_mut().ok_or_else(|| closed(py))?;
-        py.detach(|| reader.size()).map_err(|e| to_py(py, &e))
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let reader = state.reader.as_mut().ok_or_else(|| closed(py))?;
+        let size = py.detach(|| reader.size());
+        // Nothing is skipped here: no recovery function can end it.
+        state.finish(py, size)?.ok_or_else(|| internal(py, "size() ended by the recovery function"))
     }
 
     /// A position of the next record (or of the end of the file).
     #[getter]
     fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
-        Ok(RecordPosition(reader.pos()))
+        let state = self.state(py)?;
+        let pos = state.reader.as_ref().map(Inner::pos).or(state.closed_at).ok_or_else(|| closed(py))?;
+        Ok(RecordPosition(pos))
     }
 
     /// The position of the last record read.
     #[getter]
     fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        let reader = self.state(py)?.reader.as_ref().ok_or_else(|| closed(py))?;
-        reader
-            .last_pos()
+        // None after `close()`, as C++.
+        let state = self.state(py)?;
+        state
+            .reader
+            .as_ref()
+            .and_then(Inner::last_pos)
             .map(RecordPosition)
             .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was read".to_owned()))
     }
@@ -480,7 +547,7 @@ impl RecordReader {
     /// `read_record()` and `read_message(type)` return that record).
     #[pyo3(signature = (test))]
     fn search(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| {
+        self.search_records(py, false, &|py, record, _| {
             let probe = Bound::new(py, SearchProbe { record: PyBytes::new(py, record).unbind() })?;
             ordering(py, &test.call1(py, (probe,))?)
         })
@@ -489,10 +556,12 @@ impl RecordReader {
     /// Binary search; `test` is called with each record as bytes.
     #[pyo3(signature = (test))]
     fn search_for_record(&mut self, py: Python<'_>, test: Py<PyAny>) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| ordering(py, &test.call1(py, (PyBytes::new(py, record),))?))
+        self.search_records(py, true, &|py, record, _| ordering(py, &test.call1(py, (PyBytes::new(py, record),))?))
     }
 
-    /// Binary search; `test` is called with each record parsed as `message_type`.
+    /// Binary search; `test` is called with each record parsed as `message_type`. A record
+    /// that does not parse raises `DecodeError`, or with a recovery function is reported to
+    /// it and judged unordered (`StopIteration` there ends the search with `None`).
     #[pyo3(signature = (message_type, test))]
     fn search_for_message(
         &mut self,
@@ -500,8 +569,19 @@ impl RecordReader {
         message_type: Py<PyAny>,
         test: Py<PyAny>,
     ) -> PyResult<Option<i32>> {
-        self.search_records(py, &|py, record| {
-            let message = parse_message(py, message_type.bind(py), record)?;
+        let recovery = self.state(py)?.recovery.as_ref().map(|recovery| recovery.clone_ref(py));
+        self.search_records(py, true, &|py, record, (begin, end)| {
+            let message = match parse_message(py, message_type.bind(py), record) {
+                Ok(message) => message,
+                Err(error) => {
+                    let Some(recovery) = recovery.as_ref().filter(|_| is_decode_error(py, &error)) else {
+                        return Err(error);
+                    };
+                    let message = error_message(py, &error)?;
+                    recovery.call1(py, (skipped_region(py, begin, end, &message)?,))?;
+                    return Ok(None);
+                }
+            };
             ordering(py, &test.call1(py, (message,))?)
         })
     }

@@ -3,15 +3,20 @@
 use std::fs::File;
 use std::sync::Mutex;
 
+use pyo3::exceptions::{PyBaseException, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyString};
-use riegeli_records::{Error, ProcessBound, RecordWriterOptions, RecordsMetadata};
+use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use pyo3::{PyTraverseError, PyVisit};
+use riegeli_records::{Error, ParseOptionsError, ProcessBound, RecordWriterOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
 use crate::pyio::{Dest, PyFile, as_path};
 
 type Inner = riegeli_records::RecordWriter<Dest>;
+
+/// `errno` of a descriptor that cannot be synced (`fsync` of a pipe or a socket).
+const EINVAL: i32 = 22;
 
 /// `FlushType.FROM_MACHINE`: data durable in case of an operating system crash.
 const FROM_MACHINE: i64 = 2;
@@ -32,7 +37,29 @@ struct State {
     owned_file: Option<ProcessBound<Py<PyAny>>>,
     /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
     sync_handle: Option<File>,
+    /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
+    closed_at: Option<Positions>,
+    /// What writing raised (as C++, the writer has failed): later writes and every
+    /// `close()` raise it again.
+    failure: Option<Py<PyBaseException>>,
 }
+
+impl State {
+    /// The exception that failed the writer, to raise again, if one did.
+    fn raise_failure(&self, py: Python<'_>) -> Option<PyErr> {
+        self.failure.as_ref().map(|failure| PyErr::from_value(failure.bind(py).clone().into_any()))
+    }
+
+    /// `error` raised by the writer as Python's exception, kept as what failed it.
+    fn fail(&mut self, py: Python<'_>, error: &Error) -> PyErr {
+        let failure = to_py(py, error);
+        self.failure = Some(failure.value(py).clone().unbind());
+        failure
+    }
+}
+
+/// `pos` and `last_pos` of a writer.
+type Positions = (riegeli_records::RecordPosition, Option<riegeli_records::RecordPosition>);
 
 /// Writes records to a Riegeli/records file (see the stub for the full documentation).
 #[pyclass(module = "riegeli.records.record_writer", name = "RecordWriter")]
@@ -41,18 +68,25 @@ pub(crate) struct RecordWriter {
     state: Mutex<State>,
 }
 
-/// A record given as bytes, bytearray, memoryview or another buffer, as Python `bytes`.
-fn record_bytes<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+/// A record given as a bytes-like object (`bytes`, `bytearray`, `memoryview`, any object
+/// with the buffer protocol), as Python `bytes`. Anything else raises `TypeError`, with
+/// CPython's words, as Google's module (which takes the buffer): `str` too, and objects that
+/// `bytes()` would accept otherwise (an `int` would make that many zero bytes, a list of
+/// ints their bytes).
+pub(crate) fn record_bytes<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     if let Ok(bytes) = record.cast::<PyBytes>() {
         return Ok(bytes.clone());
-    }
-    if record.is_instance_of::<PyString>() {
-        return Err(pyo3::exceptions::PyTypeError::new_err("Expected a bytes-like object, not str"));
     }
     if let Ok(array) = record.cast::<PyByteArray>() {
         return Ok(PyBytes::new(record.py(), &array.to_vec()));
     }
-    Ok(record.py().get_type::<PyBytes>().call1((record,))?.cast_into::<PyBytes>()?)
+    match PyMemoryView::from(record) {
+        Ok(view) => Ok(view.call_method0("tobytes")?.cast_into::<PyBytes>()?),
+        Err(e) if e.is_instance_of::<PyTypeError>(record.py()) => {
+            Err(PyTypeError::new_err(format!("a bytes-like object is required, not '{}'", record.get_type().name()?)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// A message serialized by the protobuf package.
@@ -60,36 +94,32 @@ fn serialize_message<'py>(message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Py
     Ok(message.call_method0("SerializeToString")?.cast_into::<PyBytes>()?)
 }
 
-/// Writer options from `options` (str or bytes) and the metadata arguments.
+/// Writer options from `options` (str or bytes) and the metadata arguments. Metadata is
+/// written as given, as Google's writer does: bytes that do not parse as a
+/// `RecordsMetadata` make a file whose `read_metadata()` raises `DecodeError`.
 fn writer_options(
     py: Python<'_>,
     options: &Bound<'_, PyAny>,
     metadata: Option<&Bound<'_, PyAny>>,
-    serialized_metadata: &Bound<'_, PyAny>,
+    serialized_metadata: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<RecordWriterOptions> {
     let text: String = match options.cast::<PyBytes>() {
         Ok(bytes) => String::from_utf8_lossy(bytes.as_bytes()).into_owned(),
         Err(_) => options.extract()?,
     };
-    let parsed: RecordWriterOptions =
-        text.parse().map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("{e}")))?;
-    let mut serialized = record_bytes(serialized_metadata)?;
-    if let Some(metadata) = metadata.filter(|m| !m.is_none()) {
-        if !serialized.as_bytes().is_empty() {
-            return Err(riegeli_error(
-                py,
-                "InvalidArgumentError",
-                "metadata and serialized_metadata cannot both be given".to_owned(),
+    let parsed: RecordWriterOptions = text
+        .parse()
+        .map_err(|e: ParseOptionsError| riegeli_error(py, "InvalidArgumentError", e.message().to_owned()))?;
+    let serialized = match (metadata, serialized_metadata) {
+        (Some(_), Some(_)) => {
+            return Err(PyTypeError::new_err(
+                "RecordWriter() got conflicting keyword arguments 'metadata' and 'serialized_metadata'",
             ));
         }
-        serialized = serialize_message(metadata)?;
-    }
-    if serialized.as_bytes().is_empty() {
-        return Ok(parsed);
-    }
-    // Checked to parse, then written as given: extensions and unknown fields are kept.
-    <RecordsMetadata as prost::Message>::decode(serialized.as_bytes())
-        .map_err(|e| riegeli_error(py, "InvalidArgumentError", format!("metadata is not a RecordsMetadata: {e}")))?;
+        (Some(metadata), None) => serialize_message(metadata)?,
+        (None, Some(serialized)) => record_bytes(serialized)?,
+        (None, None) => return Ok(parsed),
+    };
     Ok(parsed.set_serialized_metadata(Some(serialized.as_bytes().to_vec())))
 }
 
@@ -111,8 +141,12 @@ impl RecordWriter {
 
     /// Runs `f` on the open writer without the GIL.
     fn run<T: Send>(&mut self, py: Python<'_>, f: impl FnOnce(&mut Inner) -> Result<T, Error> + Send) -> PyResult<T> {
-        let writer = self.state(py)?.writer.as_mut().ok_or_else(|| closed(py))?;
-        py.detach(|| f(writer)).map_err(|e| to_py(py, &e))
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let writer = state.writer.as_mut().ok_or_else(|| closed(py))?;
+        py.detach(|| f(writer)).map_err(|e| state.fail(py, &e))
     }
 
     /// Writes `records` (each converted by `convert`) in batches, each without the GIL.
@@ -126,20 +160,29 @@ impl RecordWriter {
         let mut batch_bytes = 0;
         let mut iter = records.try_iter()?;
         loop {
-            let next = iter.next().transpose()?;
-            if let Some(record) = &next {
-                let record = convert(record)?;
-                batch_bytes += record.as_bytes().len();
-                batch.push(record);
-                if batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
-                    continue;
+            // A record that cannot be converted, or an exception of the iterable, is raised
+            // after the records before it are written (as Google's, which writes them one by one).
+            let next = iter.next().transpose().and_then(|record| record.as_ref().map(convert).transpose());
+            let (done, failure) = match next {
+                Ok(Some(record)) => {
+                    batch_bytes += record.as_bytes().len();
+                    batch.push(record);
+                    if batch.len() < BATCH_RECORDS && batch_bytes < BATCH_BYTES {
+                        continue;
+                    }
+                    (false, None)
                 }
-            }
+                Ok(None) => (true, None),
+                Err(e) => (true, Some(e)),
+            };
             let slices: Vec<&[u8]> = batch.iter().map(|record| record.as_bytes()).collect();
             self.run(py, |writer| slices.iter().try_for_each(|record| writer.write_record(record)))?;
             batch.clear();
             batch_bytes = 0;
-            if next.is_none() {
+            if let Some(failure) = failure {
+                return Err(failure);
+            }
+            if done {
                 return Ok(());
             }
         }
@@ -169,7 +212,8 @@ impl RecordWriter {
     #[pyo3(signature = (
         dest, *, owns_dest = true, assumed_pos = None, min_buffer_size = 4 << 10, max_buffer_size = 64 << 10,
         buffer_size = None, options = None, metadata = None, serialized_metadata = None,
-    ))]
+    ), text_signature = "(dest, *, owns_dest=True, assumed_pos=None, min_buffer_size=4096, max_buffer_size=65536, \
+        buffer_size=None, options='', metadata=None, serialized_metadata=None)")]
     #[allow(clippy::too_many_arguments, reason = "Google's signature, keyword arguments in Python")]
     fn new(
         py: Python<'_>,
@@ -191,13 +235,12 @@ impl RecordWriter {
                 format!("min_buffer_size {min_buffer_size} > max_buffer_size {max_buffer_size}"),
             ));
         }
-        let empty = PyBytes::new(py, b"").into_any();
         let no_options = PyString::new(py, "").into_any();
         let options = writer_options(
             py,
             options.unwrap_or(&no_options),
-            metadata,
-            serialized_metadata.filter(|s| !s.is_none()).unwrap_or(&empty),
+            metadata.filter(|m| !m.is_none()),
+            serialized_metadata.filter(|s| !s.is_none()),
         )?;
         let state = match as_path(dest)? {
             Some(path) => {
@@ -217,14 +260,12 @@ impl RecordWriter {
                     dest: dest.clone().unbind(),
                     owned_file: None,
                     sync_handle: Some(sync_handle),
+                    closed_at: None,
+                    failure: None,
                 }
             }
             None => {
-                let file = PyFile::new(dest.clone().unbind());
-                let pos = match assumed_pos {
-                    Some(pos) => pos,
-                    None => file.tell(py)?,
-                };
+                let (file, pos) = PyFile::open(dest, assumed_pos)?;
                 let writer = py
                     .detach(|| {
                         if pos == 0 {
@@ -239,6 +280,8 @@ impl RecordWriter {
                     dest: dest.clone().unbind(),
                     owned_file: owns_dest.then(|| ProcessBound::new(dest.clone().unbind())),
                     sync_handle: None,
+                    closed_at: None,
+                    failure: None,
                 }
             }
         };
@@ -261,18 +304,47 @@ impl RecordWriter {
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 
+    /// What the garbage collector needs to see: the exception kept (its traceback's frames
+    /// often hold this writer) and the Python objects given. If a thread is inside a write
+    /// (the state is locked), nothing is reported, which only keeps the objects alive longer.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(state) = self.state.try_lock() else { return Ok(()) };
+        visit.call(&state.failure)?;
+        visit.call(state.owned_file.as_ref().and_then(ProcessBound::get))?;
+        visit.call(&state.dest)
+    }
+
+    /// Breaks the reference cycles found through `__traverse__`.
+    fn __clear__(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            state.failure = None;
+            state.owned_file = None;
+        }
+    }
+
     /// Writes buffered data, finishes the file and closes `dest` if owned.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
-        let Some(writer) = state.writer.take() else { return Ok(()) };
-        state.sync_handle = None;
-        let closed = py.detach(|| writer.close().map(drop));
-        let owned = state.owned_file.take().and_then(ProcessBound::into_inner);
-        let result = closed.map_err(|e| to_py(py, &e));
-        if let Some(file) = owned {
-            file.call_method0(py, "close")?;
+        if let Some(mut writer) = state.writer.take() {
+            state.sync_handle = None;
+            // Finished (open chunk, final padding, flush) before it is closed, so that its
+            // positions are those of the finished file. A writer that failed writes nothing.
+            let closed = py.detach(|| {
+                writer.flush()?;
+                let positions = (writer.pos()?, writer.last_pos()?);
+                writer.close()?;
+                Ok::<_, Error>(positions)
+            });
+            match closed {
+                Ok(positions) => state.closed_at = Some(positions),
+                Err(e) if state.failure.is_none() => drop(state.fail(py, &e)),
+                Err(_) => {}
+            }
+            if let Some(file) = state.owned_file.take().and_then(ProcessBound::into_inner) {
+                file.call_method0(py, "close")?;
+            }
         }
-        result
+        state.raise_failure(py).map_or(Ok(()), Err)
     }
 
     /// The `dest` argument.
@@ -322,10 +394,17 @@ impl RecordWriter {
         if let Some(file) = &state.sync_handle {
             return py.detach(|| file.sync_all()).map_err(|e| io_to_py(py, &e));
         }
-        // A file object: fsync its descriptor if it has one.
+        // A file object: fsync its descriptor if it has one that can be synced (a pipe's
+        // cannot: EINVAL, and has nothing to make durable).
         let dest = state.dest.bind(py);
         if let Ok(fd) = dest.call_method0("fileno") {
-            py.import("os")?.call_method1("fsync", (fd,))?;
+            let synced = py.import("os")?.call_method1("fsync", (fd,));
+            if let Err(e) = synced {
+                let errno = e.value(py).getattr("errno").ok().and_then(|errno| errno.extract::<i32>().ok());
+                if !e.is_instance_of::<pyo3::exceptions::PyOSError>(py) || errno != Some(EINVAL) {
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
@@ -335,17 +414,23 @@ impl RecordWriter {
         self.run(py, |writer| Ok(writer.estimated_size()))
     }
 
-    /// A position of the next record.
+    /// A position of the next record (after `close()`: the end of the file).
     #[getter]
     fn pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
+        if let Some((pos, _)) = self.state(py)?.closed_at {
+            return Ok(RecordPosition(pos));
+        }
         self.run(py, |writer| writer.pos()).map(RecordPosition)
     }
 
     /// The position of the last record written.
     #[getter]
     fn last_pos(&mut self, py: Python<'_>) -> PyResult<RecordPosition> {
-        self.run(py, |writer| writer.last_pos())?
-            .map(RecordPosition)
+        let last = match self.state(py)?.closed_at {
+            Some((_, last)) => last,
+            None => self.run(py, |writer| writer.last_pos())?,
+        };
+        last.map(RecordPosition)
             .ok_or_else(|| riegeli_error(py, "FailedPreconditionError", "No record was written".to_owned()))
     }
 }

@@ -299,13 +299,20 @@ def message(function, *args):
 @pytest.mark.parametrize(
     'options',
     ['foo:1', 'group_size:0', 'zstd,brotli', 'group_size:2,default', 'default,default', 'window_log:9', 'snappy,window_log:20',
-     'default,group_size:2', 'default:1', ',,group_size:2,,'],
+     'default,group_size:2', 'default:1', ',,group_size:2,,', 'grup_size:1', 'chunk_size:1k', 'group_size:x',
+     'transpose:maybe', 'uncompressed:3', 'uncompressed,window_log:20', 'window_log:auto,uncompressed', 'zstd,default',
+     'group_size:1,group_size:2', 'brotli:12', 'snappy:3', 'max_parallelism:0', 'transpose_bucket_size:0',
+     'transpose_bucket_size:-1', 'pad_to_block_boundary:x', 'saturation_delay_ms:0', 'brotli,window_log:31',
+     'transpose_bucket_size:1.5k', 'group_size: 3', 'zstd:', 'brotli:', 'zstd: +5', 'window_log:20'],
 )
 def test_writer_options_match_cpp(tmp_path, options):
     def create(module, name):
         module.ArrayRecordWriter(str(tmp_path / name), options).close()
 
     assert outcome(create, array_record_module, 'ours') == outcome(create, cpp, 'cpp')
+    # A bad option string raises C++'s ValueError, word for word.
+    assert message(array_record_module.ArrayRecordWriter, str(tmp_path / 'ours2'), options) == message(
+        cpp.ArrayRecordWriter, str(tmp_path / 'cpp2'), options)
 
 
 @needs_cpp

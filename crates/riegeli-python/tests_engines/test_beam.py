@@ -139,3 +139,20 @@ def test_pipeline_on_two_processes(inputs, tmp_path):
     shards = sorted(out.glob('rg-*.riegeli'))
     assert shards
     assert collections.Counter(r for shard in shards for r in read_riegeli(shard)) == everything
+
+
+@pytest.mark.parametrize('sink_class', [riegeli_beam.RiegeliSink, riegeli_beam.ArrayRecordSink])
+def test_sinks_write_bytes_like_records_and_refuse_others(tmp_path, sink_class):
+    sink = sink_class(str(tmp_path / 'out'))
+    shard = str(tmp_path / 'shard')
+    handle = sink.open(shard)
+    sink.write_record(handle, b'bytes')
+    sink.write_record(handle, bytearray(b'bytearray'))
+    sink.write_record(handle, memoryview(b'memoryview'))
+    # bytes(5) would be five zero bytes, bytes([1, 2]) two bytes: refused instead.
+    for value in [5, 'text', [1, 2], range(3), None]:
+        with pytest.raises(TypeError):
+            sink.write_record(handle, value)
+    sink.close(handle)
+    read = read_riegeli if sink_class is riegeli_beam.RiegeliSink else read_array_record_ours
+    assert read(shard) == [b'bytes', b'bytearray', b'memoryview']

@@ -289,196 +289,279 @@ impl ParseOptionsError {
     }
 }
 
-/// Parses an integer in `min..=max`.
-pub(crate) fn parse_int(token: &str, value: &str, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
-    match value.parse::<i64>() {
-        Ok(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(ParseOptionsError::new(token, format!("expected an integer in {min}..={max}"))),
-    }
+/// One `key[:value]` item of an option string, as [`parse_options`] hands it over.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OptionItem<'t> {
+    /// The name before the first `:`.
+    pub(crate) key: &'t str,
+    /// What follows the first `:` (empty if there is none: C++ treats `key` and `key:` alike).
+    pub(crate) value: &'t str,
 }
 
-/// Parses a "real with optional suffix `[BkKMGTPE]`" into a positive byte count.
-pub(crate) fn parse_bytes(token: &str, value: &str) -> Result<u64, ParseOptionsError> {
-    let bad = || ParseOptionsError::new(token, "expected a positive size like 65536, 64k or 1.5M");
-    parse_size(value).filter(|&n| n >= 1).ok_or_else(bad)
+/// Why a value parser refused an item (C++'s `ValueParser` failing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The value is none of these (C++'s `InvalidValue()` descriptions, joined by `, `).
+    Invalid(String),
+    /// A conflict with another option, in its whole message.
+    Failed(String),
 }
 
-/// A byte size: an integer or a real with an optional suffix `[BkKMGTPE]`
-/// (powers of 1024), rounded; `None` if it is not one or does not fit.
-pub(crate) fn parse_size(value: &str) -> Option<u64> {
-    let (number, shift) = match value.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let shift = match c {
-                'B' => 0,
-                'k' | 'K' => 10,
-                'M' => 20,
-                'G' => 30,
-                'T' => 40,
-                'P' => 50,
-                'E' => 60,
-                _ => return None,
-            };
-            (&value[..i], shift)
-        }
-        _ => (value, 0),
-    };
-    if let Ok(n) = number.parse::<u64>() {
-        return n.checked_mul(1u64 << shift);
-    }
-    let real: f64 = number.parse().ok()?;
-    let scaled = (real * (1u64 << shift) as f64).round();
-    (scaled.is_finite() && scaled >= 0.0 && scaled < u64::MAX as f64).then_some(scaled as u64)
-}
-
-/// The compression items of an option string, gathered item by item (the
-/// C++ writer's grammar and ArrayRecord's share them): at most one of
-/// `uncompressed`/`brotli`/`zstd`/`snappy`, and a `window_log` checked
-/// against it once all items are read.
-#[derive(Debug, Default)]
-pub(crate) struct CompressionItems<'t> {
-    chosen: Option<(&'t str, CompressionType, i32)>,
-    window_log: Option<(&'t str, Option<u32>)>,
-}
-
-impl<'t> CompressionItems<'t> {
-    /// The compression `token` names; an error if an earlier item named one.
-    pub(crate) fn choose(
-        &mut self,
-        token: &'t str,
-        kind: CompressionType,
-        level: i32,
-    ) -> Result<(), ParseOptionsError> {
-        if let Some((previous, _, _)) = self.chosen {
-            let message = format!("conflicts with the earlier compression option {previous:?}");
+/// The option-string parser of C++ Riegeli (`riegeli/base/options_parser.cc`), the one
+/// mechanism every option grammar here goes through, with C++'s error messages word for
+/// word: items separated by `,` (empty ones skipped), each `key` or `key:value`; a key not
+/// in `keys` is `Unknown option K, valid options: ...` (in the order of `keys`), a key given
+/// twice `Option K is present more than once`, and a value `parse` refuses
+/// `Option K: invalid value: V, valid values: ...` (or the conflict it reports).
+/// `parse` gets each item and the keys accepted before it. `ours` are keys of this
+/// implementation's own, accepted as `keys` are but not listed in C++'s message.
+pub(crate) fn parse_options<'t>(
+    text: &'t str,
+    keys: &[&str],
+    ours: &[&str],
+    mut parse: impl FnMut(OptionItem<'t>, &[&'t str]) -> Result<(), Refusal>,
+) -> Result<(), ParseOptionsError> {
+    let mut seen: Vec<&'t str> = Vec::new();
+    for token in text.split(',').filter(|token| !token.is_empty()) {
+        let (key, value) = token.split_once(':').unwrap_or((token, ""));
+        if !keys.contains(&key) && !ours.contains(&key) {
+            let message = format!("Unknown option {key}, valid options: {}", keys.join(", "));
             return Err(ParseOptionsError::new(token, message));
         }
-        self.chosen = Some((token, kind, level));
-        Ok(())
+        if seen.contains(&key) {
+            return Err(ParseOptionsError::new(token, format!("Option {key} is present more than once")));
+        }
+        match parse(OptionItem { key, value }, &seen) {
+            Ok(()) => seen.push(key),
+            Err(Refusal::Invalid(valid)) => {
+                let shown = if value.is_empty() { "(empty)" } else { value };
+                let message = format!("Option {key}: invalid value: {shown}, valid values: {valid}");
+                return Err(ParseOptionsError::new(token, message));
+            }
+            Err(Refusal::Failed(message)) => return Err(ParseOptionsError::new(token, message)),
+        }
+    }
+    Ok(())
+}
+
+/// The value parsers of C++'s `ValueParser`, for [`parse_options`].
+pub(crate) mod value {
+    use super::{OptionItem, Refusal};
+
+    /// `Empty`: no value (or an empty one).
+    pub(crate) fn empty(value: &str) -> Result<(), Refusal> {
+        if value.is_empty() { Ok(()) } else { Err(Refusal::Invalid("(empty)".to_owned())) }
     }
 
-    /// A `window_log` item (`None`: `auto`).
-    pub(crate) fn set_window_log(&mut self, token: &'t str, log: Option<u32>) {
-        self.window_log = Some((token, log));
+    /// `Enum`: one of the listed values (`""` also matches an absent value).
+    pub(crate) fn one_of<T: Copy>(value: &str, choices: &[(&str, T)]) -> Result<T, Refusal> {
+        if let Some(&(_, chosen)) = choices.iter().find(|(name, _)| *name == value) {
+            return Ok(chosen);
+        }
+        let names: Vec<&str> =
+            choices.iter().map(|&(name, _)| if name.is_empty() { "(empty)" } else { name }).collect();
+        Err(Refusal::Invalid(names.join(", ")))
     }
 
-    /// The compression chosen (`default` if none was) and its window log, if
-    /// one was given and the compression takes it.
-    pub(crate) fn finish(
-        self,
-        default: (CompressionType, i32),
-    ) -> Result<(CompressionType, i32, Option<u32>), ParseOptionsError> {
-        let (kind, level) = self.chosen.map_or(default, |(_, kind, level)| (kind, level));
-        let window_log = match (kind, self.window_log) {
-            (_, None) => None,
-            (CompressionType::None, Some((token, _))) => {
-                return Err(ParseOptionsError::new(token, "window_log is not allowed with uncompressed"));
-            }
-            (CompressionType::Snappy, Some((token, _))) => {
-                return Err(ParseOptionsError::new(token, "window_log is not allowed with snappy"));
-            }
-            (CompressionType::Brotli, Some((token, Some(log)))) if log > 30 => {
-                return Err(ParseOptionsError::new(token, "brotli window_log must be in 10..=30"));
-            }
-            (_, Some((_, log))) => log,
+    /// `Int`: an integer in `[min..max]` (`absl::SimpleAtoi`: surrounding whitespace and a
+    /// sign allowed).
+    pub(crate) fn int(value: &str, min: i64, max: i64) -> Result<i64, Refusal> {
+        match value.trim_ascii().parse::<i64>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(Refusal::Invalid(format!("integers in the range [{min}..{max}]"))),
+        }
+    }
+
+    /// `Real`: a real in `[min..max]`.
+    pub(crate) fn real(value: &str, min: f64, max: f64) -> Result<f64, Refusal> {
+        match value.trim_ascii().parse::<f64>() {
+            Ok(x) if x >= min && x <= max => Ok(x),
+            _ => Err(Refusal::Invalid(format!("reals in the range [{min}..{max}]"))),
+        }
+    }
+
+    /// `Bytes`: an integer expressed as a real with an optional suffix `[BkKMGTPE]`
+    /// (powers of 1024), rounded as C++ rounds it (in a double, saturating at 2^64-1), in
+    /// `[min..max]`.
+    pub(crate) fn bytes(value: &str, min: u64, max: u64) -> Result<u64, Refusal> {
+        let (number, shift) = match value.as_bytes().last() {
+            Some(b'B') => (&value[..value.len() - 1], 0),
+            Some(b'k' | b'K') => (&value[..value.len() - 1], 10),
+            Some(b'M') => (&value[..value.len() - 1], 20),
+            Some(b'G') => (&value[..value.len() - 1], 30),
+            Some(b'T') => (&value[..value.len() - 1], 40),
+            Some(b'P') => (&value[..value.len() - 1], 50),
+            Some(b'E') => (&value[..value.len() - 1], 60),
+            _ => (value, 0),
         };
-        Ok((kind, level, window_log))
+        let parsed = number.trim_ascii().parse::<f64>().ok().filter(|&x| x >= 0.0).map(|x| {
+            let scaled = (x * (1u64 << shift) as f64).round();
+            // `as` saturates, as C++ does explicitly.
+            scaled as u64
+        });
+        match parsed {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(Refusal::Invalid(format!(
+                "integers expressed as reals with optional suffix [BkKMGTPE], in the range [{min}..{max}]"
+            ))),
+        }
+    }
+
+    /// `Or`: the first parser's result, else the second's; valid values of both if both refuse.
+    pub(crate) fn or<T>(first: Result<T, Refusal>, second: impl FnOnce() -> Result<T, Refusal>) -> Result<T, Refusal> {
+        match first {
+            Err(Refusal::Invalid(a)) => match second() {
+                Err(Refusal::Invalid(b)) => Err(Refusal::Invalid(format!("{a}, {b}"))),
+                other => other,
+            },
+            other => other,
+        }
+    }
+
+    /// `FailIfSeen`: a conflict if one of `keys` was given before `item` (the first in `keys`
+    /// order is named).
+    pub(crate) fn fail_if_seen(item: OptionItem<'_>, seen: &[&str], keys: &[&str]) -> Result<(), Refusal> {
+        match keys.iter().find(|key| seen.contains(key)) {
+            Some(key) => Err(Refusal::Failed(format!("Option {} conflicts with option {key}", item.key))),
+            None => Ok(()),
+        }
+    }
+
+    /// `FailIfAnySeen`: a conflict if any option was given before `item`.
+    pub(crate) fn fail_if_any_seen(item: OptionItem<'_>, seen: &[&str]) -> Result<(), Refusal> {
+        if seen.is_empty() { Ok(()) } else { Err(Refusal::Failed(format!("Option {} must be first", item.key))) }
     }
 }
 
-/// Parses `true`/`false` (empty means `true`).
-fn parse_bool(token: &str, value: Option<&str>) -> Result<bool, ParseOptionsError> {
-    match value {
-        None | Some("true") => Ok(true),
-        Some("false") => Ok(false),
-        Some(_) => Err(ParseOptionsError::new(token, "expected true or false")),
+/// The compression items of an option string, collected by the first pass of a writer's
+/// grammar (C++'s `CopyTo`), as C++ writes them: `key` or `key:value`.
+#[derive(Debug, Default)]
+pub(crate) struct CompressorText(Vec<String>);
+
+impl CompressorText {
+    /// Keeps `item` for [`parse_compressor`].
+    pub(crate) fn copy(&mut self, item: OptionItem<'_>) {
+        self.0.push(if item.value.is_empty() { item.key.to_owned() } else { format!("{}:{}", item.key, item.value) });
     }
+}
+
+/// What [`parse_compressor`] found: compression, level and window log (`None`: `auto`).
+pub(crate) type Compression = (CompressionType, i32, Option<u32>);
+
+/// C++'s `CompressorOptions::FromString` over the compression items: first the compression
+/// (conflicting ones refused), then the values, which depend on it (`window_log` is refused
+/// with `uncompressed` and `snappy`, ranges differ for brotli and zstd). `default` is the
+/// compression and level if no item names one.
+pub(crate) fn parse_compressor(
+    text: &CompressorText,
+    default: (CompressionType, i32),
+) -> Result<Compression, ParseOptionsError> {
+    const KEYS: [&str; 6] = ["uncompressed", "brotli", "zstd", "snappy", "window_log", "brotli_encoder"];
+    let text = text.0.join(",");
+    let (mut kind, mut level) = default;
+    parse_options(&text, &KEYS, &[], |item, seen| {
+        let (chosen, others): (CompressionType, &[&str]) = match item.key {
+            "uncompressed" => (CompressionType::None, &["brotli", "zstd", "snappy"]),
+            "brotli" => (CompressionType::Brotli, &["uncompressed", "zstd", "snappy"]),
+            "zstd" => (CompressionType::Zstd, &["uncompressed", "brotli", "snappy"]),
+            "snappy" => (CompressionType::Snappy, &["uncompressed", "brotli", "zstd"]),
+            _ => return Ok(()),
+        };
+        value::fail_if_seen(item, seen, others)?;
+        kind = chosen;
+        Ok(())
+    })?;
+    let mut window_log = None;
+    parse_options(&text, &KEYS, &[], |item, seen| {
+        let v = item.value;
+        match item.key {
+            "uncompressed" => {
+                value::fail_if_seen(item, seen, &["window_log"])?;
+                value::empty(v)?;
+                level = 0;
+            }
+            "brotli" => {
+                let default = i64::from(CompressorOptions::BROTLI_DEFAULT_LEVEL);
+                level = value::or(value::empty(v).map(|()| default), || value::int(v, 0, 11))? as i32;
+            }
+            "zstd" => {
+                let default = i64::from(CompressorOptions::ZSTD_DEFAULT_LEVEL);
+                level = value::or(value::empty(v).map(|()| default), || value::int(v, -131_072, 22))? as i32;
+            }
+            "snappy" => {
+                value::fail_if_seen(item, seen, &["window_log"])?;
+                let default = i64::from(CompressorOptions::SNAPPY_DEFAULT_LEVEL);
+                level = value::or(value::empty(v).map(|()| default), || value::int(v, 1, 2))? as i32;
+            }
+            "window_log" => {
+                let max = match kind {
+                    CompressionType::None => return value::fail_if_seen(item, seen, &["uncompressed"]),
+                    CompressionType::Snappy => return value::fail_if_seen(item, seen, &["snappy"]),
+                    CompressionType::Brotli => 30,
+                    _ => 31,
+                };
+                window_log = value::or(value::one_of(v, &[("auto", None)]), || value::int(v, 10, max).map(Some))?
+                    .map(|log| log as u32);
+            }
+            _ => {
+                // brotli_encoder: C++ picks between two brotli libraries at run time; here
+                // the cargo feature `brotli-c` decides at build time, so the value is only
+                // checked (C++ option strings parse).
+                value::one_of(v, &[("rbrotli_or_cbrotli", ()), ("cbrotli", ()), ("rbrotli", ())])?;
+            }
+        }
+        Ok(())
+    })?;
+    // A window log given before `uncompressed` or `snappy` is refused by them, so none is
+    // left here for a compression that takes none.
+    Ok((kind, level, window_log))
 }
 
 impl FromStr for RecordWriterOptions {
     type Err = ParseOptionsError;
 
+    /// C++'s `RecordWriterBase::Options::FromString`, messages included.
     fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
+        const KEYS: [&str; 14] = [
+            "default",
+            "transpose",
+            "uncompressed",
+            "brotli",
+            "zstd",
+            "snappy",
+            "window_log",
+            "brotli_encoder",
+            "chunk_size",
+            "bucket_fraction",
+            "padding",
+            "initial_padding",
+            "final_padding",
+            "parallelism",
+        ];
         let mut options = Self::default();
-        let mut compression = CompressionItems::default();
-        for token in text.split(',') {
-            if token.is_empty() {
-                continue;
-            }
-            let (name, value) = match token.split_once(':') {
-                Some((name, value)) => (name, Some(value)),
-                None => (token, None),
-            };
-            let need_value = || ParseOptionsError::new(token, "a value is required");
-            let mut set_compression = |kind, level| compression.choose(token, kind, level);
-            match name {
-                "default" if value.is_none() => {}
-                "transpose" => options.transpose = parse_bool(token, value)?,
-                "uncompressed" if value.is_none() => set_compression(CompressionType::None, 0)?,
-                "brotli" => {
-                    let level = value.map_or(Ok(6), |v| parse_int(token, v, 0, 11))?;
-                    set_compression(CompressionType::Brotli, level as i32)?;
-                }
-                "zstd" => {
-                    let level = value.map_or(Ok(3), |v| parse_int(token, v, -131072, 22))?;
-                    set_compression(CompressionType::Zstd, level as i32)?;
-                }
-                "snappy" => {
-                    let level = value.map_or(Ok(1), |v| parse_int(token, v, 1, 2))?;
-                    set_compression(CompressionType::Snappy, level as i32)?;
-                }
-                "window_log" => {
-                    let value = value.ok_or_else(need_value)?;
-                    let log = if value == "auto" { None } else { Some(parse_int(token, value, 10, 31)? as u32) };
-                    compression.set_window_log(token, log);
-                }
-                "brotli_encoder" => {
-                    // C++ picks between two brotli libraries at run time; here the
-                    // cargo feature `brotli-c` decides at build time, so the value is
-                    // checked (C++ option strings parse) and has nothing to choose.
-                    match value.ok_or_else(need_value)? {
-                        "rbrotli_or_cbrotli" | "cbrotli" | "rbrotli" => {}
-                        _ => {
-                            return Err(ParseOptionsError::new(
-                                token,
-                                "expected rbrotli_or_cbrotli, cbrotli or rbrotli",
-                            ));
-                        }
-                    }
-                }
+        let mut compressor = CompressorText::default();
+        parse_options(text, &KEYS, &[], |item, seen| {
+            let v = item.value;
+            let padding = || value::or(value::empty(v).map(|()| IMPLICIT_PADDING), || value::bytes(v, 1, u64::MAX));
+            match item.key {
+                "default" => value::fail_if_any_seen(item, seen)?,
+                "transpose" => options.transpose = value::one_of(v, &[("", true), ("true", true), ("false", false)])?,
                 "chunk_size" => {
-                    let value = value.ok_or_else(need_value)?;
-                    options.chunk_size = if value == "auto" { None } else { Some(parse_bytes(token, value)?) };
+                    options.chunk_size =
+                        value::or(value::one_of(v, &[("auto", None)]), || value::bytes(v, 1, u64::MAX).map(Some))?;
                 }
-                "bucket_fraction" => {
-                    let value = value.ok_or_else(need_value)?;
-                    options.bucket_fraction = match value.parse::<f64>() {
-                        Ok(f) if (0.0..=1.0).contains(&f) => f,
-                        _ => {
-                            return Err(ParseOptionsError::new(token, "expected a real number in 0..1"));
-                        }
-                    };
-                }
-                "padding" | "initial_padding" | "final_padding" => {
-                    let padding = value.map_or(Ok(IMPLICIT_PADDING), |v| parse_bytes(token, v))?;
-                    if name != "final_padding" {
-                        options.initial_padding = padding;
-                    }
-                    if name != "initial_padding" {
-                        options.final_padding = padding;
-                    }
-                }
-                "parallelism" => {
-                    let value = value.ok_or_else(need_value)?;
-                    options.parallelism = parse_int(token, value, 0, i64::from(i32::MAX))? as usize;
-                }
-                "default" | "uncompressed" => {
-                    return Err(ParseOptionsError::new(token, "takes no value"));
-                }
-                _ => return Err(ParseOptionsError::new(token, "unknown option")),
+                "bucket_fraction" => options.bucket_fraction = value::real(v, 0.0, 1.0)?,
+                "padding" => (options.initial_padding, options.final_padding) = (padding()?, padding()?),
+                "initial_padding" => options.initial_padding = padding()?,
+                "final_padding" => options.final_padding = padding()?,
+                "parallelism" => options.parallelism = value::int(v, 0, i64::from(i32::MAX))? as usize,
+                _ => compressor.copy(item),
             }
-        }
+            Ok(())
+        })?;
         let default = (options.compression_type, options.compression_level);
-        (options.compression_type, options.compression_level, options.window_log) = compression.finish(default)?;
+        (options.compression_type, options.compression_level, options.window_log) =
+            parse_compressor(&compressor, default)?;
         Ok(options)
     }
 }
@@ -677,6 +760,82 @@ mod tests {
         assert!("snappy,window_log:auto".parse::<RecordWriterOptions>().is_err());
         assert!("brotli,window_log:31".parse::<RecordWriterOptions>().is_err());
         assert!("zstd,window_log:31".parse::<RecordWriterOptions>().is_ok());
+    }
+
+    #[test]
+    fn errors_are_cpp_words() {
+        const VALID: &str = "default, transpose, uncompressed, brotli, zstd, snappy, window_log, brotli_encoder, \
+                             chunk_size, bucket_fraction, padding, initial_padding, final_padding, parallelism";
+        const BYTES: &str =
+            "integers expressed as reals with optional suffix [BkKMGTPE], in the range [1..18446744073709551615]";
+        // C++'s RecordWriterBase::Options::FromString and CompressorOptions::FromString
+        // (riegeli/base/options_parser.cc words).
+        for (text, message) in [
+            ("chunk_sise:1M", format!("Unknown option chunk_sise, valid options: {VALID}")),
+            ("Zstd", format!("Unknown option Zstd, valid options: {VALID}")),
+            ("zstd,zstd:5", "Option zstd is present more than once".to_owned()),
+            ("zstd,default", "Option default must be first".to_owned()),
+            ("default,default", "Option default is present more than once".to_owned()),
+            ("transpose:yes", "Option transpose: invalid value: yes, valid values: (empty), true, false".to_owned()),
+            ("chunk_size:0", format!("Option chunk_size: invalid value: 0, valid values: auto, {BYTES}")),
+            ("chunk_size:", format!("Option chunk_size: invalid value: (empty), valid values: auto, {BYTES}")),
+            ("chunk_size:12Q", format!("Option chunk_size: invalid value: 12Q, valid values: auto, {BYTES}")),
+            (
+                "bucket_fraction:1.5",
+                "Option bucket_fraction: invalid value: 1.5, valid values: reals in the range [0..1]".to_owned(),
+            ),
+            ("padding:0", format!("Option padding: invalid value: 0, valid values: (empty), {BYTES}")),
+            ("final_padding:-1", format!("Option final_padding: invalid value: -1, valid values: (empty), {BYTES}")),
+            (
+                "parallelism:-1",
+                "Option parallelism: invalid value: -1, valid values: integers in the range [0..2147483647]".to_owned(),
+            ),
+            ("zstd,brotli", "Option brotli conflicts with option zstd".to_owned()),
+            ("snappy,uncompressed", "Option uncompressed conflicts with option snappy".to_owned()),
+            ("uncompressed:1", "Option uncompressed: invalid value: 1, valid values: (empty)".to_owned()),
+            (
+                "brotli:12",
+                "Option brotli: invalid value: 12, valid values: (empty), integers in the range [0..11]".to_owned(),
+            ),
+            (
+                "zstd:23",
+                "Option zstd: invalid value: 23, valid values: (empty), integers in the range [-131072..22]".to_owned(),
+            ),
+            (
+                "snappy:3",
+                "Option snappy: invalid value: 3, valid values: (empty), integers in the range [1..2]".to_owned(),
+            ),
+            (
+                "window_log:9",
+                "Option window_log: invalid value: 9, valid values: auto, integers in the range [10..30]".to_owned(),
+            ),
+            (
+                "zstd,window_log:32",
+                "Option window_log: invalid value: 32, valid values: auto, integers in the range [10..31]".to_owned(),
+            ),
+            ("uncompressed,window_log:20", "Option window_log conflicts with option uncompressed".to_owned()),
+            ("window_log:x,uncompressed", "Option uncompressed conflicts with option window_log".to_owned()),
+            ("snappy,window_log:auto", "Option window_log conflicts with option snappy".to_owned()),
+            (
+                "brotli_encoder:c",
+                "Option brotli_encoder: invalid value: c, valid values: rbrotli_or_cbrotli, cbrotli, rbrotli"
+                    .to_owned(),
+            ),
+            // The first pass (every option but the compression ones) comes first.
+            ("brotli:12,chunk_size:0", format!("Option chunk_size: invalid value: 0, valid values: auto, {BYTES}")),
+        ] {
+            let err = text.parse::<RecordWriterOptions>().unwrap_err();
+            assert_eq!(err.message(), message, "{text}");
+        }
+        // What C++ accepts: whitespace and a sign around integers, an empty value as none,
+        // `default` first with any value, reals for sizes (rounded in a double).
+        let o: RecordWriterOptions = "default:x,zstd: +5 ,chunk_size:1.5k,transpose:".parse().unwrap();
+        assert_eq!((o.compression_type(), o.compression_level(), o.chunk_size), (CompressionType::Zstd, 5, Some(1536)));
+        assert!(o.transpose());
+        let o: RecordWriterOptions = "window_log:20".parse().unwrap();
+        assert_eq!((o.compression_type(), o.window_log), (CompressionType::Brotli, Some(20)));
+        assert_eq!("chunk_size:inf".parse::<RecordWriterOptions>().unwrap().chunk_size, Some(u64::MAX));
+        assert_eq!("zstd:".parse::<RecordWriterOptions>().unwrap().compression_level(), 3);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, p
 
 use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk};
 use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
-use crate::error::{Corruption, Error, Result};
+use crate::error::{Corruption, Error, ErrorKind, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
@@ -63,7 +63,7 @@ enum Which {
 /// ahead. Memory use grows to about `n + 2` decoded and `n + 1` raw chunks.
 /// The threads are started by the first chunk they can decode and joined
 /// when the reader is dropped; should a decoder panic on a thread (a bug),
-/// the read returns an [`ErrorKind::Internal`](crate::ErrorKind::Internal) error (not corruption:
+/// the read returns an [`ErrorKind::Internal`] error (not corruption:
 /// recovery does not skip it), and the next read decodes that chunk again on
 /// the calling thread.
 ///
@@ -632,6 +632,20 @@ impl<R: Read + Seek> RecordReader<R> {
         Ok(self.source.size()?)
     }
 
+    /// Fails if file position `pos` is past the end of the file (C++ `Seek` fails there,
+    /// with this message); the size is asked only if `pos` is past the bytes buffered.
+    fn check_within_file(&mut self, pos: u64) -> Result<()> {
+        if pos <= self.source.pos().saturating_add(self.source.buffered().len() as u64) {
+            return Ok(());
+        }
+        let size = self.size()?;
+        if pos > size {
+            let message = format!("Position {pos} exceeds file size: {size}");
+            return Err(Error::new(ErrorKind::InvalidArgument(message)));
+        }
+        Ok(())
+    }
+
     /// Moves to chunk boundary `pos` without reading.
     fn jump_to(&mut self, pos: u64) -> Result<()> {
         self.discard_ahead();
@@ -720,13 +734,16 @@ impl<R: Read + Seek> RecordReader<R> {
     }
 
     /// Seeks to a record position obtained from [`pos`](Self::pos) or
-    /// [`last_pos`](Self::last_pos) for the same file.
+    /// [`last_pos`](Self::last_pos) for the same file. A chunk beginning past the end of the
+    /// file is an [`ErrorKind::InvalidArgument`] error
+    /// (C++'s message: `Position P exceeds file size: S`).
     pub fn seek(&mut self, pos: RecordPosition) -> Result<()> {
         self.last_pos = None;
         if !self.records.is_empty() && pos.chunk_begin() == self.chunk_begin {
             self.index = usize::try_from(pos.record_index()).unwrap_or(usize::MAX).min(self.records.len());
             return Ok(());
         }
+        self.check_within_file(pos.chunk_begin())?;
         self.jump_to(pos.chunk_begin())?;
         if pos.record_index() == 0 {
             return Ok(());
@@ -740,13 +757,15 @@ impl<R: Read + Seek> RecordReader<R> {
 
     /// Seeks to the record with numeric position `pos` (`chunk_begin + record_index`),
     /// or the next record if `pos` falls between records. Any `pos` from 0 to the
-    /// file size is allowed.
+    /// file size is allowed; a larger one is an
+    /// [`ErrorKind::InvalidArgument`] error, as in C++.
     pub fn seek_numeric(&mut self, pos: u64) -> Result<()> {
         self.last_pos = None;
         if !self.records.is_empty() && pos >= self.chunk_begin && pos < self.next_chunk_pos() {
             self.index = usize::try_from(pos - self.chunk_begin).unwrap_or(usize::MAX).min(self.records.len());
             return Ok(());
         }
+        self.check_within_file(pos)?;
         let chunk = self.locate_chunk(pos, Which::Containing)?;
         self.jump_to(chunk)?;
         if chunk >= pos {

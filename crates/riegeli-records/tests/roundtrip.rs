@@ -3,7 +3,7 @@
 use std::io::Cursor;
 
 use proptest::prelude::*;
-use riegeli_records::{RecordPosition, RecordReader, RecordWriter, RecordWriterOptions};
+use riegeli_records::{ErrorKind, RecordPosition, RecordReader, RecordWriter, RecordWriterOptions};
 
 use crate::common::{layout, read_all, sample_records, write_file};
 
@@ -127,9 +127,20 @@ fn positions_seek_back_to_the_same_records() {
         let second_chunk = chunks.iter().filter(|c| c.num_records > 0).nth(1).unwrap();
         reader.seek_numeric(second_chunk.begin - 1).unwrap();
         assert_eq!(reader.pos(), RecordPosition::new(second_chunk.begin, 0).unwrap());
-        // Seeking past the end gives the end.
+        // Seeking to the end gives the end; past it is an error, in C++'s words.
         reader.seek_numeric(file.len() as u64).unwrap();
         assert_eq!(reader.read_record().unwrap(), None);
+        let size = file.len() as u64;
+        for beyond in [size + 1, u64::MAX] {
+            let err = reader.seek_numeric(beyond).unwrap_err();
+            assert!(matches!(err.kind(), ErrorKind::InvalidArgument(_)), "{err}");
+            assert_eq!(err.to_string(), format!("invalid argument: Position {beyond} exceeds file size: {size}"));
+            let err = reader.seek(RecordPosition::new(beyond, 0).unwrap()).unwrap_err();
+            assert!(err.to_string().ends_with(&format!("Position {beyond} exceeds file size: {size}")), "{err}");
+        }
+        // The reader is still usable.
+        reader.seek(written_positions[0]).unwrap();
+        assert_eq!(reader.read_record().unwrap().unwrap(), records[0]);
     }
 }
 

@@ -207,3 +207,26 @@ fn serialized_metadata_is_written_unchanged() {
     let file = RecordWriter::new(Vec::new(), options).unwrap().close().unwrap();
     assert_eq!(RecordReader::new(Cursor::new(file)).read_serialized_metadata().unwrap(), None);
 }
+
+#[test]
+fn serialized_metadata_that_does_not_parse_is_written_as_given() {
+    // As C++: the writer does not check the bytes; reading them as metadata fails.
+    let serialized = vec![0xff; 100];
+    for options in ["uncompressed", "transpose,zstd"] {
+        let options = options.parse::<RecordWriterOptions>().unwrap().set_serialized_metadata(Some(serialized.clone()));
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        writer.write_record(b"record").unwrap();
+        let file = writer.close().unwrap();
+        let mut reader = RecordReader::new(Cursor::new(&file));
+        assert_eq!(reader.read_serialized_metadata().unwrap().as_deref(), Some(&serialized[..]));
+        assert!(reader.read_metadata().unwrap_err().is_corruption());
+        assert_eq!(read_all(&mut reader), [b"record"]);
+    }
+    // Empty bytes are an empty metadata chunk (C++ writes one), read as empty metadata.
+    let options = RecordWriterOptions::new().set_serialized_metadata(Some(Vec::new()));
+    let file = RecordWriter::new(Vec::new(), options).unwrap().close().unwrap();
+    assert!(file.len() > 64, "a metadata chunk follows the signature");
+    let mut reader = RecordReader::new(Cursor::new(&file));
+    assert_eq!(reader.read_serialized_metadata().unwrap().as_deref(), Some(&b""[..]));
+    assert_eq!(reader.read_metadata().unwrap(), Some(RecordsMetadata::default()));
+}

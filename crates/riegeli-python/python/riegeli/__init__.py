@@ -1,5 +1,6 @@
 """Writes or reads Riegeli/records files (Google's riegeli API on a Rust core)."""
 
+from riegeli._riegeli import __version__
 from riegeli.base import riegeli_error
 from riegeli.records import record_position
 from riegeli.records import record_reader

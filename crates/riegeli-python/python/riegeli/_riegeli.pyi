@@ -30,6 +30,7 @@ _Buffer = Union[bytes, bytearray, memoryview]
 _Source = Union[BinaryIO, str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 
 EXISTENCE_ONLY: int
+__version__: str
 
 class RecordPosition:
     """A position of a record: the beginning of its chunk and its index in the chunk."""
@@ -65,9 +66,19 @@ class SearchProbe:
 class RecordWriter:
     """Writes records to a Riegeli/records file.
 
-    dest is a binary file object (write, flush, and tell unless assumed_pos is given; close
-    if owns_dest) or a local path (str or os.PathLike), created or truncated and written
-    natively. URLs are not written to: write locally (or to a file object) and upload.
+    dest is a binary file object (write and flush; close if owns_dest) or a local path (str or
+    os.PathLike), created or truncated and written natively. URLs are not written to: write
+    locally (or to a file object) and upload. As Google's, a file object is written from the
+    position tell() gives, or from 0 if its seekable() is False (a pipe), or from assumed_pos
+    if given (tell() is then not called); it is never asked to seek.
+
+    Records are bytes-like objects (bytes, bytearray, memoryview, ...): anything else, str
+    included, raises TypeError. metadata (a RecordsMetadata) or serialized_metadata (bytes,
+    written as given, even if they do not parse), not both (TypeError), is written after the
+    file signature. An option string that does not parse raises InvalidArgumentError with
+    C++'s message. Once writing has raised (an exception of the file object, ...), the writer
+    has failed: later writes and every close() raise the same exception again. pos and
+    last_pos still answer after close().
     """
 
     def __init__(
@@ -76,12 +87,12 @@ class RecordWriter:
         *,
         owns_dest: bool = True,
         assumed_pos: Optional[int] = None,
-        min_buffer_size: int = 4 << 10,
-        max_buffer_size: int = 64 << 10,
+        min_buffer_size: int = 4096,
+        max_buffer_size: int = 65536,
         buffer_size: Optional[int] = None,
         options: Union[str, bytes] = '',
         metadata: Optional[RecordsMetadata] = None,
-        serialized_metadata: _Buffer = b'',
+        serialized_metadata: Optional[_Buffer] = None,
     ) -> None: ...
     def __enter__(self) -> RecordWriter: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
@@ -103,18 +114,25 @@ class RecordWriter:
 class RecordReader:
     """Reads records from a Riegeli/records file.
 
-    src is a binary file object (read, seek and tell; close if owns_src), a path (str or
-    os.PathLike), read natively, or the URL of an object (a str: `s3://bucket/key`,
-    `gs://...`, `az://...`, `https://...`; see the module's docstring for credentials), read
-    natively by ranged requests. A missing file or object raises FileNotFoundError (the
-    object's URL in the message), other failures to open one OSError; `assumed_pos` applies
-    to file objects only.
+    src is a binary file object (read; close if owns_src), a path (str or os.PathLike), read
+    natively, or the URL of an object (a str: `s3://bucket/key`, `gs://...`, `az://...`,
+    `https://...`; see the module's docstring for credentials), read natively by ranged
+    requests. A missing file or object raises FileNotFoundError (the object's URL in the
+    message), other failures to open one OSError; `assumed_pos` applies to file objects only.
+    As Google's, a file object is read from the position tell() gives and asked to seek when
+    needed, unless its seekable() is False (a pipe: read from position 0) or assumed_pos is
+    given (read from there); then it is read sequentially, supports_random_access is False,
+    and seek(), size() and the searches raise UnimplementedError.
 
     As in Google's module: damage raises DataLossError unless recovery is given (then it is
     skipped and recovery is called with a SkippedRegion; raising StopIteration there ends
     reading, any other exception propagates). A file that ends inside a chunk reads as
     ending there, and close() raises DataLossError. A record that does not parse as the
-    message type asked for raises protobuf's DecodeError, or with recovery is skipped too.
+    message type asked for raises protobuf's DecodeError, or with recovery is skipped too
+    (read_message(s), search_for_message and read_metadata). Once a read has raised (a
+    damaged file, an exception of the file object, a seek past the end of the file), the
+    reader has failed: every later operation, close() included, raises the same exception
+    again. pos still answers after close().
     """
 
     def __init__(
@@ -123,8 +141,8 @@ class RecordReader:
         *,
         owns_src: bool = True,
         assumed_pos: Optional[int] = None,
-        min_buffer_size: int = 4 << 10,
-        max_buffer_size: int = 64 << 10,
+        min_buffer_size: int = 4096,
+        max_buffer_size: int = 65536,
         buffer_size: Optional[int] = None,
         field_projection: Optional[Iterable[Iterable[int]]] = None,
         recovery: Optional[Callable[[SkippedRegion], Any]] = None,
@@ -152,7 +170,9 @@ class RecordReader:
         ranges of any partition of a file read each of its records exactly once, which is
         how workers split a file (see `byte_ranges`).
         """
-    def seek(self, pos: RecordPosition) -> None: ...
+    def seek(self, pos: RecordPosition) -> None:
+        """A position past the end of the file raises InvalidArgumentError
+        (`Position P exceeds file size: S`)."""
     def seek_numeric(self, pos: int) -> None: ...
     def seek_back(self) -> bool: ...
     def size(self) -> int: ...
@@ -173,7 +193,7 @@ class ArrayRecordWriter:
 
     `options` is array_record's writer option string (`group_size:1`, `transpose`,
     `zstd:3`, `brotli:6`, `snappy`, `uncompressed`, `window_log:20`,
-    `pad_to_block_boundary:true`, ...); a bad one raises `ValueError`. As C++'s Python
+    `pad_to_block_boundary:true`, ...); a bad one raises `ValueError` with C++'s message. As C++'s Python
     module, the file records `max_parallelism:1` in its writer options (records are encoded
     in the calling thread, without the GIL, in batches; the file is written on an I/O
     thread). Other keyword arguments are accepted and ignored, as C++.
@@ -190,7 +210,7 @@ class ArrayRecordWriter:
         """`path` may also be a binary file object (riegeli-rs), written from its current
         position on and not closed by `close()`."""
     def write(self, record: bytes) -> None:
-        """Writes one record (`bytes` only, as C++: `str`, `bytearray` raise `TypeError`).
+        """Writes one record (`bytes` only, as C++: `str`, `bytearray`, `int` raise `TypeError`).
 
         Records are handed to the encoder in batches: an error of the file may be raised by
         a later `write()` or by `close()`.

@@ -82,7 +82,9 @@ class RiegeliSource(filebasedsource.FileBasedSource):
         # at the first one; the claims below stop at the current one.
         end = None if stop == OffsetRangeTracker.OFFSET_INFINITY else stop
         with self.open_file(file_name) as file:
-            reader = riegeli.RecordReader(file, owns_src=False, assumed_pos=0)
+            # Beam's file objects can seek, which set_byte_range needs (an assumed_pos would
+            # exclude it, as in Google's module).
+            reader = riegeli.RecordReader(file, owns_src=False)
             try:
                 reader.set_byte_range(range_tracker.start_position(), end)
                 chunk_begin = -1
@@ -180,7 +182,9 @@ class ArrayRecordSink(RiegeliSink):
         return ArrayRecordWriter(file, self.options)
 
     def write_record(self, file_handle, value):
-        file_handle.writer.write(value if type(value) is bytes else bytes(value))
+        # Bytes-like values as bytes; anything else (str, int, ...) raises TypeError, as
+        # RecordWriter.write_record does (bytes(5) would be five zero bytes).
+        file_handle.writer.write(value if type(value) is bytes else bytes(memoryview(value)))
 
 
 class _Shard:

@@ -78,7 +78,9 @@ def _table(records: List[bytes]) -> pa.Table:
 def _read_byte_range(fs: pafs.FileSystem, path: str, start: int, end: int) -> Iterator[pa.Table]:
     local = isinstance(fs, pafs.LocalFileSystem)
     src = path if local else fs.open_input_file(path)
-    with riegeli.RecordReader(src, assumed_pos=None if local else 0) as reader:
+    # pyarrow's input files can seek, which set_byte_range needs (an assumed_pos would
+    # exclude it, as in Google's module).
+    with riegeli.RecordReader(src) as reader:
         reader.set_byte_range(start, end)
         records, size, tables = [], 0, 0
         for record in reader.read_records():

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use riegeli_codec::{CompressionType, CompressorOptions};
 
 use crate::metadata::RecordsMetadata;
-use crate::options::{ChunkReadOptions, CompressionItems, ParseOptionsError, parse_bytes, parse_int, parse_size};
+use crate::options::{ChunkReadOptions, CompressorText, ParseOptionsError, parse_compressor, parse_options, value};
 
 /// Default records per chunk (C++ `kDefaultGroupSize`).
 pub const DEFAULT_GROUP_SIZE: u64 = 1;
@@ -245,112 +245,63 @@ impl ArrayRecordWriterOptions {
     }
 }
 
-/// Parses `true`/`false`; an absent value means `bare`.
-fn parse_flag(token: &str, value: Option<&str>, bare: bool) -> Result<bool, ParseOptionsError> {
-    match value {
-        None | Some("") => Ok(bare),
-        Some("true") => Ok(true),
-        Some("false") => Ok(false),
-        Some(_) => Err(ParseOptionsError::new(token, "expected true or false")),
-    }
-}
-
-/// An integer value; C++ (`absl::SimpleAtoi`) accepts surrounding whitespace.
-fn parse_number(token: &str, value: Option<&str>, min: i64, max: i64) -> Result<i64, ParseOptionsError> {
-    let value = value.ok_or_else(|| ParseOptionsError::new(token, "a value is required"))?;
-    parse_int(token, value.trim_ascii(), min, max)
-}
-
 impl FromStr for ArrayRecordWriterOptions {
     type Err = ParseOptionsError;
 
+    /// C++'s `ArrayRecordWriterBase::Options::FromString`, messages included.
     fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
+        const KEYS: [&str; 12] = [
+            "default",
+            "group_size",
+            "max_parallelism",
+            "saturation_delay_ms",
+            "transpose",
+            "transpose_bucket_size",
+            "uncompressed",
+            "brotli",
+            "zstd",
+            "snappy",
+            "window_log",
+            "pad_to_block_boundary",
+        ];
         let mut options = Self::default();
-        let mut compression = CompressionItems::default();
-        let mut default_token = false;
-        let mut others = 0usize;
-        for token in text.split(',') {
-            if token.is_empty() {
-                continue;
-            }
-            let (name, value) = match token.split_once(':') {
-                Some((name, value)) => (name, Some(value)),
-                None => (token, None),
-            };
-            // As C++ (array-record 0.8.6): `default` may come only first, once, with any
-            // value (ignored); the options after it apply as usual.
-            if name == "default" {
-                if default_token {
-                    return Err(ParseOptionsError::new(token, "default is present more than once"));
-                }
-                if others > 0 {
-                    return Err(ParseOptionsError::new(token, "default must be first"));
-                }
-                default_token = true;
-                continue;
-            }
-            others += 1;
-            let mut set_compression = |kind, level| compression.choose(token, kind, level);
-            match name {
-                "group_size" => options.group_size = parse_number(token, value, 1, i64::from(i32::MAX))? as u64,
+        let mut compressor = CompressorText::default();
+        let max = i64::from(i32::MAX);
+        parse_options(text, &KEYS, &[], |item, seen| {
+            let v = item.value;
+            match item.key {
+                "default" => value::fail_if_any_seen(item, seen)?,
+                "group_size" => options.group_size = value::int(v, 1, max)? as u64,
                 "max_parallelism" => {
-                    options.max_parallelism = match value.map(str::trim_ascii) {
-                        Some("auto") => None,
-                        _ => Some(parse_number(token, value, 1, i64::from(i32::MAX))? as u32),
-                    }
+                    options.max_parallelism =
+                        value::or(value::one_of(v, &[("auto", None)]), || value::int(v, 1, max).map(Some))?
+                            .map(|n| n as u32);
                 }
-                "saturation_delay_ms" => {
-                    // How long C++'s pool waits for work: there is no such wait here, so
-                    // the value is only checked (C++ option strings parse).
-                    parse_number(token, value, 1, i64::from(i32::MAX))?;
-                }
-                "transpose" => options.transpose = parse_flag(token, value, true)?,
+                // How long C++'s pool waits for work: there is no such wait here, so the
+                // value is only checked (C++ option strings parse).
+                "saturation_delay_ms" => drop(value::int(v, 1, max)?),
+                "transpose" => options.transpose = value::one_of(v, &[("", true), ("true", true), ("false", false)])?,
                 "transpose_bucket_size" => {
-                    options.transpose_bucket_size = match value {
-                        Some("auto") => DEFAULT_TRANSPOSE_BUCKET_SIZE,
-                        Some(v) => parse_bytes(token, v)?,
-                        None => return Err(ParseOptionsError::new(token, "a value is required")),
-                    }
+                    options.transpose_bucket_size =
+                        value::or(value::one_of(v, &[("auto", DEFAULT_TRANSPOSE_BUCKET_SIZE)]), || {
+                            value::bytes(v, 1, u64::MAX)
+                        })?;
                 }
-                "pad_to_block_boundary" => options.pad_to_block_boundary = parse_flag(token, value, false)?,
-                "uncompressed" => match value {
-                    None | Some("") => set_compression(CompressionType::None, 0)?,
-                    Some(_) => return Err(ParseOptionsError::new(token, "takes no value")),
-                },
-                "brotli" => {
-                    let level = match value {
-                        None | Some("") => CompressorOptions::BROTLI_DEFAULT_LEVEL,
-                        v => parse_number(token, v, 0, 11)? as i32,
-                    };
-                    set_compression(CompressionType::Brotli, level)?;
+                // A bare `pad_to_block_boundary` means false, as in C++.
+                "pad_to_block_boundary" => {
+                    options.pad_to_block_boundary = value::one_of(v, &[("", false), ("true", true), ("false", false)])?;
                 }
-                "zstd" => {
-                    let level = match value {
-                        None | Some("") => CompressorOptions::ZSTD_DEFAULT_LEVEL,
-                        v => parse_number(token, v, -131_072, 22)? as i32,
-                    };
-                    set_compression(CompressionType::Zstd, level)?;
-                }
-                "snappy" => {
-                    if !matches!(value, None | Some("")) {
-                        parse_number(token, value, 1, 2)?;
-                    }
-                    set_compression(CompressionType::Snappy, CompressorOptions::SNAPPY_DEFAULT_LEVEL)?;
-                }
-                "window_log" => {
-                    let log = match value.map(str::trim_ascii) {
-                        Some("auto") => None,
-                        _ => Some(parse_number(token, value, 10, 31)? as u32),
-                    };
-                    compression.set_window_log(token, log);
-                }
-                _ => return Err(ParseOptionsError::new(token, "unknown option")),
+                _ => compressor.copy(item),
             }
-        }
+            Ok(())
+        })?;
+        // C++ appends its default, `zstd:3`, unless a compression was named.
         let (kind, level, window_log) =
-            compression.finish((CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL))?;
+            parse_compressor(&compressor, (CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL))?;
         options.compression_type = kind;
-        options.compression_level = level;
+        // The snappy level is accepted but not kept (C++'s `ToString()` writes `snappy`).
+        options.compression_level =
+            if kind == CompressionType::Snappy { CompressorOptions::SNAPPY_DEFAULT_LEVEL } else { level };
         // ArrayRecord's zstd window is 20 unless given (not zstd's own default).
         options.window_log = match kind {
             CompressionType::Zstd => Some(window_log.unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
@@ -459,59 +410,29 @@ impl ArrayRecordReaderOptions {
 impl FromStr for ArrayRecordReaderOptions {
     type Err = ParseOptionsError;
 
+    /// C++'s `ArrayRecordReaderBase::Options::FromString`, messages included.
     fn from_str(text: &str) -> Result<Self, ParseOptionsError> {
-        const VALID: &str = "max_parallelism, readahead_buffer_size, index_storage_option, footer_prefetch_bytes";
-        const BYTES: &str =
-            "auto, integers expressed as reals with optional suffix [BkKMGTPE], in the range [0..1073741824]";
-        /// C++'s message for a value outside the grammar of option `name`.
-        fn invalid(token: &str, name: &str, value: &str, valid: &str) -> ParseOptionsError {
-            let shown = if value.is_empty() { "(empty)" } else { value };
-            ParseOptionsError::new(token, format!("Option {name}: invalid value: {shown}, valid values: {valid}"))
-        }
-        /// A byte size as C++ reads one here: digits (no words like `inf`), at most 1 GiB.
-        fn bytes(token: &str, name: &str, value: &str) -> Result<u64, ParseOptionsError> {
-            let trimmed = value.trim_ascii();
-            let digits = trimmed.trim_end_matches(|c: char| c.is_ascii_alphabetic() && c != 'e' && c != 'E');
-            let numeric = !digits.is_empty()
-                && digits.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
-            numeric
-                .then(|| parse_size(trimmed))
-                .flatten()
-                .filter(|&n| n <= 1 << 30)
-                .ok_or_else(|| invalid(token, name, value, BYTES))
-        }
+        const KEYS: [&str; 4] =
+            ["max_parallelism", "readahead_buffer_size", "index_storage_option", "footer_prefetch_bytes"];
         let mut options = Self::default();
-        let mut seen: Vec<&str> = Vec::new();
         let (mut offloaded, mut footer_prefetch) = (false, 1u64 << 20);
-        for token in text.split(',').filter(|t| !t.is_empty()) {
-            let (name, value) = token.split_once(':').unwrap_or((token, ""));
-            if !VALID.split(", ").any(|valid| valid == name) && name != SCAN_FALLBACK {
-                return Err(ParseOptionsError::new(token, format!("Unknown option {name}, valid options: {VALID}")));
-            }
-            if seen.contains(&name) {
-                return Err(ParseOptionsError::new(token, format!("Option {name} is present more than once")));
-            }
-            seen.push(name);
-            match (name, value) {
-                ("max_parallelism", "auto") => options.parallelism = None,
-                ("max_parallelism", _) => {
-                    let n = value.trim_ascii().parse::<u32>().ok().filter(|&n| i32::try_from(n).is_ok());
-                    let valid = "auto, integers in the range [0..2147483647]";
-                    let n = n.ok_or_else(|| invalid(token, name, value, valid))?;
-                    options.parallelism = Some((n as usize).max(1));
+        parse_options(text, &KEYS, &[SCAN_FALLBACK], |item, _| {
+            let v = item.value;
+            let bytes = |default| value::or(value::one_of(v, &[("auto", default)]), || value::bytes(v, 0, 1 << 30));
+            match item.key {
+                "max_parallelism" => {
+                    let n = value::or(value::one_of(v, &[("auto", None)]), || {
+                        value::int(v, 0, i64::from(i32::MAX)).map(Some)
+                    })?;
+                    options.parallelism = n.map(|n| (n as usize).max(1));
                 }
-                ("readahead_buffer_size", "auto") => options.readahead_buffer_size = DEFAULT_READAHEAD,
-                ("readahead_buffer_size", _) => options.readahead_buffer_size = bytes(token, name, value)?,
-                ("footer_prefetch_bytes", "auto") => footer_prefetch = 1 << 20,
-                ("footer_prefetch_bytes", _) => footer_prefetch = bytes(token, name, value)?,
-                (SCAN_FALLBACK, "" | "true") => options.scan_fallback = true,
-                (SCAN_FALLBACK, "false") => options.scan_fallback = false,
-                (SCAN_FALLBACK, _) => return Err(invalid(token, name, value, "(empty), true, false")),
-                (_, "" | "in_memory") => offloaded = false,
-                (_, "offloaded") => offloaded = true,
-                _ => return Err(invalid(token, name, value, "(empty), in_memory, offloaded")),
+                "readahead_buffer_size" => options.readahead_buffer_size = bytes(DEFAULT_READAHEAD)?,
+                "footer_prefetch_bytes" => footer_prefetch = bytes(1 << 20)?,
+                SCAN_FALLBACK => options.scan_fallback = value::one_of(v, &[("", true), ("true", true), ("false", false)])?,
+                _ => offloaded = value::one_of(v, &[("", false), ("in_memory", false), ("offloaded", true)])?,
             }
-        }
+            Ok(())
+        })?;
         if offloaded && footer_prefetch > 0 {
             let message = "footer_prefetch_bytes > 0 is only supported with index_storage_option:in_memory.";
             return Err(ParseOptionsError::new(text, message));
@@ -659,6 +580,84 @@ mod tests {
         // A trailing space after a value is accepted, as by C++.
         assert_eq!(parse("group_size:7 ").group_size(), 7);
         assert_eq!(parse("group_size:2147483647").group_size(), 2147483647);
+    }
+
+    #[test]
+    fn writer_errors_are_cpp_words() {
+        // Messages of array-record 0.8.6's Python module (C++ ArrayRecordWriterBase::Options).
+        const VALID: &str = "default, group_size, max_parallelism, saturation_delay_ms, transpose, \
+                             transpose_bucket_size, uncompressed, brotli, zstd, snappy, window_log, pad_to_block_boundary";
+        const BYTES: &str =
+            "integers expressed as reals with optional suffix [BkKMGTPE], in the range [1..18446744073709551615]";
+        for (text, message) in [
+            ("grup_size:1", format!("Unknown option grup_size, valid options: {VALID}")),
+            ("chunk_size:1k", format!("Unknown option chunk_size, valid options: {VALID}")),
+            (
+                "group_size:0",
+                "Option group_size: invalid value: 0, valid values: integers in the range [1..2147483647]".to_owned(),
+            ),
+            (
+                "group_size:x",
+                "Option group_size: invalid value: x, valid values: integers in the range [1..2147483647]".to_owned(),
+            ),
+            ("zstd,brotli", "Option brotli conflicts with option zstd".to_owned()),
+            (
+                "transpose:maybe",
+                "Option transpose: invalid value: maybe, valid values: (empty), true, false".to_owned(),
+            ),
+            ("uncompressed:3", "Option uncompressed: invalid value: 3, valid values: (empty)".to_owned()),
+            (
+                "window_log:5",
+                "Option window_log: invalid value: 5, valid values: auto, integers in the range [10..31]".to_owned(),
+            ),
+            ("uncompressed,window_log:20", "Option window_log conflicts with option uncompressed".to_owned()),
+            ("window_log:auto,uncompressed", "Option uncompressed conflicts with option window_log".to_owned()),
+            ("snappy,window_log:20", "Option window_log conflicts with option snappy".to_owned()),
+            ("default,default", "Option default is present more than once".to_owned()),
+            ("zstd,default", "Option default must be first".to_owned()),
+            ("group_size:1,group_size:2", "Option group_size is present more than once".to_owned()),
+            (
+                "brotli:12",
+                "Option brotli: invalid value: 12, valid values: (empty), integers in the range [0..11]".to_owned(),
+            ),
+            (
+                "snappy:3",
+                "Option snappy: invalid value: 3, valid values: (empty), integers in the range [1..2]".to_owned(),
+            ),
+            (
+                "max_parallelism:0",
+                "Option max_parallelism: invalid value: 0, valid values: auto, integers in the range [1..2147483647]"
+                    .to_owned(),
+            ),
+            (
+                "transpose_bucket_size:0",
+                format!("Option transpose_bucket_size: invalid value: 0, valid values: auto, {BYTES}"),
+            ),
+            (
+                "transpose_bucket_size:-1",
+                format!("Option transpose_bucket_size: invalid value: -1, valid values: auto, {BYTES}"),
+            ),
+            (
+                "pad_to_block_boundary:x",
+                "Option pad_to_block_boundary: invalid value: x, valid values: (empty), true, false".to_owned(),
+            ),
+            (
+                "saturation_delay_ms:0",
+                "Option saturation_delay_ms: invalid value: 0, valid values: integers in the range [1..2147483647]"
+                    .to_owned(),
+            ),
+            (
+                "brotli,window_log:31",
+                "Option window_log: invalid value: 31, valid values: auto, integers in the range [10..30]".to_owned(),
+            ),
+        ] {
+            assert_eq!(text.parse::<ArrayRecordWriterOptions>().unwrap_err().message(), message, "{text}");
+        }
+        // Accepted by C++ too.
+        assert_eq!(parse("transpose_bucket_size:1.5k").transpose_bucket_size(), 1536);
+        assert_eq!(parse("group_size: 3").group_size(), 3);
+        assert_eq!(parse("brotli:").compression_level(), CompressorOptions::BROTLI_DEFAULT_LEVEL);
+        assert_eq!(parse("window_log:25").window_log(), Some(25));
     }
 
     #[test]
