@@ -17,7 +17,7 @@ process forked after this one read URLs reads them too (readers opened in the wo
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, overload
+from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, final, overload
 
 from google.protobuf.message import Message
 
@@ -29,12 +29,25 @@ _T = TypeVar('_T')
 _Buffer = Union[bytes, bytearray, memoryview]
 _Source = Union[BinaryIO, str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 
+__all__ = [
+    'RecordPosition',
+    'RecordReader',
+    'RecordIterator',
+    'SearchProbe',
+    'RecordWriter',
+    'ArrayRecordReader',
+    'ArrayRecordWriter',
+    'EXISTENCE_ONLY',
+    'byte_ranges',
+]
+
 EXISTENCE_ONLY: int
 
+@final
 class RecordPosition:
     """A position of a record: the beginning of its chunk and its index in the chunk."""
 
-    def __init__(self, chunk_begin: int, record_index: int) -> None: ...
+    def __new__(cls, chunk_begin: int, record_index: int) -> RecordPosition: ...
     @property
     def chunk_begin(self) -> int: ...
     @property
@@ -46,22 +59,25 @@ class RecordPosition:
     def from_bytes(serialized: bytes) -> RecordPosition: ...
     @staticmethod
     def from_str(serialized: Union[str, bytes]) -> RecordPosition: ...
-    def __lt__(self, other: RecordPosition) -> bool: ...
-    def __le__(self, other: RecordPosition) -> bool: ...
-    def __gt__(self, other: RecordPosition) -> bool: ...
-    def __ge__(self, other: RecordPosition) -> bool: ...
+    def __lt__(self, other: RecordPosition, /) -> bool: ...
+    def __le__(self, other: RecordPosition, /) -> bool: ...
+    def __gt__(self, other: RecordPosition, /) -> bool: ...
+    def __ge__(self, other: RecordPosition, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class RecordIterator(Iterator[_T], Generic[_T]):
     def __iter__(self) -> RecordIterator[_T]: ...
     def __next__(self) -> _T: ...
 
+@final
 class SearchProbe:
     """What RecordReader.search() passes to its test: the record being judged."""
 
     def read_record(self) -> bytes: ...
     def read_message(self, message_type: type[_M]) -> _M: ...
 
+@final
 class RecordWriter:
     """Writes records to a Riegeli/records file.
 
@@ -70,8 +86,8 @@ class RecordWriter:
     natively. URLs are not written to: write locally (or to a file object) and upload.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         dest: _Source,
         *,
         owns_dest: bool = True,
@@ -79,10 +95,10 @@ class RecordWriter:
         min_buffer_size: int = 4 << 10,
         max_buffer_size: int = 64 << 10,
         buffer_size: Optional[int] = None,
-        options: Union[str, bytes] = '',
+        options: Union[str, bytes, None] = None,
         metadata: Optional[RecordsMetadata] = None,
-        serialized_metadata: _Buffer = b'',
-    ) -> None: ...
+        serialized_metadata: Optional[_Buffer] = None,
+    ) -> RecordWriter: ...
     def __enter__(self) -> RecordWriter: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
     def close(self) -> None: ...
@@ -100,6 +116,7 @@ class RecordWriter:
     @property
     def last_pos(self) -> RecordPosition: ...
 
+@final
 class RecordReader:
     """Reads records from a Riegeli/records file.
 
@@ -117,8 +134,8 @@ class RecordReader:
     message type asked for raises protobuf's DecodeError, or with recovery is skipped too.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         src: _Source,
         *,
         owns_src: bool = True,
@@ -128,7 +145,7 @@ class RecordReader:
         buffer_size: Optional[int] = None,
         field_projection: Optional[Iterable[Iterable[int]]] = None,
         recovery: Optional[Callable[[SkippedRegion], Any]] = None,
-    ) -> None: ...
+    ) -> RecordReader: ...
     def __enter__(self) -> RecordReader: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
     def close(self) -> None: ...
@@ -168,6 +185,7 @@ def byte_ranges(size: int, target: int) -> list[tuple[int, int]]:
     """riegeli-rs: `(start, end)` byte ranges of about `target` bytes (whole 64 KiB blocks)
     partitioning a file of `size` bytes, for `RecordReader.set_byte_range`."""
 
+@final
 class ArrayRecordWriter:
     """Writes an ArrayRecord file (array_record's `array_record_module.ArrayRecordWriter`).
 
@@ -186,7 +204,9 @@ class ArrayRecordWriter:
     file (C++ leaves it unfinished).
     """
 
-    def __init__(self, path: Union[str, 'os.PathLike[str]', BinaryIO], options: str = '', **kwargs: Any) -> None:
+    def __new__(
+        cls, path: Union[str, 'os.PathLike[str]', BinaryIO], options: str = '', **kwargs: Any
+    ) -> ArrayRecordWriter:
         """`path` may also be a binary file object (riegeli-rs), written from its current
         position on and not closed by `close()`."""
     def write(self, record: bytes) -> None:
@@ -202,6 +222,7 @@ class ArrayRecordWriter:
     def is_open(self) -> bool:
         """`False` once `close()` was called."""
 
+@final
 class ArrayRecordReader:
     """Reads an ArrayRecord file (array_record's `array_record_module.ArrayRecordReader`).
 
@@ -240,7 +261,7 @@ class ArrayRecordReader:
     threads and build their list at once.
     """
 
-    def __init__(self, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> None: ...
+    def __new__(cls, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> ArrayRecordReader: ...
     def ok(self) -> bool:
         """`True` while open and not failed."""
     def close(self) -> None:

@@ -57,7 +57,7 @@ def _files(paths: _Paths, filesystem: Optional[pafs.FileSystem]) -> List[Tuple[p
     """(filesystem, path, size) of each file, directories expanded, in order."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = []
+    files: List[Tuple[pafs.FileSystem, str, int]] = []
     for path in paths:
         fs, path = _filesystem(os.fspath(path), filesystem)
         info = fs.get_file_info(path)
@@ -155,7 +155,7 @@ class RiegeliDatasource(Datasource):
         self._format = file_format
         self._reader_options = reader_options
 
-    def estimate_inmemory_data_size(self) -> Optional[int]:
+    def estimate_inmemory_data_size(self) -> int:
         return sum(size for _, _, size in self._files)
 
     def get_read_tasks(self, parallelism: int, *args: Any, **kwargs: Any) -> List[ReadTask]:
@@ -274,7 +274,9 @@ class RiegeliDatasink(Datasink):
     def write(self, blocks, ctx) -> Optional[str]:
         path = f'{self._path}/{self._write_uuid}_{ctx.task_idx:06d}.{self._format}'
         local = isinstance(self._fs, pafs.LocalFileSystem)
-        file = writer = None
+        file: Any = None
+        writer: Union[ArrayRecordWriter, riegeli.RecordWriter, None] = None
+        write: Callable[[bytes], None]  # The writer's, set with it.
         try:
             for block in blocks:
                 column = BlockAccessor.for_block(block).to_arrow().column(self._column)
@@ -285,10 +287,11 @@ class RiegeliDatasink(Datasink):
                     dest = path if local else file
                     if self._format == 'array_record':
                         writer = ArrayRecordWriter(dest, self._options)
+                        write = writer.write
                     else:
                         pos = None if local else 0
                         writer = riegeli.RecordWriter(dest, owns_dest=False, assumed_pos=pos, options=self._options)
-                write = writer.write if self._format == 'array_record' else writer.write_record
+                        write = writer.write_record
                 for record in column.to_pylist():
                     write(record)
             if writer is not None:
