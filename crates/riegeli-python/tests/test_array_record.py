@@ -522,7 +522,10 @@ def test_data_source_matches_cpp(shards):
 
 def grain_batches(grain, source, worker_count):
     """Grain's DataLoader over `source`: shuffle, then batches of 16, on worker processes."""
-    sampler = grain.samplers.IndexSampler(num_records=len(source), shuffle=True, seed=42, num_epochs=1)
+    # Grain before 0.2.9 has no default shard_options.
+    sampler = grain.samplers.IndexSampler(
+        num_records=len(source), shard_options=grain.sharding.NoSharding(), shuffle=True, seed=42, num_epochs=1
+    )
     loader = grain.DataLoader(
         data_source=source,
         sampler=sampler,
