@@ -161,7 +161,8 @@ class RiegeliDatasource(Datasource):
     def get_read_tasks(self, parallelism: int, *args: Any, **kwargs: Any) -> List[ReadTask]:
         """About `parallelism` read tasks; the other arguments are those of the installed
         Ray's `Datasource.get_read_tasks` (`per_task_row_limit` is passed on to the tasks)."""
-        per_task_row_limit = _ray_call(Datasource.get_read_tasks, parallelism, *args, **kwargs).get('per_task_row_limit')
+        arguments = _ray_call(Datasource.get_read_tasks, parallelism, *args, **kwargs)
+        per_task_row_limit = arguments.get('per_task_row_limit')
         parallelism = max(parallelism, 1)
         local = all(isinstance(fs, pafs.LocalFileSystem) for fs, _, _ in self._files)
         by_index = self._format == 'array_record' and local
