@@ -341,9 +341,9 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
 /// `bench engines`: Beam and Ray reading the same records, in the engines venv
 /// (`crates/riegeli-python/bench/bench_engines.py`, whose flags `args` are).
 fn engines(sh: &Shell, args: &[String]) -> Result<()> {
-    let python = crate::python::venv_with(sh, "engines-venv", crate::engines::ENGINE_DEPS)?;
+    let python = crate::engines::latest_venv(sh)?;
     crate::common::step("installing riegeli (Python, release) into the engines venv");
-    crate::python::install_package_into(sh, &python)?;
+    crate::python::install_package_into(sh, &[python.as_path()])?;
     crate::common::step("Beam: ReadFromRiegeli against ReadFromTFRecord; Ray: read_riegeli on 1 and 2 CPUs");
     cmd!(sh, "{python} crates/riegeli-python/bench/bench_engines.py {args...}").run()?;
     Ok(())

@@ -68,13 +68,13 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     if skip_python {
         step("python package skipped (--no-python)");
     } else {
-        step("python package: pip install ./crates/riegeli-python, pytest");
+        step("python package: its wheel in target/oracle-venv and oracle-lowest-venv, pytest, stubtest");
         crate::python::package_tests(sh)?;
     }
     if skip_python {
         step("engines skipped (--no-python)");
     } else {
-        step("engines: riegeli.beam and riegeli.ray in target/engines-venv, pytest");
+        step("engines: riegeli.beam and riegeli.ray, latest and lowest engines, pytest");
         crate::engines::tests(sh)?;
     }
     if skip_python {

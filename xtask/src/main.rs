@@ -6,8 +6,10 @@
 //! - `testdata [--check]`: regenerate the golden files through a venv with the C++
 //!   implementation (array-record), or verify them against `SHA256SUMS`;
 //! - `interop`: live tests against the C++ implementation (venv created on demand);
-//! - `python`: `pip install ./crates/riegeli-python` into that venv and its pytest suite (also in `ci`);
-//! - `engines`: the Beam and Ray I/O of the Python package, in a venv of their own (also in `ci`);
+//! - `python`: the Python package's wheel into that venv and its pytest suite and `mypy.stubtest`,
+//!   the suite also with the lowest protobuf and grain declared (also in `ci`);
+//! - `engines`: the Beam and Ray I/O of the Python package, with the latest and the lowest
+//!   engines declared, each set in a venv of its own (also in `ci`);
 //! - `objects`: object storage URLs against moto_server and nginx on loopback (also in `ci`);
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
@@ -59,8 +61,10 @@ fn main() -> Result<()> {
                  fuzz <target|all> [--seconds N]  run cargo-fuzz targets (default 60 s each)\n  \
                  testdata [--check]          regenerate golden files with the C++ implementation, or verify them\n  \
                  interop                     live interop tests against the C++ implementation\n  \
-                 python                      build the Python package into the oracle venv and run its pytest suite\n  \
-                 engines                     riegeli.beam and riegeli.ray on Beam's DirectRunner and a local Ray cluster\n  \
+                 python                      build the Python package into the oracle venv: pytest, stubtest; pytest\n  \
+                                             again with the lowest protobuf and grain declared\n  \
+                 engines                     riegeli.beam and riegeli.ray on Beam's DirectRunner and a local Ray cluster,\n  \
+                                             latest and lowest engines declared\n  \
                  objects                     reading s3:// and http:// URLs against moto_server and nginx on loopback\n  \
                  bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \

@@ -225,7 +225,7 @@ fn servers_env(endpoint: &str, s3_log: &Path, http_port: u16, dir: &Path) -> Vec
 /// bucket created, the golden files the CLI's tests read uploaded).
 pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     let python = crate::python::venv_with(sh, "objects-venv", OBJECTS_DEPS)?;
-    crate::python::install_package_into(sh, &python)?;
+    crate::python::install_package_into(sh, &[python.as_path()])?;
     let nginx = nginx(sh)?;
     let azurite = azurite(sh)?;
     let dir = project_root().join("target").join("objects-test");

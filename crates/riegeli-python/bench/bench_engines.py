@@ -3,7 +3,7 @@
 
 Run by `cargo xtask bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]
 [--out PATH] [--dir DIR] [--options STR] [--ray-blocks N] [--no-multiprocessing] [--no-beam]
-[--no-ray]` in `target/engines-venv` (apache-beam 2.77.0, ray[data] 2.52.0, google-crc32c; our
+[--no-ray]` in `target/engines-venv` (apache-beam 2.77.0, ray[data] 2.60.0, google-crc32c; our
 package built in release). A default run takes about 3 minutes, writing the dataset included.
 
 The dataset is written once into a directory under `--dir` (default
@@ -311,7 +311,7 @@ def _ready_source(tasks, rows, record_size):
         def estimate_inmemory_data_size(self):
             return tasks * rows * record_size
 
-        def get_read_tasks(self, parallelism, per_task_row_limit=None):
+        def get_read_tasks(self, parallelism, *args, **kwargs):  # Ray's other arguments: unused.
             meta = BlockMetadata(num_rows=rows, size_bytes=rows * record_size, input_files=None, exec_stats=None)
             read = functools.partial(_ready_block, rows, record_size)
             return [ReadTask(read, meta, schema=schema) for _ in range(tasks)]

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib
+import logging
 import pathlib
 import pickle
 import random
 import threading
+from concurrent import futures
+from unittest import mock
 
 import pytest
 
@@ -45,6 +50,13 @@ def test_exports():
     assert ArrayRecordWriter is array_record_module.ArrayRecordWriter
     assert ArrayRecordDataSource is array_record_data_source.ArrayRecordDataSource
     assert python_alias is array_record_module
+    # array_record's modules are importable by their paths under riegeli.array_record.python.
+    for module in (array_record_module, array_record_data_source):
+        name = module.__name__.rsplit('.', 1)[1]
+        assert importlib.import_module(f'riegeli.array_record.python.{name}') is module
+    from riegeli.array_record.python.array_record_data_source import ArrayRecordDataSource as by_path
+
+    assert by_path is ArrayRecordDataSource
 
 
 # ---------------------------------------------------------------------------------------------
@@ -533,7 +545,6 @@ def test_data_source_many_files(shards):
         keys = [150, 0, 120, 99, 100, 3, 3]
         assert source.__getitems__(keys) == [flat[k] for k in keys]
         assert source._getitems(keys) == [flat[k] for k in keys]
-        assert source.__getitems__([]) == []
         assert list(source) == flat
         with pytest.raises(ValueError):
             source[151]
@@ -549,6 +560,122 @@ def test_data_source_slices_and_instructions(shards):
     assert len(source) == 13
     assert list(source) == records[0][10:20] + records[1][5:8]
     assert source[12] == records[1][7]
+    # A slice may end a pathlib.Path too.
+    source = ArrayRecordDataSource([pathlib.Path(f'{files[1]}[49:50]'), pathlib.Path(f'{files[0]}[0:2]')])
+    assert [source[i] for i in (2, 0, 1)] == [records[0][1], records[1][49], records[0][0]]
+
+
+def test_data_source_maps_keys_without_opening_files():
+    """Instructions give the record counts: keys map to (file, index in the file) with no file
+    opened (these do not exist)."""
+    source = ArrayRecordDataSource(
+        [Instruction('nowhere/a', 0, 2, 2), Instruction('nowhere/b', 2, 3, 99), Instruction('nowhere/c', 10, 1, 99)]
+    )
+    assert len(source) == 6
+    mapped = [source._reader_idx_and_position(key) for key in range(6)]
+    assert mapped == [(0, 0), (0, 1), (1, 2), (1, 3), (1, 4), (2, 10)]
+    for key in (-1, 6, 1000):
+        with pytest.raises(ValueError):
+            source._reader_idx_and_position(key)
+
+
+def test_data_source_getitems_of_no_keys_raises(shards):
+    """As array_record's: no keys means no worker thread, which its helper refuses."""
+    files, _ = shards
+    source = ArrayRecordDataSource(files)
+    with pytest.raises(ValueError, match='^num_workers must be >=1 for parallelism.$'):
+        source.__getitems__([])
+    with pytest.raises(ValueError, match='num_workers'):
+        source._getitems(())
+
+
+def test_data_source_opens_readers_on_use_and_closes_them_on_exit(shards):
+    files, records = shards
+    with ArrayRecordDataSource(files) as source:
+        assert source._peek_readers() == [None, None, None]
+        assert source[3] == records[0][3]
+        assert source.__getitems__([120]) == [records[1][20]]
+        first, second, third = source._peek_readers()
+        assert first.is_open() and second.is_open() and third is None
+    assert source._peek_readers() == [None, None, None]
+    assert not first.is_open() and not second.is_open()
+    # Used again, it opens readers again.
+    assert source[150] == records[2][0]
+
+
+def test_data_source_repr_is_a_hash_of_the_paths(shards):
+    files, _ = shards
+    digest = hashlib.sha1(''.join([files[0], files[1], files[1]]).encode()).hexdigest()
+    source = ArrayRecordDataSource([files[0], f'{files[1]}[1:3]', Instruction(files[1], 0, 1, 50)])
+    assert repr(source) == f'ArrayRecordDataSource(hash_of_paths={digest})'
+
+
+class FakeReader:
+    def __init__(self, options):
+        self.options = options
+
+    def writer_options_string(self):
+        return self.options
+
+
+@pytest.mark.parametrize('group_size', [2, 11, 65536])
+def test_data_source_logs_an_error_for_group_sizes_above_one(tmp_path, caplog, group_size):
+    path = write(array_record_module, tmp_path / 'f', [b'x'], f'group_size:{group_size}')
+    reader = ArrayRecordReader(path)
+    with caplog.at_level(logging.ERROR):
+        array_record_data_source._check_group_size(path, reader)
+    expected = f'File {path} was created with group size {group_size}. Grain requires group size 1 for good performance'
+    assert [r.levelno for r in caplog.records] == [logging.ERROR]
+    assert caplog.records[0].getMessage().startswith(expected)
+    # The data source checks each file when it opens its reader.
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        assert ArrayRecordDataSource(path)[0] == b'x'
+    assert expected in caplog.text
+
+
+def test_data_source_group_size_one_or_unknown_is_not_logged(tmp_path, caplog):
+    path = write(array_record_module, tmp_path / 'f', [b'x'], 'group_size:1')
+    with caplog.at_level(logging.DEBUG):
+        array_record_data_source._check_group_size(path, ArrayRecordReader(path))
+        # Files written before writer options were stored (2022) have none: not checked.
+        array_record_data_source._check_group_size('old', FakeReader(''))
+        array_record_data_source._check_group_size('old', FakeReader(None))
+    assert caplog.records == []
+    with pytest.raises(ValueError, match="Couldn't detect group_size for odd"):
+        array_record_data_source._check_group_size('odd', FakeReader('zstd:3,max_parallelism:1'))
+
+
+def test_run_in_parallel_keeps_the_order_and_reraises():
+    run = array_record_data_source._run_in_parallel
+    calls = []
+
+    def record(**kwargs):
+        calls.append(kwargs)
+        return sorted(kwargs)
+
+    assert run(record, [{'a': 1}, {'b': 2, 'c': 3}], num_workers=1) == [['a'], ['b', 'c']]
+    assert calls == [{'a': 1}, {'b': 2, 'c': 3}]
+    # On many threads, results still in the order of the arguments.
+    assert run(lambda i: i * i, [{'i': i} for i in range(100)], num_workers=8) == [i * i for i in range(100)]
+
+    def fail_on_one(i):
+        if i == 1:
+            raise KeyError('the second')
+        return i
+
+    for num_workers in (1, 3):
+        with pytest.raises(KeyError, match='the second'):
+            run(fail_on_one, [{'i': 0}, {'i': 1}, {'i': 2}], num_workers=num_workers)
+    for num_workers in (0, -1, -2):
+        with pytest.raises(ValueError, match='^num_workers must be >=1 for parallelism.$'):
+            run(record, [{'a': 1}, {'b': 2}], num_workers=num_workers)
+
+
+def test_run_in_parallel_asks_for_num_workers_threads():
+    with mock.patch('concurrent.futures.ThreadPoolExecutor', wraps=futures.ThreadPoolExecutor) as executor:
+        array_record_data_source._run_in_parallel(lambda i: i, [{'i': 1}, {'i': 2}], num_workers=42)
+    executor.assert_called_once_with(42)
 
 
 def test_data_source_bad_paths(shards):
@@ -577,7 +704,7 @@ def test_data_source_pickles(shards):
     assert repr(copy) == repr(source)
     assert repr(source).startswith('ArrayRecordDataSource(hash_of_paths=')
     assert len(copy) == len(source)
-    assert copy._readers == [None] * 3  # Reopened lazily.
+    assert copy._peek_readers() == [None] * 3  # Reopened lazily.
     assert list(copy) == list(source)
 
 
@@ -614,6 +741,9 @@ def test_data_source_matches_cpp(shards):
     assert list(ours) == list(theirs)
     keys = [i * 37 % len(ours) for i in range(200)]
     assert ours.__getitems__(keys) == theirs.__getitems__(keys)
+    for source in (ours, theirs):
+        with pytest.raises(ValueError, match='^num_workers must be >=1 for parallelism.$'):
+            source.__getitems__([])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -622,7 +752,10 @@ def test_data_source_matches_cpp(shards):
 
 def grain_batches(grain, source, worker_count):
     """Grain's DataLoader over `source`: shuffle, then batches of 16, on worker processes."""
-    sampler = grain.samplers.IndexSampler(num_records=len(source), shuffle=True, seed=42, num_epochs=1)
+    # Grain before 0.2.9 has no default shard_options.
+    sampler = grain.samplers.IndexSampler(
+        num_records=len(source), shard_options=grain.sharding.NoSharding(), shuffle=True, seed=42, num_epochs=1
+    )
     loader = grain.DataLoader(
         data_source=source,
         sampler=sampler,

@@ -9,7 +9,7 @@ import uuid
 
 import apache_beam as beam
 import pytest
-from apache_beam.internal.cloudpickle import cloudpickle
+from apache_beam.internal import cloudpickle_pickler
 from apache_beam.io.range_trackers import OffsetRangeTracker
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
@@ -21,8 +21,10 @@ from riegeli import beam as riegeli_beam
 # Bundles of 16 KiB split each input file (100-300 KiB) 7 to 20 ways.
 BUNDLE = 16 << 10
 
-# The worker processes cannot import this test module: pickle its classes by value.
-cloudpickle.register_pickle_by_value(sys.modules[__name__])
+# The worker processes cannot import this test module: pickle its classes by value, with the
+# cloudpickle Beam uses (its own copy from 2.65, the cloudpickle package before), the pickler
+# the pipeline below asks for (Beam's default before 2.65 was dill).
+cloudpickle_pickler.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 class RecordingSource(riegeli_beam.RiegeliSource):
@@ -97,7 +99,9 @@ def test_pipeline_on_two_processes(inputs, tmp_path):
     log_dir = tmp_path / 'ranges'
     log_dir.mkdir()
     out = tmp_path / 'out'
-    options = PipelineOptions(direct_num_workers=2, direct_running_mode='multi_processing')
+    options = PipelineOptions(
+        direct_num_workers=2, direct_running_mode='multi_processing', pickle_library='cloudpickle'
+    )
     with beam.Pipeline(options=options) as p:
         riegeli_records = p | 'ReadRiegeli' >> riegeli_beam.ReadFromRiegeli(
             str(inputs.riegeli_dir / '*.riegeli'), desired_bundle_size=BUNDLE

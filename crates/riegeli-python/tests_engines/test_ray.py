@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import collections
+import inspect
 import re
 
 import pyarrow.fs as pafs
 import pytest
 import ray
+
+from ray.data.datasource import Datasink, Datasource
 
 from conftest import read_array_record_cxx, read_array_record_ours, read_riegeli
 from riegeli import ray as riegeli_ray
@@ -49,6 +52,28 @@ def test_read_tasks_are_parts_of_files(inputs):
     assert sum(task.metadata.num_rows for task in tasks) == sum(inputs.array_records.values())
     with pytest.raises(ValueError):
         riegeli_ray.RiegeliDatasource(inputs.riegeli_files, file_format='tfrecord')
+
+
+def test_the_installed_rays_arguments_are_taken(inputs, tmp_path):
+    """get_read_tasks and on_write_start take what the installed Ray's base classes declare
+    (each release passes its own: per_task_row_limit, data_context, schema), nothing else."""
+    source = riegeli_ray.RiegeliDatasource(inputs.riegeli_files, min_bytes_per_task=1)
+    declared = list(inspect.signature(Datasource.get_read_tasks).parameters)[2:]
+    assert len(source.get_read_tasks(4, *[None] * len(declared))) >= len(inputs.riegeli_files)
+    assert len(source.get_read_tasks(4, **{name: None for name in declared})) >= len(inputs.riegeli_files)
+    with pytest.raises(TypeError):
+        source.get_read_tasks(4, no_such_argument=None)
+    with pytest.raises(TypeError):
+        source.get_read_tasks(4, *[None] * (len(declared) + 1))
+    if 'per_task_row_limit' in declared:  # Ray 2.50 on: the tasks stop at the limit.
+        for task in source.get_read_tasks(4, per_task_row_limit=7):
+            assert task.per_task_row_limit == 7
+            assert sum(table.num_rows for table in task()) == 7
+    sink = riegeli_ray.RiegeliDatasink(tmp_path / 'out')
+    sink.on_write_start(**{name: None for name in list(inspect.signature(Datasink.on_write_start).parameters)[1:]})
+    assert (tmp_path / 'out').is_dir()
+    with pytest.raises(TypeError):
+        sink.on_write_start(no_such_argument=None)
 
 
 @pytest.mark.parametrize('file_format', ['riegeli', 'array_record'])

@@ -17,7 +17,7 @@ process forked after this one read URLs reads them too (readers opened in the wo
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, overload
+from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, final, overload
 
 from google.protobuf.message import Message
 
@@ -29,13 +29,26 @@ _T = TypeVar('_T')
 _Buffer = Union[bytes, bytearray, memoryview]
 _Source = Union[BinaryIO, str, bytes, 'os.PathLike[str]', 'os.PathLike[bytes]']
 
+__all__ = [
+    'RecordPosition',
+    'RecordReader',
+    'RecordIterator',
+    'SearchProbe',
+    'RecordWriter',
+    'ArrayRecordReader',
+    'ArrayRecordWriter',
+    'EXISTENCE_ONLY',
+    'byte_ranges',
+]
+
 EXISTENCE_ONLY: int
 __version__: str
 
+@final
 class RecordPosition:
     """A position of a record: the beginning of its chunk and its index in the chunk."""
 
-    def __init__(self, chunk_begin: int, record_index: int) -> None: ...
+    def __new__(cls, chunk_begin: int, record_index: int) -> RecordPosition: ...
     @property
     def chunk_begin(self) -> int: ...
     @property
@@ -47,22 +60,25 @@ class RecordPosition:
     def from_bytes(serialized: bytes) -> RecordPosition: ...
     @staticmethod
     def from_str(serialized: Union[str, bytes]) -> RecordPosition: ...
-    def __lt__(self, other: RecordPosition) -> bool: ...
-    def __le__(self, other: RecordPosition) -> bool: ...
-    def __gt__(self, other: RecordPosition) -> bool: ...
-    def __ge__(self, other: RecordPosition) -> bool: ...
+    def __lt__(self, other: RecordPosition, /) -> bool: ...
+    def __le__(self, other: RecordPosition, /) -> bool: ...
+    def __gt__(self, other: RecordPosition, /) -> bool: ...
+    def __ge__(self, other: RecordPosition, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class RecordIterator(Iterator[_T], Generic[_T]):
     def __iter__(self) -> RecordIterator[_T]: ...
     def __next__(self) -> _T: ...
 
+@final
 class SearchProbe:
     """What RecordReader.search() passes to its test: the record being judged."""
 
     def read_record(self) -> bytes: ...
     def read_message(self, message_type: type[_M]) -> _M: ...
 
+@final
 class RecordWriter:
     """Writes records to a Riegeli/records file.
 
@@ -81,8 +97,8 @@ class RecordWriter:
     last_pos still answer after close().
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         dest: _Source,
         *,
         owns_dest: bool = True,
@@ -90,10 +106,10 @@ class RecordWriter:
         min_buffer_size: int = 4096,
         max_buffer_size: int = 65536,
         buffer_size: Optional[int] = None,
-        options: Union[str, bytes] = '',
+        options: Union[str, bytes, None] = None,
         metadata: Optional[RecordsMetadata] = None,
         serialized_metadata: Optional[_Buffer] = None,
-    ) -> None: ...
+    ) -> RecordWriter: ...
     def __enter__(self) -> RecordWriter: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
     def close(self) -> None: ...
@@ -111,6 +127,7 @@ class RecordWriter:
     @property
     def last_pos(self) -> RecordPosition: ...
 
+@final
 class RecordReader:
     """Reads records from a Riegeli/records file.
 
@@ -135,8 +152,8 @@ class RecordReader:
     again. pos still answers after close().
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         src: _Source,
         *,
         owns_src: bool = True,
@@ -146,7 +163,7 @@ class RecordReader:
         buffer_size: Optional[int] = None,
         field_projection: Optional[Iterable[Iterable[int]]] = None,
         recovery: Optional[Callable[[SkippedRegion], Any]] = None,
-    ) -> None: ...
+    ) -> RecordReader: ...
     def __enter__(self) -> RecordReader: ...
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
     def close(self) -> None: ...
@@ -188,6 +205,7 @@ def byte_ranges(size: int, target: int) -> list[tuple[int, int]]:
     """riegeli-rs: `(start, end)` byte ranges of about `target` bytes (whole 64 KiB blocks)
     partitioning a file of `size` bytes, for `RecordReader.set_byte_range`."""
 
+@final
 class ArrayRecordWriter:
     """Writes an ArrayRecord file (array_record's `array_record_module.ArrayRecordWriter`).
 
@@ -206,7 +224,9 @@ class ArrayRecordWriter:
     file (C++ leaves it unfinished).
     """
 
-    def __init__(self, path: Union[str, 'os.PathLike[str]', BinaryIO], options: str = '', **kwargs: Any) -> None:
+    def __new__(
+        cls, path: Union[str, 'os.PathLike[str]', BinaryIO], options: str = '', **kwargs: Any
+    ) -> ArrayRecordWriter:
         """`path` may also be a binary file object (riegeli-rs), written from its current
         position on and not closed by `close()`."""
     def write(self, record: bytes) -> None:
@@ -222,6 +242,7 @@ class ArrayRecordWriter:
     def is_open(self) -> bool:
         """`False` once `close()` was called."""
 
+@final
 class ArrayRecordReader:
     """Reads an ArrayRecord file (array_record's `array_record_module.ArrayRecordReader`).
 
@@ -265,7 +286,7 @@ class ArrayRecordReader:
     threads and build their list at once.
     """
 
-    def __init__(self, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> None: ...
+    def __new__(cls, path: Union[str, 'os.PathLike[str]'], options: str = '', **kwargs: Any) -> ArrayRecordReader: ...
     def ok(self) -> bool:
         """`True` while open and not failed."""
     def close(self) -> None:

@@ -20,9 +20,10 @@ are read by byte ranges, as Riegeli/records files (an ArrayRecord file is one).
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import uuid
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -56,7 +57,7 @@ def _files(paths: _Paths, filesystem: Optional[pafs.FileSystem]) -> List[Tuple[p
     """(filesystem, path, size) of each file, directories expanded, in order."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    files = []
+    files: List[Tuple[pafs.FileSystem, str, int]] = []
     for path in paths:
         fs, path = _filesystem(os.fspath(path), filesystem)
         info = fs.get_file_info(path)
@@ -69,6 +70,38 @@ def _files(paths: _Paths, filesystem: Optional[pafs.FileSystem]) -> List[Tuple[p
         else:
             raise FileNotFoundError(path)
     return files
+
+
+def _ray_call(base: Callable[..., Any], *args: Any, **kwargs: Any) -> Dict[str, Any]:
+    """The arguments of Ray's call to a method of ours that overrides `base`, by name.
+
+    Each Ray release calls these methods with the arguments its own base class declares
+    (`Datasource.get_read_tasks` took `per_task_row_limit` from 2.50 and `data_context` from
+    2.54, `Datasink.on_write_start` a `schema` from 2.53): the installed Ray's signature is
+    the one checked, so that a release that adds one is not refused, and an argument its base
+    class does not take is a TypeError as before."""
+    return inspect.signature(base).bind(None, *args, **kwargs).arguments
+
+
+def _ray_new(cls: Callable[..., Any], **kwargs: Any) -> Any:
+    """`cls(**kwargs)` with those of `kwargs` that the installed Ray's `cls` takes: `ReadTask`
+    takes the `schema` from 2.48 (`BlockMetadata` took it before) and `per_task_row_limit`
+    from 2.50 (when Ray passes one to `get_read_tasks`)."""
+    parameters = inspect.signature(cls).parameters
+    return cls(**{name: value for name, value in kwargs.items() if name in parameters})
+
+
+def _read_task(
+    read: Callable[[], Iterator[pa.Table]],
+    num_rows: Optional[int],
+    size_bytes: int,
+    path: str,
+    per_task_row_limit: Optional[int],
+) -> ReadTask:
+    meta = _ray_new(
+        BlockMetadata, num_rows=num_rows, size_bytes=size_bytes, schema=_SCHEMA, input_files=[path], exec_stats=None
+    )
+    return _ray_new(ReadTask, read_fn=read, metadata=meta, schema=_SCHEMA, per_task_row_limit=per_task_row_limit)
 
 
 def _table(records: List[bytes]) -> pa.Table:
@@ -124,10 +157,14 @@ class RiegeliDatasource(Datasource):
         self._format = file_format
         self._reader_options = reader_options
 
-    def estimate_inmemory_data_size(self) -> Optional[int]:
+    def estimate_inmemory_data_size(self) -> int:
         return sum(size for _, _, size in self._files)
 
-    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None) -> List[ReadTask]:
+    def get_read_tasks(self, parallelism: int, *args: Any, **kwargs: Any) -> List[ReadTask]:
+        """About `parallelism` read tasks; the other arguments are those of the installed
+        Ray's `Datasource.get_read_tasks` (`per_task_row_limit` is passed on to the tasks)."""
+        arguments = _ray_call(Datasource.get_read_tasks, parallelism, *args, **kwargs)
+        per_task_row_limit = arguments.get('per_task_row_limit')
         parallelism = max(parallelism, 1)
         local = all(isinstance(fs, pafs.LocalFileSystem) for fs, _, _ in self._files)
         by_index = self._format == 'array_record' and local
@@ -152,13 +189,11 @@ class RiegeliDatasource(Datasource):
                 for begin, end in parts:
                     read = functools.partial(_read_index_range, path, begin, end, batch, self._reader_options)
                     estimate = size * (end - begin) // counts[i]
-                    meta = BlockMetadata(num_rows=end - begin, size_bytes=estimate, input_files=[path], exec_stats=None)
-                    tasks.append(ReadTask(read, meta, schema=_SCHEMA, per_task_row_limit=per_task_row_limit))
+                    tasks.append(_read_task(read, end - begin, estimate, path, per_task_row_limit))
             else:
                 for start, end in riegeli.byte_ranges(size, step):
                     read = functools.partial(_read_byte_range, fs, path, start, end)
-                    meta = BlockMetadata(num_rows=None, size_bytes=end - start, input_files=[path], exec_stats=None)
-                    tasks.append(ReadTask(read, meta, schema=_SCHEMA, per_task_row_limit=per_task_row_limit))
+                    tasks.append(_read_task(read, None, end - start, path, per_task_row_limit))
         return tasks
 
 
@@ -229,14 +264,22 @@ class RiegeliDatasink(Datasink):
     def min_rows_per_write(self) -> Optional[int]:
         return self._min_rows_per_file
 
-    def on_write_start(self) -> None:
+    # Its name in Ray 2.41.
+    num_rows_per_write = min_rows_per_write
+
+    def on_write_start(self, *args: Any, **kwargs: Any) -> None:
+        """Creates the directory; the arguments are those of the installed Ray's
+        `Datasink.on_write_start` (the schema, from 2.53), not needed here."""
+        _ray_call(Datasink.on_write_start, *args, **kwargs)
         self._fs.create_dir(self._path, recursive=True)
         self._write_uuid = uuid.uuid4().hex
 
     def write(self, blocks, ctx) -> Optional[str]:
         path = f'{self._path}/{self._write_uuid}_{ctx.task_idx:06d}.{self._format}'
         local = isinstance(self._fs, pafs.LocalFileSystem)
-        file = writer = None
+        file: Any = None
+        writer: Union[ArrayRecordWriter, riegeli.RecordWriter, None] = None
+        write: Callable[[bytes], None]  # The writer's, set with it.
         try:
             for block in blocks:
                 column = BlockAccessor.for_block(block).to_arrow().column(self._column)
@@ -247,10 +290,11 @@ class RiegeliDatasink(Datasink):
                     dest = path if local else file
                     if self._format == 'array_record':
                         writer = ArrayRecordWriter(dest, self._options)
+                        write = writer.write
                     else:
                         pos = None if local else 0
                         writer = riegeli.RecordWriter(dest, owns_dest=False, assumed_pos=pos, options=self._options)
-                write = writer.write if self._format == 'array_record' else writer.write_record
+                        write = writer.write_record
                 for record in column.to_pylist():
                     write(record)
             if writer is not None:

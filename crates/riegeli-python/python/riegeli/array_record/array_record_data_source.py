@@ -277,8 +277,7 @@ class ArrayRecordDataSource:
             return list(zip(records, (index for _, index in reader_positions_and_indices)))
 
         positions_and_indices = self._split_keys_per_reader(record_keys)
-        if not positions_and_indices:
-            return []
+        # No keys: no workers, which _run_in_parallel refuses (ValueError), as array_record's.
         num_workers = min(len(positions_and_indices), _NUM_THREADS_FETCHING_RECORDS)
         records_with_indices = _run_in_parallel(
             read_records,
@@ -317,3 +316,7 @@ class ArrayRecordDataSource:
         for p in self._paths:
             h.update(p.encode())
         return f'ArrayRecordDataSource(hash_of_paths={h.hexdigest()})'
+
+    def _peek_readers(self) -> List[Any]:
+        """The reader of each file, `None` where none is open (array_record's, for tests)."""
+        return list(self._readers)

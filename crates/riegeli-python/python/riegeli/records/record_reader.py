@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Optional
 
 from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
+from google.protobuf.message import Message
 
 from riegeli._riegeli import EXISTENCE_ONLY
 from riegeli._riegeli import RecordReader
 from riegeli._riegeli import byte_ranges
 
 if TYPE_CHECKING:
-    from google.protobuf.message import Message
-
     from riegeli.records.records_metadata_pb2 import RecordsMetadata
 
 __all__ = ('EXISTENCE_ONLY', 'get_record_type', 'RecordReader', 'byte_ranges')

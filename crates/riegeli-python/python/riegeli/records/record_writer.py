@@ -5,12 +5,12 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from google.protobuf.descriptor import FileDescriptor
+from google.protobuf.message import Message
+
 from riegeli._riegeli import RecordWriter
 
 if TYPE_CHECKING:
-    from google.protobuf.descriptor import FileDescriptor
-    from google.protobuf.message import Message
-
     from riegeli.records.records_metadata_pb2 import RecordsMetadata
 
 __all__ = ('FlushType', 'set_record_type', 'RecordWriter')

@@ -1,13 +1,18 @@
 from collections.abc import Iterable
+from typing import final
 
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import descriptor_pb2 as _descriptor_pb2
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 
+__all__ = ('RecordsMetadata', 'DESCRIPTOR')
+
 DESCRIPTOR: _descriptor.FileDescriptor
 
+@final
 class RecordsMetadata(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
     file_comment: str
     record_type_name: str
     @property
