@@ -428,7 +428,9 @@ impl FromStr for ArrayRecordReaderOptions {
                 }
                 "readahead_buffer_size" => options.readahead_buffer_size = bytes(DEFAULT_READAHEAD)?,
                 "footer_prefetch_bytes" => footer_prefetch = bytes(1 << 20)?,
-                SCAN_FALLBACK => options.scan_fallback = value::one_of(v, &[("", true), ("true", true), ("false", false)])?,
+                SCAN_FALLBACK => {
+                    options.scan_fallback = value::one_of(v, &[("", true), ("true", true), ("false", false)])?
+                }
                 _ => offloaded = value::one_of(v, &[("", false), ("in_memory", false), ("offloaded", true)])?,
             }
             Ok(())
