@@ -37,7 +37,7 @@ impl fmt::Display for NoRandomAccess {
 
 impl std::error::Error for NoRandomAccess {}
 
-/// A new exception of class `class` (`"DataLossError"`, ...) of `riegeli.base.riegeli_error`.
+/// A new exception of class `class` (`"CorruptedFileError"`, ...) of `riegeli.base.riegeli_error`.
 pub(crate) fn riegeli_error(py: Python<'_>, class: &str, message: String) -> PyErr {
     let class = py.import(ERROR_MODULE).and_then(|module| module.getattr(class));
     match class {
@@ -70,7 +70,8 @@ pub(crate) fn io_to_py(py: Python<'_>, error: &std::io::Error) -> PyErr {
 pub(crate) fn to_py(py: Python<'_>, error: &Error) -> PyErr {
     let class = match error.kind() {
         ErrorKind::Io(e) => return io_to_py(py, e),
-        ErrorKind::Corrupt { .. } => "DataLossError",
+        // Both C++'s class (`InvalidArgument`) and the `DataLossError` this package raised.
+        ErrorKind::Corrupt { .. } => "CorruptedFileError",
         ErrorKind::Encode { .. } => "ResourceExhaustedError",
         // The class says it: the message alone, as C++'s (`Position P exceeds file size: S`).
         ErrorKind::InvalidArgument(message) => return riegeli_error(py, "InvalidArgumentError", message.clone()),

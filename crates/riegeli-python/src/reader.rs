@@ -45,7 +45,7 @@ struct State {
     /// The recovery function, also called for records that do not parse as messages.
     recovery: Option<Py<PyAny>>,
     /// Reading ended at a chunk cut short (without recovery): as C++, reads
-    /// return the end and `close()` raises this `DataLossError` message.
+    /// return the end and `close()` raises this `CorruptedFileError` message.
     truncated: Option<String>,
     /// What a read of the reader raised (as C++, the reader has failed): every later
     /// operation, `close()` included, raises it again.
@@ -76,8 +76,13 @@ impl State {
                 return Ok(None);
             }
         }
-        if self.recovery.is_none() && matches!(error.corruption(), Some(Corruption::Truncated { .. })) {
-            self.truncated = Some(error.to_string());
+        if let (None, Some(&Corruption::Truncated { end }), Some(chunk)) =
+            (&self.recovery, error.corruption(), error.position())
+        {
+            // C++'s `DefaultChunkReader` words, and its class (`InvalidArgument`).
+            let length = end.saturating_sub(chunk);
+            self.truncated =
+                Some(format!("Truncated Riegeli/records file, incomplete chunk at {chunk} with length {length}"));
             return Ok(None);
         }
         let failure = to_py(py, &error);
@@ -384,7 +389,7 @@ impl RecordReader {
                 file.call_method0(py, "close")?;
             }
             if let Some(message) = state.truncated.take() {
-                state.failure = Some(riegeli_error(py, "DataLossError", message).value(py).clone().unbind());
+                state.failure = Some(riegeli_error(py, "CorruptedFileError", message).value(py).clone().unbind());
             }
         }
         state.raise_failure(py).map_or(Ok(()), Err)

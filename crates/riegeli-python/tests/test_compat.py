@@ -10,6 +10,7 @@ import importlib.metadata
 import inspect
 import io
 import os
+import re
 import threading
 import weakref
 
@@ -359,9 +360,14 @@ def test_a_cut_tail_reads_as_the_end_then_close_raises_every_time():
     read = list(reader.read_records())
     assert read == RECORDS[:len(read)] and len(read) < len(RECORDS)
     assert reader.read_record() is None
-    with pytest.raises(riegeli.DataLossError, match='incomplete chunk') as first:
+    # C++'s class and words: InvalidArgument, the chunk's beginning and the bytes there are.
+    with pytest.raises(riegeli.InvalidArgumentError) as first:
         reader.close()
-    with pytest.raises(riegeli.DataLossError) as again:
+    found = re.fullmatch(r'Truncated Riegeli/records file, incomplete chunk at (\d+) with length (\d+)',
+                         str(first.value))
+    assert found and int(found[1]) + int(found[2]) == len(data) - 100, first.value
+    assert isinstance(first.value, riegeli.DataLossError) and first.value.code == 3
+    with pytest.raises(riegeli.InvalidArgumentError) as again:
         reader.close()
     assert again.value is first.value
     # With recovery, the tail is a skipped region and close() succeeds.

@@ -103,7 +103,7 @@ def test_truncated_file_ends_and_close_raises():
     read = list(reader.read_records())
     assert 0 < len(read) < len(records) and read == records[:len(read)]
     assert reader.read_record() is None
-    with pytest.raises(riegeli.DataLossError, match='(?i)truncated|cut short|ends'):
+    with pytest.raises(riegeli.InvalidArgumentError, match='^Truncated Riegeli/records file, incomplete chunk at'):
         reader.close()
     with pytest.raises(riegeli.DataLossError):
         with riegeli.RecordReader(io.BytesIO(truncated)) as reader:
@@ -247,11 +247,14 @@ def damaged(records) -> bytes:
     return bytes(data)
 
 
-def test_corruption_raises_data_loss(records):
+def test_corruption_raises_invalid_argument_as_cpp_and_data_loss(records):
     reader = riegeli.RecordReader(io.BytesIO(damaged(records)))
-    with pytest.raises(riegeli.DataLossError) as info:
+    with pytest.raises(riegeli.InvalidArgumentError) as info:
         list(reader.read_records())
-    assert isinstance(info.value, riegeli.RiegeliError) and info.value.code == 15
+    # C++ reports damage as InvalidArgument (code 3); DataLossError is what this package
+    # raised before, kept as a base class.
+    assert isinstance(info.value, riegeli.DataLossError) and info.value.code == 3
+    assert type(info.value) is riegeli.CorruptedFileError
 
 
 def test_recovery(records):
@@ -427,8 +430,12 @@ def test_append_to_file_object(records):
 
 
 def test_exception_classes():
-    codes = {name: getattr(riegeli, name).code for name in riegeli.__all__ if name.endswith('Error') and name != 'RiegeliError'}
+    # One class per canonical code, as Google's; CorruptedFileError is ours (both
+    # InvalidArgumentError and DataLossError).
+    special = {'RiegeliError', 'CorruptedFileError'}
+    codes = {name: getattr(riegeli, name).code for name in riegeli.__all__ if name.endswith('Error') and name not in special}
     assert len(codes) == 16 and sorted(codes.values()) == list(range(1, 17))
+    assert riegeli.CorruptedFileError.__bases__ == (riegeli.InvalidArgumentError, riegeli.DataLossError)
     assert all(issubclass(getattr(riegeli, name), riegeli.RiegeliError) for name in codes)
 
 

@@ -26,6 +26,7 @@ __all__ = (
     'InternalError',
     'UnavailableError',
     'DataLossError',
+    'CorruptedFileError',
     'FlushType',
     'RecordPosition',
     'SkippedRegion',
@@ -55,6 +56,7 @@ UnimplementedError = riegeli_error.UnimplementedError
 InternalError = riegeli_error.InternalError
 UnavailableError = riegeli_error.UnavailableError
 DataLossError = riegeli_error.DataLossError
+CorruptedFileError = riegeli_error.CorruptedFileError
 RecordPosition = record_position.RecordPosition
 SkippedRegion = skipped_region.SkippedRegion
 RecordsMetadata = records_metadata_pb2.RecordsMetadata

@@ -39,6 +39,7 @@ __all__ = [
     'ArrayRecordWriter',
     'EXISTENCE_ONLY',
     'byte_ranges',
+    '__version__',
 ]
 
 EXISTENCE_ONLY: int
@@ -106,7 +107,7 @@ class RecordWriter:
         min_buffer_size: int = 4096,
         max_buffer_size: int = 65536,
         buffer_size: Optional[int] = None,
-        options: Union[str, bytes, None] = None,
+        options: Union[str, bytes] = '',
         metadata: Optional[RecordsMetadata] = None,
         serialized_metadata: Optional[_Buffer] = None,
     ) -> RecordWriter: ...
@@ -141,10 +142,12 @@ class RecordReader:
     given (read from there); then it is read sequentially, supports_random_access is False,
     and seek(), size() and the searches raise UnimplementedError.
 
-    As in Google's module: damage raises DataLossError unless recovery is given (then it is
+    As in Google's module: damage raises InvalidArgumentError (CorruptedFileError, which is a
+    DataLossError too) unless recovery is given (then it is
     skipped and recovery is called with a SkippedRegion; raising StopIteration there ends
     reading, any other exception propagates). A file that ends inside a chunk reads as
-    ending there, and close() raises DataLossError. A record that does not parse as the
+    ending there, and close() raises CorruptedFileError ('Truncated Riegeli/records file,
+    incomplete chunk at P with length N', as C++). A record that does not parse as the
     message type asked for raises protobuf's DecodeError, or with recovery is skipped too
     (read_message(s), search_for_message and read_metadata). Once a read has raised (a
     damaged file, an exception of the file object, a seek past the end of the file), the

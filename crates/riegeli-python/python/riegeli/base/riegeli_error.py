@@ -20,6 +20,7 @@ __all__ = (
     'InternalError',
     'UnavailableError',
     'DataLossError',
+    'CorruptedFileError',
 )
 
 
@@ -127,3 +128,14 @@ class DataLossError(RiegeliError):
     """Unrecoverable data loss or corruption: the file is damaged."""
 
     code = 15
+
+
+class CorruptedFileError(InvalidArgumentError, DataLossError):
+    """A damaged file (a hash mismatch, a chunk cut short, ...).
+
+    C++ reports damage as InvalidArgument, so this is an InvalidArgumentError (code 3) as
+    Google's module raises; it is a DataLossError too, the class this package raised for
+    damage before, so that code catching either keeps working.
+    """
+
+    code = 3
