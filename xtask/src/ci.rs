@@ -17,21 +17,6 @@ const FEATURE_MATRIX: &[&str] = &["", "brotli", "brotli-c", "zstd", "snappy"];
 pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     let skip_interop = args.iter().any(|a| a == "--no-interop");
     let skip_python = args.iter().any(|a| a == "--no-python");
-    // The venvs, nginx and Azurite of the later steps are downloaded and installed while the
-    // Rust steps compile (a few minutes of mostly network on a fresh machine); a step that
-    // needs them waits for this first.
-    let environments = (!skip_interop || !skip_python).then(|| {
-        std::thread::spawn(move || -> Result<()> {
-            let sh = Shell::new()?;
-            sh.change_dir(crate::common::project_root());
-            crate::python::prepare(&sh)?;
-            if !skip_python {
-                crate::engines::prepare(&sh)?;
-                crate::objects::prepare(&sh)?;
-            }
-            Ok(())
-        })
-    });
     step("fmt");
     cmd!(sh, "cargo fmt --all --check").run()?;
     // The crates outside the workspace, too.
@@ -74,10 +59,6 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
     }
     step("testdata check");
     crate::testdata::check(sh)?;
-    if let Some(preparing) = environments {
-        step("waiting for the venvs, nginx and Azurite installed meanwhile");
-        preparing.join().map_err(|_| anyhow::anyhow!("installing the test environments panicked"))??;
-    }
     if skip_interop {
         step("interop skipped (--no-interop)");
     } else {

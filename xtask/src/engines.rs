@@ -29,24 +29,13 @@ pub(crate) fn latest_venv(sh: &Shell) -> Result<std::path::PathBuf> {
     crate::python::venv_with(sh, "engines-venv", &[LATEST, TEST_DEPS].concat())
 }
 
-/// Creates (once) `target/engines-lowest-venv`, the lowest engines with [`TEST_DEPS`].
-fn lowest_venv(sh: &Shell) -> Result<std::path::PathBuf> {
-    crate::python::venv_with(sh, "engines-lowest-venv", &[LOWEST, TEST_DEPS].concat())
-}
-
-/// Creates the venvs of [`tests`], so that `ci` can install them while it compiles.
-pub(crate) fn prepare(sh: &Shell) -> Result<()> {
-    latest_venv(sh)?;
-    lowest_venv(sh).map(drop)
-}
-
 /// Builds and installs the Python package (release) into the venvs of the latest and of the
 /// lowest engines (created once) and runs the tests in `crates/riegeli-python/tests_engines`
 /// in each.
 pub(crate) fn tests(sh: &Shell) -> Result<()> {
     crate::python::check_lowest_pins(sh, LOWEST)?;
     let latest = latest_venv(sh)?;
-    let lowest = lowest_venv(sh)?;
+    let lowest = crate::python::venv_with(sh, "engines-lowest-venv", &[LOWEST, TEST_DEPS].concat())?;
     crate::python::install_package_into(sh, &[latest.as_path(), lowest.as_path()])?;
     for (python, engines) in [(&latest, LATEST), (&lowest, LOWEST)] {
         crate::common::step(&format!("engines: {}", engines.join(", ")));

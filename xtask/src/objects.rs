@@ -221,14 +221,6 @@ fn servers_env(endpoint: &str, s3_log: &Path, http_port: u16, dir: &Path) -> Vec
     ]
 }
 
-/// Installs what [`serve`] starts (the venv with moto, nginx, Azurite), so that `ci` can
-/// install it while it compiles.
-pub(crate) fn prepare(sh: &Shell) -> Result<()> {
-    crate::python::venv_with(sh, "objects-venv", OBJECTS_DEPS)?;
-    nginx(sh)?;
-    azurite(sh).map(drop)
-}
-
 /// Starts moto_server and nginx on loopback (their venv and nginx installed first, the test
 /// bucket created, the golden files the CLI's tests read uploaded).
 pub(crate) fn serve(sh: &Shell) -> Result<Live> {

@@ -54,7 +54,7 @@ pub(crate) fn venv_with(sh: &Shell, name: &str, packages: &[&str]) -> Result<Pat
 pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
     check_lowest_pins(sh, LOWEST_DECLARED)?;
     let latest = venv(sh)?;
-    let lowest = lowest_venv(sh)?;
+    let lowest = venv_with(sh, "oracle-lowest-venv", &[&[ORACLE, "pytest==9.2.0"], LOWEST_DECLARED].concat())?;
     install_package_into(sh, &[latest.as_path(), lowest.as_path()])?;
     for python in [&latest, &lowest] {
         crate::common::step(&format!("pytest crates/riegeli-python/tests with {}", python.display()));
@@ -67,18 +67,6 @@ pub(crate) fn package_tests(sh: &Shell) -> Result<()> {
     let _dir = sh.push_dir(std::env::temp_dir());
     cmd!(sh, "{latest} -m mypy.stubtest riegeli --mypy-config-file {config} --allowlist {allowlist}").run()?;
     Ok(())
-}
-
-/// Creates (once) `target/oracle-lowest-venv`: the oracle and pytest with [`LOWEST_DECLARED`].
-fn lowest_venv(sh: &Shell) -> Result<PathBuf> {
-    venv_with(sh, "oracle-lowest-venv", &[&[ORACLE, "pytest==9.2.0"], LOWEST_DECLARED].concat())
-}
-
-/// Creates the venvs of [`package_tests`] (the oracle's, which interop uses too, and the
-/// lowest one), so that `ci` can install them while it compiles.
-pub(crate) fn prepare(sh: &Shell) -> Result<()> {
-    venv(sh)?;
-    lowest_venv(sh).map(drop)
 }
 
 /// Builds and installs the Python package (release) into the oracle venv; returns its python.
