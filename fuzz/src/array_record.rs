@@ -1,8 +1,8 @@
 //! The check behind the `array_record_reader` fuzz target: an
 //! `ArrayRecordReader` over arbitrary file bytes, asked for arbitrary record
 //! indices (in range, at the end, far past it, repeated, out of order) by
-//! every read it has: `read`, `read_indices`, `read_parallel`, `read_range`,
-//! `read_range_parallel`, `seek_record` + `read_next`.
+//! every read it has: `read`, `read_batch` and `read_batch_each` of indices
+//! and of ranges (with one thread and with two), `seek_record` + `read_next`.
 //!
 //! Properties: nothing panics; an index at or past `num_records` is an
 //! error; an empty or reversed range is no records; a batch succeeds exactly
@@ -128,43 +128,46 @@ fn check_reads(file: &[u8], requests: &[[u8; 3]], readahead: u64) {
     let expected: Option<Vec<Vec<u8>>> = alone.iter().cloned().collect();
 
     // As a batch: it succeeds exactly when every record reads alone.
-    let batch = serial.read_indices(&indices).map(to_vecs);
-    assert_eq!(batch.as_ref().ok(), expected.as_ref(), "read_indices({indices:?})");
-    let batch_parallel = parallel.read_parallel(&indices).map(to_vecs);
-    assert_eq!(batch_parallel.as_ref().ok(), expected.as_ref(), "read_parallel({indices:?})");
+    let batch = serial.read_batch(&indices).map(to_vecs);
+    assert_eq!(batch.as_ref().ok(), expected.as_ref(), "read_batch({indices:?}), one thread");
+    let batch_parallel = parallel.read_batch(&indices).map(to_vecs);
+    assert_eq!(batch_parallel.as_ref().ok(), expected.as_ref(), "read_batch({indices:?}), two threads");
     // Chunk by chunk: the same records at the same positions, each position once.
     let mut each: Vec<Option<Vec<u8>>> = vec![None; indices.len()];
-    let each_result = parallel.read_parallel_each(&indices, |records| {
+    let each_result = parallel.read_batch_each(&indices, |records| {
         for (p, record) in records {
             assert!(each.get_mut(*p).is_some_and(|slot| slot.replace(record.to_vec()).is_none()), "position {p}");
         }
     });
     if each_result.is_ok() {
         let each: Option<Vec<Vec<u8>>> = each.into_iter().collect();
-        assert_eq!(each.as_ref(), expected.as_ref(), "read_parallel_each({indices:?})");
+        assert_eq!(each.as_ref(), expected.as_ref(), "read_batch_each({indices:?})");
     } else {
-        assert!(expected.is_none(), "read_parallel_each({indices:?}) failed alone");
+        assert!(expected.is_none(), "read_batch_each({indices:?}) failed alone");
     }
 
     // Ranges between consecutive indices, in either order.
     for pair in indices.windows(2) {
         let &[a, b] = pair else { continue };
         let range = a..b;
-        let got = serial.read_range(range.clone()).map(to_vecs);
-        let got_parallel = parallel.read_range_parallel(range.clone()).map(to_vecs);
+        let got = serial.read_batch(range.clone()).map(to_vecs);
+        let got_parallel = parallel.read_batch(range.clone()).map(to_vecs);
         assert_eq!(
             got.as_ref().map_err(ToString::to_string),
             got_parallel.as_ref().map_err(ToString::to_string),
-            "read_range({range:?})"
+            "read_batch({range:?})"
         );
         let mut each = Vec::new();
-        let each_result = parallel.read_range_parallel_each(range.clone(), |records| {
-            each.extend(records.iter().map(|record| record.to_vec()));
+        let each_result = parallel.read_batch_each(range.clone(), |records| {
+            for (p, record) in records {
+                assert_eq!(*p, each.len(), "positions in order");
+                each.push(record.to_vec());
+            }
         });
         assert_eq!(
             each_result.map(|()| each).map_err(|e| e.to_string()),
             got.as_ref().map(Clone::clone).map_err(ToString::to_string),
-            "read_range_parallel_each({range:?})"
+            "read_batch_each({range:?})"
         );
         check_range(&mut serial, range, got.ok());
     }

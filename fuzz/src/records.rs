@@ -12,7 +12,7 @@
 use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions, PositionalFile};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions, PositionalFile, Selection};
 
 /// Small limits, so that no input makes a run allocate much.
 fn options(parallelism: usize) -> ArrayRecordReaderOptions {
@@ -110,13 +110,13 @@ fn agree<R: Read + Seek>(
     indices: &[u64],
 ) {
     let n = serial.num_records();
-    let all = serial.read_all().map_err(|e| e.to_string());
-    assert_eq!(all, parallel.read_all_parallel().map_err(|e| e.to_string()), "read_all");
+    let all = serial.read_batch(Selection::All).map_err(|e| e.to_string());
+    assert_eq!(all, parallel.read_batch(Selection::All).map_err(|e| e.to_string()), "read_all");
     if let Ok(all) = &all {
         assert_eq!(all.len() as u64, n);
     }
-    let batch = serial.read_indices(indices).map_err(|e| e.to_string());
-    assert_eq!(batch, parallel.read_parallel(indices).map_err(|e| e.to_string()), "read_parallel");
+    let batch = serial.read_batch(indices).map_err(|e| e.to_string());
+    assert_eq!(batch, parallel.read_batch(indices).map_err(|e| e.to_string()), "read_parallel");
     if let Ok(batch) = &batch {
         for (record, &index) in batch.iter().zip(indices) {
             assert_eq!(serial.read(index).ok().as_ref(), Some(record), "read({index})");
@@ -124,7 +124,7 @@ fn agree<R: Read + Seek>(
     }
     if let [a, b, ..] = indices[..] {
         let range = a.min(b)..a.max(b);
-        let serial_range = serial.read_range(range.clone()).map_err(|e| e.to_string());
-        assert_eq!(serial_range, parallel.read_range_parallel(range).map_err(|e| e.to_string()), "read_range");
+        let serial_range = serial.read_batch(range.clone()).map_err(|e| e.to_string());
+        assert_eq!(serial_range, parallel.read_batch(range).map_err(|e| e.to_string()), "read_range");
     }
 }

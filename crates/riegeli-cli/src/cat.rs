@@ -472,7 +472,7 @@ fn cat_picks(
         if batch.is_empty() {
             break;
         }
-        let records = reader.read_parallel(&batch).with_context(|| name.clone())?;
+        let records = reader.read_batch(&batch).with_context(|| name.clone())?;
         buf.clear();
         for (&index, record) in batch.iter().zip(&records) {
             if printer.format(&mut buf, out, record, Label::Index(index), &name, printed == 0)? {

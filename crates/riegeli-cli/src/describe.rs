@@ -325,9 +325,7 @@ fn verify_footer(path: &std::path::Path, trailer: array_record::Trailer) -> Resu
     let n = summary.num_records;
     for start in (0..n).step_by(VERIFY_BATCH as usize) {
         let end = n.min(start + VERIFY_BATCH);
-        reader
-            .read_range_parallel(start..end)
-            .map_err(|e| format!("records {start}..{end} through the footer: {e}"))?;
+        reader.read_batch(start..end).map_err(|e| format!("records {start}..{end} through the footer: {e}"))?;
     }
     Ok(summary.num_chunks)
 }

@@ -1,18 +1,39 @@
 //! Records decoded from one chunk.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
+
+use crate::recycle::Homing;
 
 /// The records of one decoded chunk: a single buffer holding every record's
 /// bytes back to back, and where each record ends.
 ///
-/// Records are handed out as [`Bytes`] slices of the one buffer, without copying.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Records are handed out as [`Bytes`] slices of the one buffer, without
+/// copying. Both buffers go back to the decoder that made them (see
+/// [`Recycler`](crate::Recycler)) when the records and the last slice of
+/// them are dropped, whatever thread drops them.
+#[derive(Debug, Clone)]
 pub struct DecodedRecords {
     values: Bytes,
     /// `ends[i]` is the end offset of record `i` in `values`; non-decreasing,
     /// the last equal to `values.len()`.
-    ends: Vec<usize>,
+    ends: Arc<Homing<usize>>,
 }
+
+impl Default for DecodedRecords {
+    fn default() -> Self {
+        Self { values: Bytes::new(), ends: Arc::new(Homing::stray(Vec::new())) }
+    }
+}
+
+impl PartialEq for DecodedRecords {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values && self.ends() == other.ends()
+    }
+}
+
+impl Eq for DecodedRecords {}
 
 impl DecodedRecords {
     /// Records from a buffer and the end offset of each record.
@@ -20,9 +41,15 @@ impl DecodedRecords {
     /// Returns `None` unless `ends` is non-decreasing and its last entry (if
     /// any) equals `values.len()` (and `values` is empty when `ends` is).
     pub fn new(values: Bytes, ends: Vec<usize>) -> Option<Self> {
+        Self::homing(values, Homing::stray(ends))
+    }
+
+    /// [`new`](Self::new) with end offsets in a buffer that goes home when
+    /// the records are dropped.
+    pub(crate) fn homing(values: Bytes, ends: Homing<usize>) -> Option<Self> {
         let ordered = ends.windows(2).all(|w| matches!(w, [a, b] if a <= b));
         let complete = ends.last().copied().unwrap_or(0) == values.len();
-        (ordered && complete).then_some(Self { values, ends })
+        (ordered && complete).then(|| Self { values, ends: Arc::new(ends) })
     }
 
     /// The number of records.
@@ -67,7 +94,7 @@ impl DecodedRecords {
 
     /// The end offset of each record in [`values`](Self::values).
     pub fn ends(&self) -> &[usize] {
-        &self.ends
+        &self.ends[..]
     }
 
     /// Iterates over the records, without copying.
@@ -78,11 +105,6 @@ impl DecodedRecords {
             begin = end;
             record
         })
-    }
-
-    /// Splits into the values buffer and the end offsets (to reuse their allocations).
-    pub fn into_parts(self) -> (Bytes, Vec<usize>) {
-        (self.values, self.ends)
     }
 }
 

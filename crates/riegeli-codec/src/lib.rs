@@ -26,6 +26,7 @@ mod decoded;
 pub mod delta;
 mod error;
 mod limits;
+mod recycle;
 mod simple;
 pub mod sleb128;
 mod transpose;
@@ -38,6 +39,7 @@ pub use crate::{
     decoded::DecodedRecords,
     error::{CodecError, CodecErrorKind},
     limits::DecodeLimits,
+    recycle::{Homing, Recycler},
     simple::{SimpleChunkDecoder, SimpleChunkEncoder},
     transpose::{FieldProjection, TransposedChunkDecoder, TransposedChunkEncoder},
 };

@@ -13,6 +13,8 @@
 //! `decoded_data_size`, and the values decompress to exactly
 //! `decoded_data_size` bytes (C++ `SimpleDecoder` checks the same).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::{
@@ -20,6 +22,7 @@ use crate::{
     decoded::DecodedRecords,
     error::CodecError,
     limits::DecodeLimits,
+    recycle::{Homing, Recycler},
     varint,
 };
 
@@ -250,18 +253,17 @@ fn encode_data(
 
 /// Decodes the data of simple chunks into [`DecodedRecords`].
 ///
-/// Keeps its decompressor and scratch buffers from chunk to chunk; give
-/// decoded records back with [`recycle`](Self::recycle) to reuse their
-/// buffers too.
+/// Keeps its decompressor and scratch buffers from chunk to chunk; the
+/// buffers of decoded records come back to it when the records are dropped
+/// (see [`Recycler`]), to decode later chunks into.
 #[derive(Debug, Default)]
 pub struct SimpleChunkDecoder {
     decompressor: Decompressor,
     /// Decompressed sizes.
     sizes: Vec<u8>,
-    /// A buffer for the record ends of the next chunk.
-    spare_ends: Vec<usize>,
-    /// A buffer for the decompressed values of the next chunk.
-    spare_values: Vec<u8>,
+    /// Buffers of record ends and of decompressed values, back from records dropped.
+    ends: Arc<Recycler<usize>>,
+    values: Arc<Recycler<u8>>,
 }
 
 impl SimpleChunkDecoder {
@@ -318,14 +320,14 @@ impl SimpleChunkDecoder {
             ));
         };
 
-        let mut ends = std::mem::take(&mut self.spare_ends);
+        let mut ends = self.ends.take().unwrap_or_default();
         ends.clear();
         let wanted = usize::try_from(wanted).unwrap_or(usize::MAX).min(num_records);
         match self.decode_impl(&data, num_records, decoded_data_size, limits, wanted, &mut ends) {
-            Ok(values) => DecodedRecords::new(values, ends)
+            Ok(values) => DecodedRecords::homing(values, Homing::new(ends, &self.ends))
                 .ok_or_else(|| CodecError::invalid(WHAT, 0, "inconsistent record ends")),
             Err(e) => {
-                self.spare_ends = ends;
+                self.ends.give(ends);
                 Err(e)
             }
         }
@@ -395,15 +397,15 @@ impl SimpleChunkDecoder {
             ));
         }
         let prefix = keep_prefix(ends, wanted) as u64;
-        let mut values = std::mem::take(&mut self.spare_values);
+        let mut values = self.values.take().unwrap_or_default();
         values.clear();
         if let Err(e) =
             self.decompressor.decompress_prefix(compression_type, values_block, declared, prefix, &mut values)
         {
-            self.spare_values = values;
+            self.values.give(values);
             return Err(e.within(WHAT, sizes_end as u64));
         }
-        Ok(Bytes::from(values))
+        Ok(Homing::new(values, &self.values).into_bytes())
     }
 
     /// Decompresses the sizes into `self.sizes`, after checking that their
@@ -439,33 +441,8 @@ impl SimpleChunkDecoder {
             .decompress(compression_type, block, limits.max_decoded_size, &mut self.sizes)
             .map_err(|e| e.within(WHAT, block_start as u64))
     }
-
-    /// Takes back the buffers of records decoded earlier, to decode later
-    /// chunks into them. Buffers still shared with other [`Bytes`] handles
-    /// are left alone.
-    pub fn recycle(&mut self, records: DecodedRecords) {
-        let (mut values, mut ends) = records.into_parts();
-        ends.clear();
-        if ends.capacity() > self.spare_ends.capacity() {
-            self.spare_ends = ends;
-        }
-        // Keep one byte so that `Vec::from` neither drops nor moves the
-        // buffer; a unique `Bytes` hands its allocation over.
-        if !values.is_empty() && values.is_unique() {
-            values.truncate(1);
-            let mut buffer = Vec::from(values);
-            buffer.clear();
-            if buffer.capacity() > self.spare_values.capacity() {
-                self.spare_values = buffer;
-            }
-        }
-    }
 }
 
-/// Reads `num_records` record sizes from `sizes` into `ends` (as end offsets),
-/// requiring that they add up to `decoded_data_size` and fill `sizes` exactly.
-/// Offsets in errors are within `sizes` (`what` is
-/// `"simple chunk decompressed sizes"`).
 /// Keeps the ends of the first `wanted` records and returns where the last
 /// of them ends (0 for none).
 fn keep_prefix(ends: &mut Vec<usize>, wanted: usize) -> usize {
@@ -473,6 +450,10 @@ fn keep_prefix(ends: &mut Vec<usize>, wanted: usize) -> usize {
     ends.last().copied().unwrap_or(0)
 }
 
+/// Reads `num_records` record sizes from `sizes` into `ends` (as end offsets),
+/// requiring that they add up to `decoded_data_size` and fill `sizes` exactly.
+/// Offsets in errors are within `sizes` (`what` is
+/// `"simple chunk decompressed sizes"`).
 fn parse_sizes(
     sizes: &[u8],
     num_records: usize,

@@ -129,26 +129,28 @@ fn round_trip_every_codec_with_reused_encoder_and_decoder() {
             assert_eq!(data[0], options.compression_type.to_byte());
             let decoded = decoder.decode(Bytes::from(data), n, size, &DecodeLimits::default()).unwrap();
             assert_eq!(collect(&decoded), records.iter().map(|r| r.to_vec()).collect::<Vec<_>>(), "{options:?}");
-            decoder.recycle(decoded);
         }
     }
 }
 
 #[test]
-fn recycled_buffers_are_reused() {
+fn the_buffers_of_dropped_records_are_decoded_into_again() {
     for options in options_of_every_codec().into_iter().filter(|o| o.compression_type != CompressionType::None) {
         let (data, n, size) = encode(options, &[&[1u8; 5000], &[2u8; 3000]]);
         let data = Bytes::from(data);
         let mut decoder = SimpleChunkDecoder::new();
         let first = decoder.decode(data.clone(), n, size, &DecodeLimits::default()).unwrap();
         let pointer = first.values().as_ptr();
-        decoder.recycle(first);
+        let ends = first.ends().as_ptr();
+        // Dropped on another thread, the buffers still go back to the decoder.
+        std::thread::spawn(move || drop(first)).join().unwrap();
         let second = decoder.decode(data.clone(), n, size, &DecodeLimits::default()).unwrap();
         assert_eq!(second.values().as_ptr(), pointer, "{options:?}");
+        assert_eq!(second.ends().as_ptr(), ends, "{options:?}");
         assert_eq!(second.get_slice(1).unwrap(), &[2u8; 3000][..]);
         // A buffer still shared is not taken back.
         let kept = second.get(0).unwrap();
-        decoder.recycle(second);
+        drop(second);
         let third = decoder.decode(data, n, size, &DecodeLimits::default()).unwrap();
         assert_ne!(third.values().as_ptr(), pointer);
         assert_eq!(kept, vec![1u8; 5000]);
@@ -356,7 +358,6 @@ fn prefixes_of_every_codec_are_the_first_records() {
             let prefix = decode_prefix(&mut decoder, &data, n, size, wanted).unwrap();
             let expected = &records[..wanted.min(n) as usize];
             assert_eq!(collect(&prefix), expected, "{options:?}, {wanted} records");
-            decoder.recycle(prefix);
         }
     }
 }
@@ -591,7 +592,6 @@ fn interop_cpp_simple_chunks_decode_exactly() {
                         assert_eq!(ours, data, "{options}: chunk at {pos}");
                     }
                 }
-                decoder.recycle(result);
             }
             pos = chunk.chunk_end();
         }

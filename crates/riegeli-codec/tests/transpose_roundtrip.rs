@@ -421,7 +421,7 @@ fn encoder_is_reusable() {
 }
 
 #[test]
-fn recycled_buffers_give_the_same_records() {
+fn buffers_decoded_into_again_give_the_same_records() {
     let mut g = Gen::new(10);
     let chunks = [g.mixed(200), g.schema(50), vec![], g.mixed(500)];
     let mut decoder = TransposedChunkDecoder::new();
@@ -439,7 +439,6 @@ fn recycled_buffers_give_the_same_records() {
                 )
                 .unwrap();
             assert_eq!(decoded.iter().map(|r| r.to_vec()).collect::<Vec<_>>(), *records);
-            decoder.recycle(decoded);
         }
     }
     // A buffer still shared is not reused (and stays intact).
@@ -454,8 +453,22 @@ fn recycled_buffers_give_the_same_records() {
             &FieldProjection::all(),
         )
         .unwrap();
+    let (values, ends) = (decoded.values().as_ptr(), decoded.ends().as_ptr());
+    drop(decoded);
+    // Dropped, their buffers are decoded into again.
+    let decoded = decoder
+        .decode(
+            Bytes::from(data.clone()),
+            chunks[0].len() as u64,
+            size as u64,
+            &DecodeLimits::default(),
+            &FieldProjection::all(),
+        )
+        .unwrap();
+    assert_eq!(decoded.ends().as_ptr(), ends);
+    assert!(decoded.values().as_ptr() >= values, "a slice of the same buffer");
     let kept = decoded.get(0).unwrap();
-    decoder.recycle(decoded);
+    drop(decoded);
     let _ = decoder
         .decode(
             Bytes::from(data),

@@ -213,7 +213,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..rounds {
             let start = Instant::now();
             let mut reader = ArrayRecordReader::open(&ar_path, ArrayRecordReaderOptions::default())?;
-            let records = reader.read_parallel(&indices)?;
+            let records = reader.read_batch(&indices)?;
             local_t.push(start.elapsed().as_secs_f64());
             assert_eq!(records[0], record(indices[0])[..]);
 
@@ -223,7 +223,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default())?;
             opens.push(start.elapsed().as_secs_f64());
             let opened = counting.stats();
-            let records = reader.read_parallel(&indices)?;
+            let records = reader.read_batch(&indices)?;
             s3_t.push(start.elapsed().as_secs_f64());
             assert!(records.iter().zip(&indices).all(|(r, &i)| r[..] == record(i)[..]));
             let done = counting.stats();

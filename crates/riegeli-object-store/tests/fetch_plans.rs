@@ -63,7 +63,7 @@ fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
 
     // A batch of random indices: each touched chunk's bytes, once.
     let indices: Vec<u64> = (0..2000u64).map(|i| (i * 7919) % 20_000).collect();
-    let got = reader.read_parallel(&indices).unwrap();
+    let got = reader.read_batch(&indices).unwrap();
     assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]));
     let batch = opened.stats();
     let touched: std::collections::BTreeSet<u64> = indices.iter().map(|i| i / 100).collect();

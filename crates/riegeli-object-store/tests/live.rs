@@ -132,7 +132,7 @@ fn live_array_record_fetches_the_trailer_once_then_only_the_chunks_a_batch_touch
             assert!(open.bytes <= 65536 + (footer_end - footer_begin) + (64 << 10), "{url}: {open:?}");
         }
         let indices: Vec<u64> = (0..10_000u64).map(|i| (i * 7919 + 13) % 20_000).collect();
-        let got = reader.read_parallel(&indices).unwrap();
+        let got = reader.read_batch(&indices).unwrap();
         assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]), "{url}");
         let batch = log.take(&key);
         let touched: BTreeSet<u64> = indices.iter().map(|i| i / 100).collect();

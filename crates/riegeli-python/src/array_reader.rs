@@ -147,7 +147,7 @@ impl<T: Clone> Waiting<T> {
 
 /// The records of `range` as a Python list of bytes. With decoding threads, those decoded
 /// are made into `bytes` every [`BYTES_BATCH`] while the threads go on with the next chunks
-/// (`read_range_parallel_each`): building the list overlaps the decoding. Without
+/// (`read_batch_each`): building the list overlaps the decoding. Without
 /// (`max_parallelism:0`), all are decoded first, without the GIL, and the list is made at the
 /// end: taking the GIL during the read would only make two Python threads reading two files
 /// wait on each other.
@@ -161,18 +161,22 @@ fn range_to_list<'py>(
         let range = range(state.num_records())?;
         let reader = state.reader().map_err(Failure::Runtime)?;
         if reader.options().effective_parallelism() <= 1 {
-            return Ok(reader.read_range_parallel(range)?);
+            return Ok(reader.read_batch(range)?.into_iter().enumerate().collect());
         }
         objects.reserve(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 20));
         let mut waiting = Waiting::new();
-        reader.read_range_parallel_each(range, |records| {
-            waiting.add(records, Bytes::len, |py, records| {
-                objects.extend(records.map(|record| PyBytes::new(py, &record).unbind()));
-            });
+        reader.read_batch_each(range, |records| {
+            waiting.add(
+                records,
+                |(_, record)| record.len(),
+                |py, records| {
+                    objects.extend(records.map(|(_, record)| PyBytes::new(py, &record).unbind()));
+                },
+            );
         })?;
         Ok(waiting.records)
     })?;
-    objects.extend(waiting.iter().map(|record| PyBytes::new(py, record).unbind()));
+    objects.extend(waiting.iter().map(|(_, record)| PyBytes::new(py, record).unbind()));
     PyList::new(py, objects)
 }
 
@@ -264,10 +268,10 @@ impl ArrayRecordReader {
                 return Ok(vec![(0, reader.read(index)?)]);
             }
             if reader.options().effective_parallelism() <= 1 {
-                return Ok(reader.read_parallel(&indices)?.into_iter().enumerate().collect());
+                return Ok(reader.read_batch(&indices)?.into_iter().enumerate().collect());
             }
             let mut waiting = Waiting::new();
-            reader.read_parallel_each(&indices, |records| {
+            reader.read_batch_each(&indices, |records| {
                 waiting.add(records, |(_, record)| record.len(), |py, records| fill(py, &mut objects, records));
             })?;
             Ok(waiting.records)

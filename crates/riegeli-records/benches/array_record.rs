@@ -9,7 +9,7 @@ use std::io::Cursor;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::StdRng};
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, Selection};
 
 const NUM_RECORDS: u64 = 200_000;
 const BATCH: usize = 10_000;
@@ -37,13 +37,13 @@ fn bench(c: &mut Criterion) {
         ArrayRecordReader::with_options(Cursor::new(&file[..]), options).unwrap()
     };
     let mut serial = open(1);
-    group.bench_function("random_10k/serial", |b| b.iter(|| serial.read_indices(&indices).unwrap()));
+    group.bench_function("random_10k/serial", |b| b.iter(|| serial.read_batch(&indices).unwrap()));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut parallel = open(cores);
-    group.bench_function("random_10k/parallel", |b| b.iter(|| parallel.read_parallel(&indices).unwrap()));
+    group.bench_function("random_10k/parallel", |b| b.iter(|| parallel.read_batch(&indices).unwrap()));
     group.throughput(Throughput::Elements(NUM_RECORDS));
-    group.bench_function("read_all/serial", |b| b.iter(|| serial.read_all().unwrap()));
-    group.bench_function("read_all/parallel", |b| b.iter(|| parallel.read_all_parallel().unwrap()));
+    group.bench_function("read_all/serial", |b| b.iter(|| serial.read_batch(Selection::All).unwrap()));
+    group.bench_function("read_all/parallel", |b| b.iter(|| parallel.read_batch(Selection::All).unwrap()));
     group.finish();
 }
 

@@ -22,7 +22,7 @@
 use std::fs::File;
 use std::time::Instant;
 
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, PositionalFile};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, PositionalFile, Selection};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -107,22 +107,20 @@ fn main() -> Result<(), BoxError> {
         for chunks in [1u64, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64] {
             let start = num_records / 2;
             let range = start..(start + chunks * per_chunk).min(num_records);
-            time(&format!("range_{chunks}_chunks_serial"), &mut || serial.read_range(range.clone()))?;
-            time(&format!("range_{chunks}_chunks_parallel_{cores}"), &mut || {
-                parallel.read_range_parallel(range.clone())
-            })?;
+            time(&format!("range_{chunks}_chunks_serial"), &mut || serial.read_batch(range.clone()))?;
+            time(&format!("range_{chunks}_chunks_parallel_{cores}"), &mut || parallel.read_batch(range.clone()))?;
         }
         return Ok(());
     }
     let label = format!("random_{batch}");
-    time(&format!("{label}_serial"), &mut || serial.read_indices(&indices))?;
-    time(&format!("{label}_parallel_{cores}"), &mut || parallel.read_parallel(&indices))?;
+    time(&format!("{label}_serial"), &mut || serial.read_batch(&indices))?;
+    time(&format!("{label}_parallel_{cores}"), &mut || parallel.read_batch(&indices))?;
     // One record per call, as a data source's `source[i]` asks: random, then in order.
     time(&format!("{label}_one_by_one"), &mut || indices.iter().map(|&i| serial.read(i)).collect())?;
     let first: Vec<u64> = (0..batch.min(num_records)).collect();
     time(&format!("first_{}_one_by_one", first.len()), &mut || first.iter().map(|&i| serial.read(i)).collect())?;
-    time("read_all_serial", &mut || serial.read_all())?;
-    time(&format!("read_all_parallel_{cores}"), &mut || parallel.read_all_parallel())?;
+    time("read_all_serial", &mut || serial.read_batch(Selection::All))?;
+    time(&format!("read_all_parallel_{cores}"), &mut || parallel.read_batch(Selection::All))?;
     Ok(())
 }
 

@@ -6,8 +6,9 @@
 //! size, [`ArrayRecordWriter`](crate::ArrayRecordWriter) by record count.
 
 use std::io::Write;
+use std::sync::Arc;
 
-use riegeli_codec::{ChunkType, CodecError, CompressorOptions, SimpleChunkEncoder, TransposedChunkEncoder};
+use riegeli_codec::{ChunkType, CodecError, CompressorOptions, Recycler, SimpleChunkEncoder, TransposedChunkEncoder};
 use riegeli_framing::{CHUNK_HEADER_SIZE, ChunkHeader, add_with_overhead, chunk_end};
 
 use crate::error::{EncodeError, Error, ErrorKind, Result};
@@ -249,10 +250,8 @@ pub(crate) struct Chunker<W: Write, L> {
     next_to_write: u64,
     /// Chunk data buffers already written, kept to encode later chunks into:
     /// without them every chunk would allocate (and page-fault) a fresh buffer.
-    spare_data: Vec<Vec<u8>>,
-    /// Total capacity of `spare_data`, and the most it keeps.
-    spare_bytes: usize,
-    keep_bytes: u64,
+    /// (Up to about what can be in flight at once.)
+    spare_data: Arc<Recycler<u8>>,
     /// Closed chunks not yet written (with parallel encoding), and the sum of
     /// their decoded sizes: for [`estimated_end`](Self::estimated_end).
     pending_chunks: u64,
@@ -303,9 +302,11 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             parallel,
             open_seq: 0,
             next_to_write: 0,
-            spare_data: Vec::new(),
-            spare_bytes: 0,
-            keep_bytes: (parallelism as u64 + 1).saturating_mul(chunk_size.max(BATCH_BYTES)),
+            spare_data: Recycler::new(
+                usize::MAX,
+                usize::try_from((parallelism as u64 + 1).saturating_mul(chunk_size.max(BATCH_BYTES)))
+                    .unwrap_or(usize::MAX),
+            ),
             pending_chunks: 0,
             pending_decoded: 0,
             in_flight_budget: MAX_IN_FLIGHT_BYTES,
@@ -526,9 +527,7 @@ impl<W: Write, L: Layout> Chunker<W, L> {
 
     /// A recycled buffer for a chunk's data.
     fn take_spare_data(&mut self) -> Vec<u8> {
-        let data = self.spare_data.pop().unwrap_or_default();
-        self.spare_bytes -= data.capacity();
-        data
+        self.spare_data.take().unwrap_or_default()
     }
 
     /// Writes chunk `seq` (the next in order), or fails the writer with its error.
@@ -545,10 +544,7 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         self.written_decoded = self.written_decoded.saturating_add(chunk.header.decoded_data_size());
         self.written_encoded = self.written_encoded.saturating_add(chunk.header.data_size());
         // Keep the buffer for a later chunk, up to about what can be in flight at once.
-        if (self.spare_bytes + chunk.data.capacity()) as u64 <= self.keep_bytes {
-            self.spare_bytes += chunk.data.capacity();
-            self.spare_data.push(chunk.data);
-        }
+        self.spare_data.give(chunk.data);
         self.layout.chunk_written(&mut self.sink, seq, begin, &chunk.header)
     }
 

@@ -22,17 +22,8 @@ pub type DecodedChunk<'a> = (Chunk, Result<Option<&'a DecodedRecords>, Error>);
 /// The records of a chunk, or why they could not be decoded.
 type Records = Result<Option<DecodedRecords>, Error>;
 
-/// A chunk read and hash-checked, with its records and whether they are of a
-/// transposed chunk if a thread decoded them.
-type Checked = (RawChunk, Option<(Records, bool)>);
-
-/// Records handed out, kept to give their buffers back to the decoder that made them.
-#[derive(Debug)]
-struct Lent {
-    records: DecodedRecords,
-    /// Whether a thread decoded them, and then whether as a transposed chunk.
-    from_thread: Option<bool>,
-}
+/// A chunk read and hash-checked, with its records if a thread decoded them.
+type Checked = (RawChunk, Option<Records>);
 
 /// Reads a file chunk by chunk (for inspection tools: `describe`, `verify`,
 /// physical concatenation). Verifies block headers, chunk header hashes and
@@ -48,8 +39,9 @@ pub struct ChunkReader<R> {
     ahead: Option<ReadAhead>,
     /// Decodes on the calling thread (made on first use).
     decoder: Option<ChunkDecoder>,
-    /// The records `read_decoded` returned last.
-    lent: Option<Lent>,
+    /// The records `read_decoded` returned last (dropped at the next call,
+    /// when their buffers go back to the decoder that made them).
+    lent: Option<DecodedRecords>,
 }
 
 impl<R: Read> ChunkReader<R> {
@@ -65,8 +57,8 @@ impl<R: Read> ChunkReader<R> {
     /// damage; chunks, errors and skipped regions are those of a reader
     /// without threads.
     pub fn with_decoding_threads(src: R, options: ChunkReadOptions, threads: usize) -> Self {
+        let ahead = (threads > 0).then(|| ReadAhead::new(threads, &options, FieldProjection::all()));
         let options = RecordReaderOptions { chunks: options, parallelism: threads, ..RecordReaderOptions::default() };
-        let ahead = (threads > 0).then(|| ReadAhead::new(threads, FieldProjection::all()));
         Self { source: Source::new(src, 0), options, pending: None, ahead, decoder: None, lent: None }
     }
 
@@ -87,34 +79,24 @@ impl<R: Read> ChunkReader<R> {
     /// framing, header or data hash) are errors of this call, after which
     /// [`recover`](Self::recover) skips the damaged region, as for
     /// [`read_chunk`](Self::read_chunk).
-    /// The records are lent until the next call, then their buffers are
+    /// The records are lent until the next call; their buffers are then
     /// decoded into again.
     pub fn read_decoded(&mut self) -> Result<Option<DecodedChunk<'_>>, Error> {
-        self.give_back();
+        self.lent = None;
         let Some((raw, decoded)) = self.read_checked()? else { return Ok(None) };
-        let (records, from_thread) = match decoded {
-            Some((records, transposed)) => (records, Some(transposed)),
+        let records = match decoded {
+            Some(records) => records,
             None => {
                 let decoder = self.decoder.get_or_insert_with(|| ChunkDecoder::new(&self.options.chunks));
-                (decoder.checked_decode(&raw, self.options.chunks.verify_hashes), None)
+                decoder.checked_decode(&raw, self.options.chunks.verify_hashes)
             }
         };
         let records = match records {
-            Ok(Some(records)) => Ok(Some(&self.lent.insert(Lent { records, from_thread }).records)),
+            Ok(Some(records)) => Ok(Some(&*self.lent.insert(records))),
             Ok(None) => Ok(None),
             Err(e) => Err(e),
         };
         Ok(Some((Chunk { raw }, records)))
-    }
-
-    /// Gives the records lent last to the decoder that made them.
-    fn give_back(&mut self) {
-        let Some(Lent { records, from_thread }) = self.lent.take() else { return };
-        match (from_thread, &mut self.ahead, &mut self.decoder) {
-            (Some(transposed), Some(ahead), _) => ahead.recycle(records, transposed),
-            (None, _, Some(decoder)) => decoder.recycle(records),
-            _ => {}
-        }
     }
 
     /// The next chunk, hash-checked, with its records if a thread decoded them.
@@ -125,23 +107,16 @@ impl<R: Read> ChunkReader<R> {
         };
         let damage = match fetched {
             Ok(None) => return Ok(None),
-            Ok(Some(Fetched { chunk, ticket: None })) => return Ok(Some((chunk, None))),
-            Ok(Some(Fetched { chunk, ticket: Some(ticket) })) => {
-                match self.ahead.as_mut().and_then(|ahead| ahead.take(ticket)) {
-                    Some(Ok(decoded)) => match decoded.hash {
-                        Ok(()) => return Ok(Some((chunk, Some((decoded.result, decoded.transposed))))),
-                        Err(damage) => damage,
-                    },
-                    // The ticket was abandoned, or its thread panicked: checked and decoded here.
-                    _ => {
-                        let mut chunk = chunk;
-                        match verify_hash(&mut chunk, &self.options.chunks) {
-                            Ok(()) => return Ok(Some((chunk, None))),
-                            Err(damage) => damage,
-                        }
-                    }
-                }
-            }
+            Ok(Some(Fetched { chunk, decoded: Some(Ok(decoded)) })) => match decoded.hash {
+                Ok(()) => return Ok(Some((chunk, Some(decoded.result)))),
+                Err(damage) => damage,
+            },
+            // Its outcome was lost (a fork), or its thread panicked: checked
+            // (if a thread was to check it) and decoded here.
+            Ok(Some(Fetched { mut chunk, decoded: _ })) => match verify_hash(&mut chunk, &self.options.chunks) {
+                Ok(()) => return Ok(Some((chunk, None))),
+                Err(damage) => damage,
+            },
             Err(ReadError::Io(e)) => return Err(e),
             Err(ReadError::Damage(damage)) => damage,
         };

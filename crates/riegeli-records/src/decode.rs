@@ -12,7 +12,8 @@ use crate::error::{Corruption, Error, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::ChunkReadOptions;
 
-/// Decodes chunk data into records, reusing its buffers from chunk to chunk.
+/// Decodes chunk data into records, reusing its buffers from chunk to chunk
+/// (the buffers of records come back to it when they are dropped).
 ///
 /// The readers use one internally; inspection tools use one on the chunks a
 /// [`ChunkReader`](crate::ChunkReader) returns:
@@ -41,8 +42,6 @@ pub struct ChunkDecoder {
     transposed: TransposedChunkDecoder,
     projection: FieldProjection,
     limits: DecodeLimits,
-    /// Whether the records last handed out came from the transposed decoder.
-    last_transposed: bool,
 }
 
 impl ChunkDecoder {
@@ -58,7 +57,6 @@ impl ChunkDecoder {
             transposed: TransposedChunkDecoder::new(),
             projection,
             limits: options.decode_limits(),
-            last_transposed: false,
         }
     }
 
@@ -84,26 +82,6 @@ impl ChunkDecoder {
         Ok(serialized)
     }
 
-    /// Gives a finished chunk's buffers back to the decoder that made the
-    /// records last handed out.
-    pub(crate) fn recycle(&mut self, records: DecodedRecords) {
-        self.recycle_as(records, self.last_transposed);
-    }
-
-    /// Gives a finished chunk's buffers to the transposed or the simple decoder.
-    pub(crate) fn recycle_as(&mut self, records: DecodedRecords, transposed: bool) {
-        if transposed {
-            self.transposed.recycle(records);
-        } else {
-            self.simple.recycle(records);
-        }
-    }
-
-    /// Whether the records last handed out came from the transposed decoder.
-    pub(crate) fn last_transposed(&self) -> bool {
-        self.last_transposed
-    }
-
     /// The records of a chunk, or `None` for chunks without records.
     pub(crate) fn decode(&mut self, chunk: &RawChunk) -> std::result::Result<Option<DecodedRecords>, CodecError> {
         self.decode_prefix(chunk, u64::MAX)
@@ -123,12 +101,8 @@ impl ChunkDecoder {
         let data = chunk.data.clone();
         let (n, size) = (header.num_records(), header.decoded_data_size());
         match ChunkType::from_byte(header.chunk_type()) {
-            Some(ChunkType::Simple) => {
-                self.last_transposed = false;
-                self.simple.decode_prefix(data, n, size, &self.limits, wanted).map(Some)
-            }
+            Some(ChunkType::Simple) => self.simple.decode_prefix(data, n, size, &self.limits, wanted).map(Some),
             Some(ChunkType::Transposed) => {
-                self.last_transposed = true;
                 self.transposed.decode(data, n, size, &self.limits, &self.projection).map(Some)
             }
             _ => Ok(None),

@@ -61,16 +61,19 @@ mod decode;
 mod error;
 mod flush;
 mod fork;
+mod indexed;
 mod metadata;
 mod options;
 mod pool;
 mod position;
+mod positional;
 mod read_ahead;
 mod reader;
 mod sink;
 mod skipped_region;
 mod source;
 mod split;
+mod stream;
 mod sync;
 mod trailer;
 mod work_queue;
@@ -84,7 +87,7 @@ pub use crate::{
     array_record::{
         ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
         ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport,
-        IndexSource, PositionalFile, ReadAt, find_array_record_trailer, index_riegeli_file,
+        IndexSource, Selection, find_array_record_trailer, index_riegeli_file,
     },
     chunk_reader::Chunk,
     chunks::{ChunkReader, DecodedChunk},
@@ -98,6 +101,7 @@ pub use crate::{
         ParseOptionsError, RecordReaderOptions, RecordWriterOptions,
     },
     position::{ParsePositionError, RecordPosition},
+    positional::{PositionalFile, ReadAt},
     reader::{RecordReader, Records},
     skipped_region::SkippedRegion,
     split::byte_ranges,

@@ -14,93 +14,50 @@
 
 use std::collections::VecDeque;
 use std::io::Read;
-use std::sync::Arc;
 
-use riegeli_codec::{ChunkType, CompressionType, DecodedRecords, FieldProjection};
+use riegeli_codec::{ChunkType, CompressionType, FieldProjection};
 
 use riegeli_framing::is_possible_chunk_boundary;
 
-use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk, verify_hash};
-use crate::decode::ChunkDecoder;
+use crate::chunk_reader::{Pending, RawChunk, ReadError, Resume, read_chunk, verify_hash};
 use crate::error::Error;
 use crate::options::ChunkReadOptions;
 use crate::options::RecordReaderOptions;
-use crate::pool::{Help, Panicked, Pool, Worker};
+use crate::pool::Panicked;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::stream::{DecodeStream, Decoded, Piece};
 
-/// A chunk as the reader gets it: read and hash-checked, and, if its decoding
-/// was handed to the pool, the ticket of that decoding.
+/// A chunk as the reader gets it: read, and if a worker decoded it, its
+/// hash check and records (or [`Panicked`]). A chunk without them has its
+/// hash checked already, unless a worker was to check it and its outcome was
+/// lost (a fork): the reader's own decoding checks it then.
 #[derive(Debug)]
 pub(crate) struct Fetched {
     pub(crate) chunk: RawChunk,
-    pub(crate) ticket: Option<u64>,
+    pub(crate) decoded: Option<Result<Decoded, Panicked>>,
 }
 
 impl Fetched {
     /// A chunk to be decoded on the calling thread.
     pub(crate) fn serial(chunk: RawChunk) -> Self {
-        Self { chunk, ticket: None }
+        Self { chunk, decoded: None }
     }
+}
+
+/// A chunk read ahead, and whether its decoding went to the stream.
+#[derive(Debug)]
+struct Queued {
+    chunk: RawChunk,
+    on_stream: bool,
 }
 
 /// One result of `read_chunk`, in file order.
 #[derive(Debug)]
 enum Item {
-    Chunk(Fetched),
+    Chunk(Queued),
     /// The end of the file (`Ok`), or damage or an I/O error; nothing is read after it.
     End(Result<(), ReadError>),
-}
-
-/// A decoded chunk: its hash check (the chunk is not decoded if it fails),
-/// the decoder's result, and whether the transposed decoder made the records
-/// (to give their buffers back to the right one).
-#[derive(Debug)]
-pub(crate) struct Decoded {
-    pub(crate) hash: Result<(), Damage>,
-    pub(crate) result: Result<Option<DecodedRecords>, Error>,
-    pub(crate) transposed: bool,
-}
-
-/// Buffers of records already consumed, going back to a worker's decoder.
-#[derive(Debug)]
-struct Spare {
-    records: DecodedRecords,
-    transposed: bool,
-}
-
-/// A chunk to decode, the projection to decode it with, and buffers to reuse.
-struct Job {
-    chunk: RawChunk,
-    projection: Arc<FieldProjection>,
-    spare: Option<Spare>,
-}
-
-/// A decoding thread's state: a decoder and the projection it is set to.
-struct Decoding {
-    decoder: ChunkDecoder,
-    projection: Arc<FieldProjection>,
-    /// Whether data hashes are checked (chunks come to the threads unchecked).
-    options: ChunkReadOptions,
-}
-
-impl Worker for Decoding {
-    type Job = Job;
-    type Output = Decoded;
-
-    fn run(&mut self, job: Job) -> Decoded {
-        if let Some(spare) = job.spare {
-            self.decoder.recycle_as(spare.records, spare.transposed);
-        }
-        if !Arc::ptr_eq(&self.projection, &job.projection) {
-            self.decoder.set_field_projection((*job.projection).clone());
-            self.projection = job.projection;
-        }
-        let mut chunk = job.chunk;
-        let hash = verify_hash(&mut chunk, &self.options);
-        let result = if hash.is_ok() { self.decoder.checked_decode(&chunk, false) } else { Ok(None) };
-        Decoded { hash, result, transposed: self.decoder.last_transposed() }
-    }
 }
 
 /// Whether a chunk's hash check and decoding go to a worker: simple and
@@ -135,8 +92,8 @@ const MAX_SMALL_CHUNK: usize = 64 << 10;
 
 /// Whether reading ahead stops after this chunk: the caller decodes it and
 /// it has records, or it is large.
-fn holds_back(fetched: &Fetched) -> bool {
-    fetched.ticket.is_none() && (fetched.chunk.header.num_records() > 0 || fetched.chunk.data.len() > MAX_SMALL_CHUNK)
+fn holds_back(queued: &Queued) -> bool {
+    !queued.on_stream && (queued.chunk.header.num_records() > 0 || queued.chunk.data.len() > MAX_SMALL_CHUNK)
 }
 
 /// Bytes read ahead (raw chunks, and what those on the workers decode to)
@@ -146,9 +103,9 @@ pub(crate) const MAX_AHEAD_BYTES: u64 = 64 << 20;
 
 /// What a queued chunk holds while it waits: its raw data, and its records
 /// if a worker decodes it.
-fn held_bytes(fetched: &Fetched) -> u64 {
-    let decoded = if fetched.ticket.is_some() { fetched.chunk.header.decoded_data_size() } else { 0 };
-    (fetched.chunk.data.len() as u64).saturating_add(decoded)
+fn held_bytes(queued: &Queued) -> u64 {
+    let decoded = if queued.on_stream { queued.chunk.header.decoded_data_size() } else { 0 };
+    (queued.chunk.data.len() as u64).saturating_add(decoded)
 }
 
 /// Moves past the damage `pending` describes, where reading ahead may have
@@ -177,19 +134,18 @@ pub(crate) fn skip_damage_ahead<R: Read>(
     pending.skip(source)
 }
 
-/// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader).
+/// The read-ahead state of a parallel [`RecordReader`](crate::RecordReader)
+/// (and of a [`ChunkReader`](crate::ChunkReader) with decoding threads).
 pub(crate) struct ReadAhead {
     parallelism: usize,
     /// Consecutive `read_chunk` results not yet taken, in file order.
     queue: VecDeque<Item>,
     /// [`held_bytes`] of the queued chunks.
     queued_bytes: u64,
-    /// How many chunks in `queue` have a ticket.
-    ticketed: usize,
-    /// Started on the first data chunk worth a thread.
-    pool: Option<Pool<Decoding>>,
-    spare: Vec<Spare>,
-    projection: Arc<FieldProjection>,
+    /// How many chunks in `queue` are on the stream.
+    on_stream: usize,
+    /// Decodes the chunks worth a thread; its threads start with the first.
+    stream: DecodeStream,
     /// Chunks beginning here or later are not read ahead (the end of a byte range).
     stop: u64,
 }
@@ -199,25 +155,20 @@ impl std::fmt::Debug for ReadAhead {
         f.debug_struct("ReadAhead")
             .field("parallelism", &self.parallelism)
             .field("queued", &self.queue.len())
-            .field("ticketed", &self.ticketed)
-            .field("pool", &self.pool)
+            .field("on_stream", &self.on_stream)
+            .field("stream", &self.stream)
             .finish_non_exhaustive()
     }
 }
 
 impl ReadAhead {
-    /// Read-ahead decoding on `parallelism` threads (at least one).
-    pub(crate) fn new(parallelism: usize, projection: FieldProjection) -> Self {
-        Self {
-            parallelism: parallelism.max(1),
-            queue: VecDeque::new(),
-            queued_bytes: 0,
-            ticketed: 0,
-            pool: None,
-            spare: Vec::new(),
-            projection: Arc::new(projection),
-            stop: u64::MAX,
-        }
+    /// Read-ahead decoding on `parallelism` threads (at least one), within
+    /// the limits of `options`.
+    pub(crate) fn new(parallelism: usize, options: &ChunkReadOptions, projection: FieldProjection) -> Self {
+        let parallelism = parallelism.max(1);
+        // Chunks come to the threads unchecked: they check the hashes if asked.
+        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection);
+        Self { parallelism, queue: VecDeque::new(), queued_bytes: 0, on_stream: 0, stream, stop: u64::MAX }
     }
 
     /// Reads ahead no chunk that begins at `pos` or later (it is read only
@@ -230,19 +181,13 @@ impl ReadAhead {
     /// item or nothing is queued, the source is where the next read begins.)
     pub(crate) fn front_begin(&self) -> Option<u64> {
         match self.queue.front() {
-            Some(Item::Chunk(fetched)) => Some(fetched.chunk.begin),
+            Some(Item::Chunk(queued)) => Some(queued.chunk.begin),
             _ => None,
         }
     }
 
-    /// Whether nothing is queued.
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// The next `read_chunk` result, reading ahead and starting the decoding
-    /// of data chunks on the workers.
+    /// The next `read_chunk` result, reading ahead and handing data chunks
+    /// to the decode stream; a chunk handed over comes with its outcome.
     pub(crate) fn fetch<R: Read>(
         &mut self,
         source: &mut Source<R>,
@@ -252,20 +197,29 @@ impl ReadAhead {
             self.top_up(source, options);
         }
         match self.queue.pop_front() {
-            Some(Item::Chunk(fetched)) => {
-                if fetched.ticket.is_some() {
-                    self.ticketed -= 1;
+            Some(Item::Chunk(queued)) => {
+                if queued.on_stream {
+                    self.on_stream -= 1;
                 }
-                self.queued_bytes = self.queued_bytes.saturating_sub(held_bytes(&fetched));
-                if !holds_back(&fetched) {
+                self.queued_bytes = self.queued_bytes.saturating_sub(held_bytes(&queued));
+                if !holds_back(&queued) {
                     // Keep the workers busy while the caller consumes this chunk.
                     self.top_up(source, options);
                 }
-                Ok(Some(fetched))
+                let decoded = if queued.on_stream { self.take_decoded() } else { None };
+                Ok(Some(Fetched { chunk: queued.chunk, decoded }))
             }
             Some(Item::End(result)) => result.map(|()| None),
             // `top_up` queues at least one item when the queue is empty.
             None => read_chunk(source, &options.chunks).map(|chunk| chunk.map(Fetched::serial)),
+        }
+    }
+
+    /// The outcome of the oldest chunk on the stream (`None` if it was lost).
+    fn take_decoded(&mut self) -> Option<Result<Decoded, Panicked>> {
+        match self.stream.next()? {
+            Ok(mut decoded) => decoded.pop().map(Ok),
+            Err(panicked) => Some(Err(panicked)),
         }
     }
 
@@ -280,12 +234,12 @@ impl ReadAhead {
         // Hashes are checked after reading: by the worker that decodes the
         // chunk, or here if none does.
         let unchecked = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
-        while self.ticketed <= self.parallelism
+        while self.on_stream <= self.parallelism
             && source.pos() < self.stop
             && self.queue.len() < max_queued
             && (self.queue.is_empty() || self.queued_bytes < MAX_AHEAD_BYTES)
             && !self.queue.back().is_some_and(|item| match item {
-                Item::Chunk(fetched) => holds_back(fetched),
+                Item::Chunk(queued) => holds_back(queued),
                 Item::End(_) => true,
             })
         {
@@ -293,54 +247,24 @@ impl ReadAhead {
                 Some(chunk)
                     if worth_a_worker(&chunk, options.parallel_min_chunk_size, options.chunks.verify_hashes) =>
                 {
-                    let ticket = self.dispatch(&chunk, options);
-                    Ok(Some(Fetched { chunk, ticket: Some(ticket) }))
+                    self.stream.submit(vec![Piece::Scanned(chunk.clone())]);
+                    Ok(Some(Queued { chunk, on_stream: true }))
                 }
                 Some(mut chunk) => match verify_hash(&mut chunk, &options.chunks) {
-                    Ok(()) => Ok(Some(Fetched::serial(chunk))),
+                    Ok(()) => Ok(Some(Queued { chunk, on_stream: false })),
                     Err(damage) => Err(ReadError::Damage(damage)),
                 },
                 None => Ok(None),
             });
             match read {
-                Ok(Some(fetched)) => {
-                    self.ticketed += usize::from(fetched.ticket.is_some());
-                    self.queued_bytes = self.queued_bytes.saturating_add(held_bytes(&fetched));
-                    self.queue.push_back(Item::Chunk(fetched));
+                Ok(Some(queued)) => {
+                    self.on_stream += usize::from(queued.on_stream);
+                    self.queued_bytes = self.queued_bytes.saturating_add(held_bytes(&queued));
+                    self.queue.push_back(Item::Chunk(queued));
                 }
                 Ok(None) => self.queue.push_back(Item::End(Ok(()))),
                 Err(e) => self.queue.push_back(Item::End(Err(e))),
             }
-        }
-    }
-
-    /// Hands a chunk to the pool, starting it first if needed; returns its ticket.
-    fn dispatch(&mut self, chunk: &RawChunk, options: &RecordReaderOptions) -> u64 {
-        let pool = self.pool.get_or_insert_with(|| {
-            let options = options.clone();
-            Pool::new("riegeli-decode", self.parallelism, Help::Always, move || Decoding {
-                decoder: ChunkDecoder::new(&options.chunks),
-                projection: Arc::new(FieldProjection::all()),
-                options: options.chunks.clone(),
-            })
-        });
-        let job = Job { chunk: chunk.clone(), projection: Arc::clone(&self.projection), spare: self.spare.pop() };
-        pool.submit(job)
-    }
-
-    /// The outcome of `ticket`: decoded here if no worker has it yet (or a
-    /// later chunk decoded here while a worker decodes it). Earlier tickets
-    /// not taken are abandoned (their chunks were skipped). `None` if the
-    /// ticket was abandoned (the caller decodes the chunk itself).
-    pub(crate) fn take(&mut self, ticket: u64) -> Option<Result<Decoded, Panicked>> {
-        self.pool.as_mut()?.wait(ticket)
-    }
-
-    /// Gives consumed records back, to be decoded into again.
-    pub(crate) fn recycle(&mut self, records: DecodedRecords, transposed: bool) {
-        // Each dispatch takes one back, so a couple suffice.
-        if self.spare.len() < 2 {
-            self.spare.push(Spare { records, transposed });
         }
     }
 
@@ -349,24 +273,23 @@ impl ReadAhead {
     pub(crate) fn discard(&mut self) {
         self.queue.clear();
         self.queued_bytes = 0;
-        self.ticketed = 0;
-        if let Some(pool) = &mut self.pool {
-            pool.abandon();
-        }
+        self.on_stream = 0;
+        self.stream.abandon();
     }
 
     /// Decodes later chunks with `projection`. Chunks already handed to the
-    /// workers lose their tickets: the caller decodes them.
+    /// workers are taken back: the caller decodes them.
     pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
-        self.projection = Arc::new(projection);
+        self.stream.set_projection(projection);
+        self.stream.abandon();
         for item in &mut self.queue {
-            if let Item::Chunk(fetched) = item {
-                fetched.ticket = None;
+            if let Item::Chunk(queued) = item {
+                queued.on_stream = false;
             }
         }
-        self.ticketed = 0;
+        self.on_stream = 0;
         self.queued_bytes =
-            self.queue.iter().map(|item| if let Item::Chunk(f) = item { held_bytes(f) } else { 0 }).sum();
+            self.queue.iter().map(|item| if let Item::Chunk(q) = item { held_bytes(q) } else { 0 }).sum();
     }
 }
 
@@ -398,16 +321,15 @@ mod tests {
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(3, FieldProjection::all());
-        let mut tickets = Vec::new();
+        let mut ahead = ReadAhead::new(3, &options.chunks, FieldProjection::all());
+        let mut decoded = 0;
         for _ in 0..4 {
             let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
-            tickets.extend(fetched.ticket);
+            decoded += usize::from(matches!(fetched.decoded, Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
         }
-        assert!(!tickets.is_empty());
-        let first = tickets[0];
-        assert!(matches!(ahead.take(first), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
-        let alive = ahead.pool.as_ref().unwrap().alive();
+        assert!(decoded > 0);
+        assert!(ahead.on_stream > 0, "chunks in flight when the reader drops");
+        let alive = ahead.stream.alive().unwrap();
         assert!(alive.upgrade().is_some());
         // Dropped with jobs in flight: every worker has exited when drop returns.
         drop(ahead);
@@ -419,18 +341,17 @@ mod tests {
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
         let mut fetched = 0;
         while let Some(chunk) = ahead.fetch(&mut source, &options).unwrap() {
-            assert!(ahead.ticketed <= 3, "{ahead:?}");
-            assert!(ahead.pool.as_ref().is_none_or(|p| p.pending() <= 4), "{ahead:?}");
-            if let Some(ticket) = chunk.ticket {
-                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+            assert!(ahead.on_stream <= 3, "{ahead:?}");
+            if chunk.chunk.header.num_records() > 0 {
+                assert!(matches!(chunk.decoded, Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
             }
             fetched += 1;
         }
         assert!(fetched > 10);
-        assert!(ahead.is_empty());
+        assert!(ahead.queue.is_empty());
     }
 
     #[test]
@@ -446,13 +367,13 @@ mod tests {
         let file = writer.close().unwrap();
         let options = RecordReaderOptions::default();
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(4, FieldProjection::all());
+        let mut ahead = ReadAhead::new(4, &options.chunks, FieldProjection::all());
         let mut records = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
             // 64 MiB ahead at most: two such chunks being decoded, then the third waits.
-            assert!(ahead.ticketed <= 3 && ahead.queued_bytes <= (64 << 20) + (24 << 20) + (1 << 20), "{ahead:?}");
-            if let Some(ticket) = fetched.ticket {
-                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+            assert!(ahead.on_stream <= 3 && ahead.queued_bytes <= (64 << 20) + (24 << 20) + (1 << 20), "{ahead:?}");
+            if let Some(decoded) = fetched.decoded {
+                assert!(matches!(decoded, Ok(Decoded { result: Ok(Some(_)), .. })));
                 records += 1;
             }
         }
@@ -466,13 +387,13 @@ mod tests {
         for (min, dispatched) in [(RecordReaderOptions::default().parallel_min_chunk_size, false), (1 << 10, true)] {
             let options = RecordReaderOptions { parallel_min_chunk_size: min, ..Default::default() };
             let mut source = Source::new(&file[..], 0);
-            let mut ahead = ReadAhead::new(2, FieldProjection::all());
-            let mut tickets = 0;
+            let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
+            let mut handed_over = 0;
             while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
-                tickets += usize::from(fetched.ticket.is_some());
+                handed_over += usize::from(fetched.decoded.is_some());
             }
-            assert_eq!(tickets > 0, dispatched, "limit {min}: {tickets} chunks handed over");
-            assert_eq!(ahead.pool.is_some(), dispatched, "limit {min}");
+            assert_eq!(handed_over > 0, dispatched, "limit {min}: {handed_over} chunks handed over");
+            assert_eq!(ahead.stream.threads() > 0, dispatched, "limit {min}");
         }
     }
 
@@ -482,13 +403,13 @@ mod tests {
         // Hashes checked: each data chunk goes to a worker, which checks its hash and splits it.
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
         let mut handed_over = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
             if fetched.chunk.header.num_records() > 0 {
-                let ticket = fetched.ticket.expect("a data chunk decoded by the caller");
                 assert!(!fetched.chunk.hash_verified, "hashed on the reading thread");
-                assert!(matches!(ahead.take(ticket), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+                let decoded = fetched.decoded.expect("a data chunk decoded by the caller");
+                assert!(matches!(decoded, Ok(Decoded { hash: Ok(()), result: Ok(Some(_)) })));
                 handed_over += 1;
             } else {
                 assert!(fetched.chunk.hash_verified, "a chunk without records left unchecked");
@@ -500,19 +421,19 @@ mod tests {
         let mut options = options;
         options.chunks.verify_hashes = false;
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, FieldProjection::all());
+        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
         let mut with_records = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
-            assert!(fetched.ticket.is_none());
+            assert!(fetched.decoded.is_none());
             if fetched.chunk.header.num_records() > 0 {
                 with_records += 1;
                 // Nothing is read past a chunk the caller decodes.
-                assert!(ahead.is_empty(), "{ahead:?}");
+                assert!(ahead.queue.is_empty(), "{ahead:?}");
                 assert_eq!(source.pos(), fetched.chunk.end);
             }
         }
         assert!(with_records > 10);
-        assert!(ahead.pool.is_none(), "threads started for nothing");
+        assert_eq!(ahead.stream.threads(), 0, "threads started for nothing");
     }
 
     #[test]
@@ -520,10 +441,10 @@ mod tests {
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(1, FieldProjection::all());
+        let mut ahead = ReadAhead::new(1, &options.chunks, FieldProjection::all());
         let chunk = loop {
             let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
-            if fetched.ticket.is_some() {
+            if fetched.decoded.is_some() {
                 break fetched.chunk;
             }
         };
@@ -533,10 +454,13 @@ mod tests {
         poisoned.header =
             ChunkHeader::new(h.chunk_type(), h.data_size(), h.data_hash(), h.num_records(), PANIC_ON_DECODED_SIZE)
                 .unwrap();
-        let bad = ahead.dispatch(&poisoned, &options);
-        let good = ahead.dispatch(&chunk, &options);
-        assert!(matches!(ahead.take(bad), Some(Err(Panicked))));
-        assert!(matches!(ahead.take(good), Some(Ok(Decoded { result: Ok(Some(_)), .. }))));
+        let stream = &mut ahead.stream;
+        stream.submit(vec![Piece::Scanned(poisoned)]);
+        stream.submit(vec![Piece::Scanned(chunk)]);
+        assert!(matches!(stream.next(), Some(Err(Panicked))));
+        let good = stream.next().unwrap().unwrap();
+        assert!(matches!(good.as_slice(), [Decoded { hash: Ok(()), result: Ok(Some(_)) }]));
+        assert!(stream.next().is_none());
     }
 
     #[test]

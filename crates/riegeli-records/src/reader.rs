@@ -13,7 +13,7 @@ use crate::error::{Corruption, Error, ErrorKind, Result};
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
-use crate::read_ahead::{Fetched, MAX_AHEAD_BYTES, ReadAhead, skip_damage_ahead};
+use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::trailer::{Disposition, TrailerDetector};
@@ -115,8 +115,6 @@ pub struct RecordReader<R> {
     last_pos: Option<RecordPosition>,
     /// With `parallelism > 0`: chunks read ahead and decoded on worker threads.
     ahead: Option<ReadAhead>,
-    /// Whether `records` came from a worker, and then from its transposed decoder.
-    records_from_worker: Option<bool>,
     /// Reading ends before the first chunk beginning at or after this
     /// (see [`set_byte_range`](Self::set_byte_range)).
     range_end: u64,
@@ -150,7 +148,8 @@ impl<R: Read> RecordReader<R> {
     /// chunk boundary, e.g. from an earlier [`pos`](Self::pos)`.chunk_begin()`).
     pub fn at_position(src: R, pos: u64, options: RecordReaderOptions) -> Self {
         let projection = options.field_projection.clone();
-        let ahead = (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, projection.clone()));
+        let ahead =
+            (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, &options.chunks, projection.clone()));
         Self {
             source: Source::new(src, pos),
             decoder: ChunkDecoder::with_projection(&options.chunks, projection),
@@ -166,7 +165,6 @@ impl<R: Read> RecordReader<R> {
             trailer: TrailerDetector::new(),
             last_pos: None,
             ahead,
-            records_from_worker: None,
             range_end: u64::MAX,
             footer_without_postscript: None,
         }
@@ -284,20 +282,6 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    /// Gives the current records' buffers back to the decoder that made them,
-    /// unless they hold more than [`MAX_AHEAD_BYTES`]: those are let go, so
-    /// that they are not held while the next chunk is read.
-    fn recycle_records(&mut self) {
-        let finished = std::mem::take(&mut self.records);
-        if finished.is_empty() || finished.decoded_data_size() as u64 > MAX_AHEAD_BYTES {
-            return;
-        }
-        match (self.records_from_worker, &mut self.ahead) {
-            (Some(transposed), Some(ahead)) => ahead.recycle(finished, transposed),
-            _ => self.decoder.recycle(finished),
-        }
-    }
-
     /// The position of the record last read, until the next seek.
     pub fn last_pos(&self) -> Option<RecordPosition> {
         self.last_pos
@@ -397,7 +381,9 @@ impl<R: Read> RecordReader<R> {
     /// Loads the next chunk with records. Returns `false` at the end of the file.
     fn advance_chunk(&mut self) -> Result<bool> {
         loop {
-            self.recycle_records();
+            // Let go of the records read (their buffers go back to their
+            // decoder, to decode the next chunk into) before reading on.
+            self.records = DecodedRecords::default();
             self.index = 0;
             if let Some(damage) = self.peeked_damage.take() {
                 if damage.begin >= self.range_end {
@@ -466,7 +452,7 @@ impl<R: Read> RecordReader<R> {
 
     /// Forgets the records of the current chunk (an ArrayRecord trailer).
     fn drop_records(&mut self) {
-        self.recycle_records();
+        self.records = DecodedRecords::default();
         self.index = 0;
     }
 
@@ -529,7 +515,7 @@ impl<R: Read> RecordReader<R> {
 
     /// Interprets a chunk: records, metadata, signature or padding.
     fn install(&mut self, fetched: Fetched) -> std::result::Result<(), Failure> {
-        let Fetched { chunk, ticket } = fetched;
+        let Fetched { chunk, decoded } = fetched;
         let damage = |error: Error, chunk: &RawChunk| {
             Failure::Damage(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) })
         };
@@ -549,21 +535,13 @@ impl<R: Read> RecordReader<R> {
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
-        let from_worker = match (ticket, &mut self.ahead) {
-            (Some(ticket), Some(ahead)) => ahead.take(ticket),
-            _ => None,
-        };
-        let decoded = match from_worker {
+        let decoded = match decoded {
             Some(Ok(decoded)) => {
-                self.records_from_worker = Some(decoded.transposed);
                 decoded.hash.map_err(Failure::Damage)?;
                 decoded.result
             }
             Some(Err(_)) => return Err(Failure::Panicked(Box::new(Fetched::serial(chunk)))),
-            None => {
-                self.records_from_worker = None;
-                self.decoder.checked_decode(&chunk, self.options.chunks.verify_hashes)
-            }
+            None => self.decoder.checked_decode(&chunk, self.options.chunks.verify_hashes),
         };
         match decoded {
             Ok(Some(records)) => {
@@ -672,7 +650,7 @@ impl<R: Read + Seek> RecordReader<R> {
             // Chunks already handed to the workers are decoded again, here.
             ahead.set_projection(projection.clone());
             if let Some(peeked) = &mut self.peeked {
-                peeked.ticket = None;
+                peeked.decoded = None;
             }
         }
         self.decoder.set_field_projection(projection.clone());

@@ -120,12 +120,6 @@ impl<W: Write> ChunkSink<W> {
         self.failed = true;
     }
 
-    /// Whether the sink failed.
-    #[cfg(test)]
-    pub(crate) fn failed(&self) -> bool {
-        self.failed
-    }
-
     /// Runs `f`, marking the sink failed if it fails.
     fn guard<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.check_usable()?;
@@ -374,7 +368,7 @@ mod tests {
         sink.write_new_chunk(ChunkType::FileSignature, b"", 0, 0).unwrap();
         let error = sink.flush().unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::Io(_)), "{error}");
-        assert!(sink.failed());
+        assert!(sink.failed);
         let again = sink.write_new_chunk(ChunkType::Padding, b"", 0, 0).unwrap_err();
         assert!(matches!(again.kind(), ErrorKind::Usage(_)), "{again}");
         assert!(!sink.is_open());

@@ -11,9 +11,10 @@
 //! zeroed each time.
 
 use std::io::{self, Read, Seek, SeekFrom};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use riegeli_codec::{Homing, Recycler};
 
 /// Smallest read from the underlying reader: one block.
 const MIN_READ: usize = 64 << 10;
@@ -33,36 +34,25 @@ pub(crate) const OWNED_READ: usize = MAX_POOLED_BYTES;
 /// Buffers are allocated in multiples of this (and at least this large).
 const BUFFER_GRANULE: usize = 64 << 10;
 
-/// Idle buffers of one source. Every byte of a pooled buffer is initialized
-/// (`len() == capacity()`), so reusing one needs no zeroing.
-///
-/// Buffers come back on whatever thread drops their last slice, so the list
-/// is shared; it is never waited for: a buffer missed while another thread
-/// holds the list is allocated (or freed), since in a child forked while a
-/// thread of the parent held it, it stays locked forever.
-#[derive(Debug, Default)]
-struct BufferPool {
-    idle: Mutex<Vec<Vec<u8>>>,
+/// Idle buffers of one source (a [`Recycler`]). Every byte of a pooled
+/// buffer is initialized (`len() == capacity()`), so reusing one needs no
+/// zeroing.
+#[derive(Debug)]
+struct BufferPool(Arc<Recycler<u8>>);
+
+impl Default for BufferPool {
+    fn default() -> Self {
+        Self(Recycler::new(MAX_POOLED_BUFFERS, MAX_POOLED_BYTES))
+    }
 }
 
 impl BufferPool {
-    /// The idle buffers, unless another thread holds them.
-    fn try_idle(&self) -> Option<std::sync::MutexGuard<'_, Vec<Vec<u8>>>> {
-        match self.idle.try_lock() {
-            Ok(idle) => Some(idle),
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    }
-
     /// An initialized buffer of at least `len` bytes: an idle one if one is
     /// large enough, else a new one with some room to spare, so that chunks
     /// of about the same size fit the buffers of their predecessors.
     fn get(&self, len: usize) -> Vec<u8> {
-        if let Some(mut idle) = self.try_idle()
-            && let Some(i) = idle.iter().position(|b| b.len() >= len)
-        {
-            return idle.swap_remove(i);
+        if let Some(buffer) = self.0.take_if(|b| b.len() >= len) {
+            return buffer;
         }
         let spare = len.saturating_add(len / 8).max(BUFFER_GRANULE);
         let rounded = spare.div_ceil(BUFFER_GRANULE).saturating_mul(BUFFER_GRANULE);
@@ -75,33 +65,9 @@ impl BufferPool {
         buffer
     }
 
-    fn put(&self, buffer: Vec<u8>) {
-        let Some(mut idle) = self.try_idle() else { return };
-        let held: usize = idle.iter().map(Vec::len).sum();
-        if idle.len() < MAX_POOLED_BUFFERS && held.saturating_add(buffer.len()) <= MAX_POOLED_BYTES {
-            idle.push(buffer);
-        }
-    }
-}
-
-/// A buffer that goes back to its pool (if the pool still exists) when the
-/// last [`Bytes`] slice of it is dropped.
-struct Pooled {
-    buffer: Vec<u8>,
-    pool: Weak<BufferPool>,
-}
-
-impl AsRef<[u8]> for Pooled {
-    fn as_ref(&self) -> &[u8] {
-        &self.buffer
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.upgrade() {
-            pool.put(std::mem::take(&mut self.buffer));
-        }
+    /// `buffer` as [`Bytes`], going back to the pool when its last slice drops.
+    fn homing(&self, buffer: Vec<u8>) -> Bytes {
+        Homing::new(buffer, &self.0).into_bytes()
     }
 }
 
@@ -134,7 +100,7 @@ impl Buffers {
             out.copy_from_slice(piece);
             at += n;
         }
-        Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.0) }).slice(..at)
+        self.0.homing(buffer).slice(..at)
     }
 }
 
@@ -202,7 +168,7 @@ impl<R: Read> Source<R> {
         let space = buffer.get_mut(old..want).unwrap_or_default();
         let (n, result) = self.read_into(space, target.saturating_sub(old));
         let filled = old + n;
-        let buffer = Bytes::from_owner(Pooled { buffer, pool: Arc::downgrade(&self.pool) });
+        let buffer = self.pool.homing(buffer);
         // Dropping the old slice may return its buffer to the pool.
         self.buf = buffer.slice(..filled);
         result
@@ -467,7 +433,7 @@ mod tests {
         }
         // Two buffers alternate: each fill copies the leftover out of the one
         // the previous chunk was cut from, which is back in the pool by then.
-        let idle = source.pool.idle.lock().unwrap().len();
+        let idle = source.pool.0.idle();
         assert!(idle <= 2, "{idle} idle buffers");
         let distinct: std::collections::BTreeSet<_> = seen.iter().collect();
         assert!(distinct.len() <= 3, "{} distinct buffers for 8 chunks", distinct.len());
@@ -482,7 +448,7 @@ mod tests {
         // Bytes beyond `len` are left out.
         assert_eq!(&buffers.gather(std::iter::repeat_n(&b"abc"[..], 100_000), 10)[..], b"abcabcabca");
         drop(gathered);
-        assert_eq!(source.pool.idle.lock().unwrap().len(), 2);
+        assert_eq!(source.pool.0.idle(), 2);
     }
 
     #[test]
@@ -492,9 +458,9 @@ mod tests {
         let mut short = Source::new(&file[..1000], 0);
         assert_eq!(short.fill(1 << 30).unwrap(), 1000);
         short.buf = Bytes::new();
-        let idle: Vec<usize> = short.pool.idle.lock().unwrap().iter().map(Vec::len).collect();
         // (A buffer over the pool's byte limit would not come back at all.)
-        assert!(!idle.is_empty() && idle.iter().all(|&len| len <= 16 << 20), "{idle:?}");
+        let idle = short.pool.0.take().unwrap();
+        assert!(idle.len() <= 16 << 20, "{}", idle.len());
         // A long one gets all it asks for, in growing steps.
         let mut long = Source::new(&file[..], 0);
         assert_eq!(long.fill(9 << 20).unwrap(), 9 << 20);
@@ -539,15 +505,15 @@ mod tests {
     fn the_pool_is_bounded() {
         let pool = BufferPool::default();
         for _ in 0..2 * MAX_POOLED_BUFFERS {
-            pool.put(vec![0; 1 << 10]);
+            pool.0.give(vec![0; 1 << 10]);
         }
-        assert_eq!(pool.idle.lock().unwrap().len(), MAX_POOLED_BUFFERS);
+        assert_eq!(pool.0.idle(), MAX_POOLED_BUFFERS);
         let pool = BufferPool::default();
         for _ in 0..4 {
-            pool.put(vec![0; MAX_POOLED_BYTES / 3]);
+            pool.0.give(vec![0; MAX_POOLED_BYTES / 3]);
         }
-        assert_eq!(pool.idle.lock().unwrap().len(), 3);
+        assert_eq!(pool.0.idle(), 3);
         assert!(pool.get(MAX_POOLED_BYTES / 3).len() >= MAX_POOLED_BYTES / 3);
-        assert_eq!(pool.idle.lock().unwrap().len(), 2);
+        assert_eq!(pool.0.idle(), 2);
     }
 }

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use riegeli_records::index_riegeli_file;
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, IndexSource,
-    RecordReader, RecordWriter, RecordWriterOptions,
+    RecordReader, RecordWriter, RecordWriterOptions, Selection,
 };
 
 use crate::common::{read_all, sample_records};
@@ -43,31 +43,36 @@ pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
         }
         assert!(reader.read(n).is_err(), "{what}: read past the end");
         // Everything, serially and in parallel.
-        assert_eq!(reader.read_all().unwrap(), expected, "{what} read_all");
-        assert_eq!(reader.read_all_parallel().unwrap(), expected, "{what} read_all_parallel");
+        assert_eq!(reader.read_batch(Selection::All).unwrap(), expected, "{what} read_all");
+        assert_eq!(reader.read_batch(Selection::All).unwrap(), expected, "{what} read_all_parallel");
         // Ranges.
         for (start, end) in [(0, n), (0, 0), (n / 3, n / 2 + 1), (n.saturating_sub(1), n), (n / 2, n / 2)] {
             let (start, end) = (start.min(n), end.min(n));
             let want = &expected[start as usize..end as usize];
-            assert_eq!(reader.read_range(start..end).unwrap(), want, "{what} range {start}..{end}");
-            assert_eq!(reader.read_range_parallel(start..end).unwrap(), want, "{what} par range {start}..{end}");
+            assert_eq!(reader.read_batch(start..end).unwrap(), want, "{what} range {start}..{end}");
+            assert_eq!(reader.read_batch(start..end).unwrap(), want, "{what} par range {start}..{end}");
             let mut each = Vec::new();
             reader
-                .read_range_parallel_each(start..end, |records| each.extend(records.iter().map(|r| r.to_vec())))
+                .read_batch_each(start..end, |records| {
+                    for (p, r) in records {
+                        assert_eq!(*p, each.len(), "{what}: positions in the range, in order");
+                        each.push(r.to_vec());
+                    }
+                })
                 .unwrap();
             assert_eq!(each, want, "{what} range {start}..{end} chunk by chunk");
         }
-        assert!(reader.read_range(0..n + 1).is_err(), "{what}: range past the end");
+        assert!(reader.read_batch(0..n + 1).is_err(), "{what}: range past the end");
         // Index lists: scrambled with repeats, sorted, reversed.
         if n > 0 {
             let indices = scrambled(n, 300, n);
             let want: Vec<&[u8]> = indices.iter().map(|&i| &expected[i as usize][..]).collect();
-            assert_eq!(reader.read_indices(&indices).unwrap(), want, "{what} read_indices");
-            assert_eq!(reader.read_parallel(&indices).unwrap(), want, "{what} read_parallel");
+            assert_eq!(reader.read_batch(&indices).unwrap(), want, "{what} read_indices");
+            assert_eq!(reader.read_batch(&indices).unwrap(), want, "{what} read_parallel");
             let mut each = vec![None; indices.len()];
             let mut last_position = None;
             reader
-                .read_parallel_each(&indices, |records| {
+                .read_batch_each(&indices, |records| {
                     for (p, record) in records {
                         assert!(each[*p].replace(record.to_vec()).is_none(), "{what}: position {p} twice");
                         last_position = Some(*p);
@@ -79,14 +84,14 @@ pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
             assert!(last_position.is_some(), "{what}");
             let reversed: Vec<u64> = (0..n).rev().collect();
             let want: Vec<&[u8]> = reversed.iter().map(|&i| &expected[i as usize][..]).collect();
-            assert_eq!(reader.read_parallel(&reversed).unwrap(), want, "{what} reversed");
+            assert_eq!(reader.read_batch(&reversed).unwrap(), want, "{what} reversed");
         }
         // One index at a time (a data source's `source[i]`), in scrambled order.
         for i in scrambled(n.max(1), 40, n + 7).into_iter().filter(|&i| i < n) {
-            assert_eq!(reader.read_indices(&[i]).unwrap(), [&expected[i as usize][..]], "{what} read_indices([{i}])");
+            assert_eq!(reader.read_batch(&[i]).unwrap(), [&expected[i as usize][..]], "{what} read_indices([{i}])");
         }
-        assert!(reader.read_indices(&[0, n]).is_err(), "{what}: index past the end");
-        assert_eq!(reader.read_parallel(&[]).unwrap(), Vec::<bytes::Bytes>::new());
+        assert!(reader.read_batch(&[0, n]).is_err(), "{what}: index past the end");
+        assert_eq!(reader.read_batch(&[]).unwrap(), Vec::<bytes::Bytes>::new());
     }
     // A plain RecordReader returns the data records only.
     let mut reader = RecordReader::new(Cursor::new(file));
@@ -128,22 +133,22 @@ fn a_record_read_alone_decodes_its_chunk_only_up_to_it() {
     let open = || ArrayRecordReader::with_options(Cursor::new(&file[..]), options.clone()).unwrap();
     for i in [0, 3, 15] {
         assert_eq!(open().read(i).unwrap(), records[i as usize], "read({i})");
-        assert_eq!(open().read_indices(&[i, 1]).unwrap(), [&records[i as usize][..], &records[1][..]]);
+        assert_eq!(open().read_batch(&[i, 1]).unwrap(), [&records[i as usize][..], &records[1][..]]);
     }
-    assert_eq!(open().read_range(0..5).unwrap(), &records[..5]);
+    assert_eq!(open().read_batch(0..5).unwrap(), &records[..5]);
     let (first, second) = (&records[..16], &records[20..]);
     let want: Vec<&[u8]> = first.iter().chain(second).map(Vec::as_slice).collect();
     let indices: Vec<u64> = (0..16).chain(20..40).collect();
-    assert_eq!(open().read_parallel(&indices).unwrap(), want, "on decoding threads");
+    assert_eq!(open().read_batch(&indices).unwrap(), want, "on decoding threads");
     let mut reader = open();
-    assert!(reader.read_all().is_err(), "the damage is seen by a read of the whole chunk");
+    assert!(reader.read_batch(Selection::All).is_err(), "the damage is seen by a read of the whole chunk");
     assert!(open().read(19).is_err(), "and by a read of its last record");
-    assert!(open().read_parallel(&[0, 19, 20]).is_err(), "on decoding threads too");
+    assert!(open().read_batch(&[0, 19, 20]).is_err(), "on decoding threads too");
     // Record by record, in order: each read fails exactly when decoding as far as it does
     // (as a batch read of it would), whatever was decoded before.
     let mut reader = open();
     for i in 0..20 {
-        assert_eq!(reader.read(i).ok(), open().read_indices(&[i]).ok().map(|r| r[0].clone()), "read({i})");
+        assert_eq!(reader.read(i).ok(), open().read_batch(&[i]).ok().map(|r| r[0].clone()), "read({i})");
         assert_eq!(reader.read(i).is_ok(), i < 16, "read({i})");
     }
     assert_eq!(reader.read(2).unwrap(), records[2], "decoded already");
@@ -229,11 +234,11 @@ fn golden_plain_cuts_are_scanned() {
         assert_eq!(reader.index_source(), IndexSource::Scanned, "{path}");
         assert!(reader.fallback_reason().unwrap().contains("ArrayRecord index"), "{path}");
         assert_eq!(reader.num_records(), expected.len() as u64, "{path}");
-        assert_eq!(reader.read_all_parallel().unwrap(), expected, "{path}");
+        assert_eq!(reader.read_batch(Selection::All).unwrap(), expected, "{path}");
         if !expected.is_empty() {
             let indices = scrambled(expected.len() as u64, 50, 7);
             let want: Vec<&[u8]> = indices.iter().map(|&i| &expected[i as usize][..]).collect();
-            assert_eq!(reader.read_indices(&indices).unwrap(), want, "{path}");
+            assert_eq!(reader.read_batch(&indices).unwrap(), want, "{path}");
         }
     }
 }
@@ -249,8 +254,8 @@ fn golden_transposed_with_field_projection() {
     let mut plain = RecordReader::new(Cursor::new(&bytes));
     plain.set_field_projection(projection).unwrap();
     let want = read_all(&mut plain);
-    assert_eq!(reader.read_all().unwrap(), want);
-    assert_eq!(reader.read_all_parallel().unwrap(), want);
+    assert_eq!(reader.read_batch(Selection::All).unwrap(), want);
+    assert_eq!(reader.read_batch(Selection::All).unwrap(), want);
     let full = record_set("protos");
     assert_ne!(want, full, "the projection changes some records");
     assert_eq!(reader.read(5).unwrap(), want[5]);
@@ -328,7 +333,7 @@ fn damaged_postscript_uses_another_copy() {
         damaged[first_copy + copy * len + byte] ^= 0x40;
         let mut reader = ArrayRecordReader::new(Cursor::new(&damaged)).unwrap();
         assert_eq!(reader.index_source(), IndexSource::Footer, "copy {copy} byte {byte}");
-        assert_eq!(reader.read_all().unwrap(), records);
+        assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
     }
     // All three copies damaged: the file is refused, or scanned when asked to, every
     // record still there.
@@ -340,7 +345,7 @@ fn damaged_postscript_uses_another_copy() {
     assert!(error.to_string().contains("no postscript at size - 65536"), "{error}");
     let mut reader = open_scanning(&damaged);
     assert_eq!(reader.index_source(), IndexSource::Scanned);
-    assert_eq!(reader.read_all().unwrap(), records);
+    assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
 }
 
 #[test]
@@ -368,8 +373,8 @@ fn damaged_footer_or_truncation_is_refused_or_scanned() {
             let mut reader = open_scanning(&damaged);
             assert_eq!(reader.index_source(), IndexSource::Scanned, "{options} {what}");
             assert!(reader.fallback_reason().is_some());
-            assert_eq!(reader.read_all().unwrap(), records, "{options} {what}");
-            assert_eq!(reader.read_parallel(&[99, 0, 50]).unwrap(), [&records[99], &records[0], &records[50]]);
+            assert_eq!(reader.read_batch(Selection::All).unwrap(), records, "{options} {what}");
+            assert_eq!(reader.read_batch(&[99, 0, 50]).unwrap(), [&records[99], &records[0], &records[50]]);
             // The plain reader skipping damage returns the data records first; no trailer
             // record while the postscript is there (without it, a footer is not known as one).
             let mut plain = RecordReader::new(Cursor::new(&damaged));
@@ -412,7 +417,7 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         let mut reader = open_scanning(short);
         assert_eq!(reader.index_source(), IndexSource::Scanned, "{what}");
         assert!(reader.fallback_reason().is_some_and(|r| r.contains("ArrayRecord index")), "{what}");
-        let got = reader.read_all().unwrap();
+        let got = reader.read_batch(Selection::All).unwrap();
         assert_eq!(got.len() as u64, reader.num_records(), "{what}");
         assert!(got.len() <= expected.len() && got == expected[..got.len()], "{what}: {} records", got.len());
         // Whatever lies past the data chunks read is reported; a cut between two
@@ -538,7 +543,7 @@ fn a_random_read_reads_its_chunk_not_a_block() {
             reader.set_read_at(std::sync::Arc::new(Counted { file: Cursor::new(file.clone()), read: read.clone() }));
         }
         read.store(0, Relaxed);
-        let got = reader.read_parallel(&scattered).unwrap();
+        let got = reader.read_batch(&scattered).unwrap();
         assert!(got.iter().zip(&scattered).all(|(r, &i)| *r == records[i as usize]));
         let bytes = read.load(Relaxed);
         assert!(bytes <= want, "{parallelism} threads: {bytes} bytes read for chunks of {want}");
@@ -580,7 +585,7 @@ fn inconsistent_footers_are_rejected_then_scanned() {
     assert_eq!(reader.index_source(), IndexSource::Scanned);
     let reason = reader.fallback_reason().unwrap();
     assert!(reason.contains("footer"), "{reason}");
-    assert_eq!(reader.read_all().unwrap(), records);
+    assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
 }
 
 #[test]
@@ -595,7 +600,7 @@ fn random_damage_never_panics() {
         damaged[pos] ^= 1 << (state % 8);
         let Ok(mut reader) = ArrayRecordReader::new(Cursor::new(&damaged)) else { continue };
         let n = reader.num_records();
-        if let Ok(all) = reader.read_all() {
+        if let Ok(all) = reader.read_batch(Selection::All) {
             // Whatever is read is right (hashes protect every chunk), in order.
             assert!(all.len() as u64 == n);
             assert!(all.iter().all(|r| records.contains(&r.to_vec())), "damage at {pos}");
@@ -603,7 +608,7 @@ fn random_damage_never_panics() {
         for i in 0..n {
             let _ = reader.read(i);
         }
-        let _ = reader.read_parallel(&(0..n).collect::<Vec<_>>());
+        let _ = reader.read_batch(&(0..n).collect::<Vec<_>>());
     }
 }
 
@@ -714,7 +719,7 @@ proptest! {
         let (again, report) = index_riegeli_file(Cursor::new(&file), Vec::new(), options.parse().unwrap()).unwrap();
         prop_assert_eq!(report.reencoded_records, 0);
         let mut reader = ArrayRecordReader::new(Cursor::new(&again)).unwrap();
-        prop_assert_eq!(reader.read_all().unwrap(), records);
+        prop_assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
     }
 }
 
@@ -788,7 +793,7 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
         });
         log.lock().unwrap().clear();
         let indices: Vec<u64> = (0..3000u64).rev().step_by(7).collect();
-        let got = reader.read_parallel(&indices).unwrap();
+        let got = reader.read_batch(&indices).unwrap();
         assert!(got.iter().zip(&indices).all(|(r, &i)| r[..] == records[i as usize][..]));
         assert_eq!(reader.read(2999).unwrap(), records[2999][..]);
         let events = log.lock().unwrap().clone();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use riegeli_records::{
-    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind, PositionalFile,
+    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReader, ErrorKind, PositionalFile, Selection,
 };
 
 use crate::array_record::scrambled;
@@ -105,24 +105,24 @@ fn parallel_reads_equal_serial_reads() {
         for threads in [2, 3, 5] {
             with_parallel_readers!(file, threads, |parallel, kind| {
                 let what = format!("{config}, {threads} threads, {kind}");
-                assert_eq!(parallel.read_all_parallel().unwrap(), records, "{what}: read_all_parallel");
-                assert_eq!(serial.read_all().unwrap(), records, "{what}: read_all");
+                assert_eq!(parallel.read_batch(Selection::All).unwrap(), records, "{what}: read_all_parallel");
+                assert_eq!(serial.read_batch(Selection::All).unwrap(), records, "{what}: read_all");
                 for (start, end) in [(0, n), (1, n - 1), (n / 3, 2 * n / 3), (n - 1, n), (5, 5), (0, 1)] {
-                    let want = serial.read_range(start..end).unwrap();
+                    let want = serial.read_batch(start..end).unwrap();
                     assert_eq!(want, &records[start as usize..end as usize], "{what}: read_range {start}..{end}");
-                    assert_eq!(parallel.read_range_parallel(start..end).unwrap(), want, "{what}: {start}..{end}");
+                    assert_eq!(parallel.read_batch(start..end).unwrap(), want, "{what}: {start}..{end}");
                 }
                 for (count, seed) in [(1, 3), (17, 5), (600, 7), (5000, 11)] {
                     let indices = scrambled(n, count, seed);
                     let want: Vec<&[u8]> = indices.iter().map(|&i| &records[i as usize][..]).collect();
-                    assert_eq!(serial.read_indices(&indices).unwrap(), want, "{what}: read_indices {count}");
-                    assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: read_parallel {count}");
+                    assert_eq!(serial.read_batch(&indices).unwrap(), want, "{what}: read_indices {count}");
+                    assert_eq!(parallel.read_batch(&indices).unwrap(), want, "{what}: read_parallel {count}");
                 }
                 // Every index twice, descending.
                 let indices: Vec<u64> = (0..n).rev().flat_map(|i| [i, i]).collect();
                 let want: Vec<&[u8]> = indices.iter().map(|&i| &records[i as usize][..]).collect();
-                assert_eq!(parallel.read_parallel(&indices).unwrap(), want, "{what}: descending");
-                assert!(parallel.read_parallel(&[]).unwrap().is_empty());
+                assert_eq!(parallel.read_batch(&indices).unwrap(), want, "{what}: descending");
+                assert!(parallel.read_batch(&[]).unwrap().is_empty());
             });
         }
     }
@@ -135,16 +135,16 @@ fn parallel_out_of_range_is_a_clear_error() {
     let mut parallel = open(&file, 2);
     let mut indices = scrambled(600, 1000, 9);
     indices.insert(500, 600);
-    for result in [parallel.read_parallel(&indices), open(&file, 1).read_indices(&indices)] {
+    for result in [parallel.read_batch(&indices), open(&file, 1).read_batch(&indices)] {
         let error = result.unwrap_err();
         assert!(matches!(error.kind(), ErrorKind::InvalidArgument(_)), "{error:?}");
         let message = error.to_string();
         assert!(message.contains("600") && message.contains("out of range"), "{message}");
     }
-    let error = parallel.read_range_parallel(10..601).unwrap_err();
+    let error = parallel.read_batch(10..601).unwrap_err();
     assert!(error.to_string().contains("out of range"), "{error}");
     // The reader still works.
-    assert_eq!(parallel.read_all_parallel().unwrap(), records);
+    assert_eq!(parallel.read_batch(Selection::All).unwrap(), records);
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn damaged_chunk_mid_batch_fails_as_serial_and_the_pool_survives() {
         let mut serial = open(&file, 1);
         let damaged: Vec<u64> = (0..600).filter(|&i| serial.read(i).is_err()).collect();
         assert!(!damaged.is_empty() && damaged.len() < 100, "{what}: {damaged:?}");
-        let serial_error = serial.read_all().unwrap_err();
+        let serial_error = serial.read_batch(Selection::All).unwrap_err();
         let position = serial_error.position().unwrap();
         assert!((begin..=pos).contains(&position), "{what}: error at {position}");
         let good: Vec<u64> = (0..600).filter(|i| !damaged.contains(i)).collect();
@@ -176,17 +176,17 @@ fn damaged_chunk_mid_batch_fails_as_serial_and_the_pool_survives() {
                 let what = format!("{what}, {kind}");
                 for _ in 0..3 {
                     // The same error, again and again: no hang, no stale results.
-                    let error = parallel.read_all_parallel().unwrap_err();
+                    let error = parallel.read_batch(Selection::All).unwrap_err();
                     assert_eq!(error.to_string(), serial_error.to_string(), "{what}");
                     assert_eq!(error.position(), Some(position), "{what}");
                     let indices: Vec<u64> = scrambled(600, 2000, 5).into_iter().chain([damaged[0]]).collect();
-                    let error = parallel.read_parallel(&indices).unwrap_err();
+                    let error = parallel.read_batch(&indices).unwrap_err();
                     assert_eq!(error.to_string(), serial_error.to_string(), "{what}: read_parallel");
                     // What avoids the damaged chunk still reads.
                     let want: Vec<&[u8]> = good.iter().map(|&i| &records[i as usize][..]).collect();
-                    assert_eq!(parallel.read_parallel(&good).unwrap(), want, "{what}: good indices");
+                    assert_eq!(parallel.read_batch(&good).unwrap(), want, "{what}: good indices");
                     let before = damaged[0];
-                    assert_eq!(parallel.read_range_parallel(0..before).unwrap(), &records[..before as usize], "{what}");
+                    assert_eq!(parallel.read_batch(0..before).unwrap(), &records[..before as usize], "{what}");
                 }
             });
         }

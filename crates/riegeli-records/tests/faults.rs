@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, Error, ErrorKind,
-    RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions, WriteBehind,
+    RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions, Selection, WriteBehind,
 };
 
 /// Records written by the writer cases: about 2.2 MB, so that the parallel
@@ -650,7 +650,7 @@ fn check_writer_run(run: &WriterRun, fault: WriteFault) -> Result<(), String> {
 fn check_file(api: WriterApi, file: Vec<u8>, records: &[Vec<u8>]) -> Result<(), String> {
     let read: Vec<Vec<u8>> = match api {
         WriterApi::Array | WriterApi::ArrayIoThread => ArrayRecordReader::new(Cursor::new(file))
-            .and_then(|mut r| r.read_all())
+            .and_then(|mut r| r.read_batch(Selection::All))
             .map_err(|e| format!("reading the file back: {e}"))?
             .into_iter()
             .map(|b| b.to_vec())
@@ -710,20 +710,17 @@ impl Seek for FaultySource {
 
 #[derive(Debug, Clone, Copy)]
 enum ArrayOp {
-    /// `read_all`.
+    /// `read_batch(Selection::All)`.
     All,
-    /// `read_all_parallel`.
-    AllParallel,
-    /// `read_parallel` of [`parallel_indices`].
-    Parallel,
+    /// `read_batch` of [`parallel_indices`].
+    Indices,
 }
 
 impl fmt::Display for ArrayOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::All => "read_all",
-            Self::AllParallel => "read_all_parallel",
-            Self::Parallel => "read_parallel(indices)",
+            Self::All => "read_batch(All)",
+            Self::Indices => "read_batch(indices)",
         })
     }
 }
@@ -794,7 +791,7 @@ fn reader_configs(records: &Arc<Vec<Vec<u8>>>) -> Vec<ReaderConfig> {
     }
     let file = Arc::new(writer.close().expect("close"));
     for parallelism in [1, 3] {
-        for op in [ArrayOp::All, ArrayOp::AllParallel, ArrayOp::Parallel] {
+        for op in [ArrayOp::All, ArrayOp::Indices] {
             configs.push(ReaderConfig {
                 api: ReaderApi::Array { parallelism, op },
                 file_options,
@@ -820,7 +817,6 @@ struct ReadOutcome {
 fn reader_threads(api: ReaderApi) -> usize {
     match api {
         ReaderApi::Records { parallelism, .. } => parallelism.unwrap_or(0),
-        ReaderApi::Array { op: ArrayOp::All, .. } => 0,
         ReaderApi::Array { parallelism, .. } => parallelism - 1,
     }
 }
@@ -924,13 +920,12 @@ fn read_array(
     };
     let indices = parallel_indices(records.len());
     let expected: Vec<&[u8]> = match op {
-        ArrayOp::All | ArrayOp::AllParallel => records.iter().map(Vec::as_slice).collect(),
-        ArrayOp::Parallel => indices.iter().map(|&i| records[i as usize].as_slice()).collect(),
+        ArrayOp::All => records.iter().map(Vec::as_slice).collect(),
+        ArrayOp::Indices => indices.iter().map(|&i| records[i as usize].as_slice()).collect(),
     };
     let read = |reader: &mut ArrayRecordReader<FaultySource>| match op {
-        ArrayOp::All => reader.read_all(),
-        ArrayOp::AllParallel => reader.read_all_parallel(),
-        ArrayOp::Parallel => reader.read_parallel(&indices),
+        ArrayOp::All => reader.read_batch(Selection::All),
+        ArrayOp::Indices => reader.read_batch(&indices),
     };
     let mut problems = Vec::new();
     let error = match read(&mut reader) {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ErrorKind, PositionalFile, RecordReader,
-    RecordReaderOptions, RecordWriter,
+    RecordReaderOptions, RecordWriter, Selection,
 };
 
 /// One fork at a time.
@@ -114,12 +114,12 @@ fn check_reads<R: Read + std::io::Seek>(reader: &mut ArrayRecordReader<R>, seed:
         wrong += usize::from(reader.read(i).map(|r| r != record(i)).unwrap_or(true));
         if round % 30 == 0 {
             let batch = indices(seed + i, 2000, n);
-            match reader.read_parallel(&batch) {
+            match reader.read_batch(&batch) {
                 Ok(records) => wrong += records.iter().zip(&batch).filter(|&(r, &i)| *r != record(i)).count(),
                 Err(_) => wrong += 1,
             }
             let end = (i + 3000).min(n);
-            match reader.read_range_parallel(i..end) {
+            match reader.read_batch(i..end) {
                 Ok(records) => wrong += records.iter().zip(i..end).filter(|&(r, i)| *r != record(i)).count(),
                 Err(_) => wrong += 1,
             }
@@ -277,7 +277,7 @@ fn an_array_record_writer_in_a_forked_child_fails_and_the_parent_finishes_the_fi
     }
     writer.close().unwrap();
     let mut reader = ArrayRecordReader::open(&path, ArrayRecordReaderOptions::default()).unwrap();
-    let all = reader.read_all().unwrap();
+    let all = reader.read_batch(Selection::All).unwrap();
     assert!(all.iter().map(|r| &r[..]).eq((0..10_000).map(record).collect::<Vec<_>>().iter().map(|r| &r[..])));
     std::fs::remove_file(path).unwrap();
 }

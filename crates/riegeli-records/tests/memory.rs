@@ -40,7 +40,7 @@ use riegeli_codec::{
 use riegeli_framing::{ChunkHeader, distance_without_overhead, frame_chunk, parse_chunk};
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, Error, RecordReader,
-    RecordReaderOptions, RecordWriter, find_array_record_trailer,
+    RecordReaderOptions, RecordWriter, Selection, find_array_record_trailer,
 };
 
 /// The most any read of a hostile file may allocate at its peak.
@@ -910,11 +910,11 @@ fn read_array_record(file: &[u8], limits: Limits) -> Outcome {
     let mut error = None;
     let mut records = Vec::new();
     if reader.num_records() <= MAX_RECORDS as u64 {
-        match reader.read_all() {
+        match reader.read_batch(Selection::All) {
             Ok(all) => records = all.iter().map(|r| r.to_vec()).collect(),
             Err(e) => error = Some(e),
         }
-        if let Err(e) = reader.read_all_parallel() {
+        if let Err(e) = reader.read_batch(Selection::All) {
             error.get_or_insert(e);
         }
     } else {
@@ -923,7 +923,7 @@ fn read_array_record(file: &[u8], limits: Limits) -> Outcome {
                 error.get_or_insert(e);
             }
         }
-        if let Err(e) = reader.read_range_parallel(0..reader.num_records()) {
+        if let Err(e) = reader.read_batch(0..reader.num_records()) {
             error.get_or_insert(e);
         }
     }

@@ -7,6 +7,8 @@
 //! at the write position: the bytes in front of it are still unwritten, so the
 //! store may spill into them.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use super::projection::{FieldProjection, IncludeTree, IncludeType, ROOT_ID};
@@ -14,6 +16,7 @@ use crate::compression::{CompressionType, Decompressor};
 use crate::decoded::DecodedRecords;
 use crate::error::CodecError;
 use crate::limits::DecodeLimits;
+use crate::recycle::{Homing, Recycler};
 use crate::varint;
 
 const WHAT_DATA: &str = "transposed chunk";
@@ -194,9 +197,9 @@ pub struct TransposedChunkDecoder {
     places: Vec<BufferPlace>,
     cursors: Vec<Cursor>,
     stack: Vec<StackEntry>,
-    /// Output buffers handed back by [`TransposedChunkDecoder::recycle`].
-    spare_out: Vec<u8>,
-    spare_ends: Vec<usize>,
+    /// Buffers of decoded values and record ends, back from records dropped.
+    out: Arc<Recycler<u8>>,
+    ends: Arc<Recycler<usize>>,
 }
 
 /// Everything the header says, ready to run.
@@ -417,23 +420,6 @@ impl TransposedChunkDecoder {
         result
     }
 
-    /// Hands back the records of an earlier chunk once the caller is done
-    /// with them, so that the next chunk reuses their memory instead of
-    /// allocating (and page-faulting) fresh buffers. Has no effect while
-    /// other [`Bytes`] still share the records' buffer.
-    pub fn recycle(&mut self, records: DecodedRecords) {
-        let (values, ends) = records.into_parts();
-        if let Ok(values) = values.try_into_mut() {
-            let values = Vec::from(values);
-            if values.capacity() > self.spare_out.capacity() {
-                self.spare_out = values;
-            }
-        }
-        if ends.capacity() > self.spare_ends.capacity() {
-            self.spare_ends = ends;
-        }
-    }
-
     /// Decodes the data of a file metadata chunk (`'m'`, spec §11): one
     /// serialized `RecordsMetadata` stored as a transposed chunk.
     ///
@@ -463,8 +449,8 @@ impl TransposedChunkDecoder {
     ) -> Result<DecodedRecords, CodecError> {
         let projection = tree.is_some();
         let parsed = self.parse(data, limits, projection)?;
-        let out = std::mem::take(&mut self.spare_out);
-        let ends = std::mem::take(&mut self.spare_ends);
+        let out = self.out.take().unwrap_or_default();
+        let ends = self.ends.take().unwrap_or_default();
         // The stack may take as many bytes as the decoded size limit, no more:
         // what its pops must emit bounds its entries by the chunk's decoded
         // size, but each entry takes several times the bytes it stands for.
@@ -549,7 +535,7 @@ impl TransposedChunkDecoder {
         };
         self.stack = stack;
         result?;
-        state.finish(cursors, projection)
+        state.finish(cursors, projection, &self.out, &self.ends)
     }
 
     /// Parses the chunk data up to the transitions (§3–§6).
@@ -1244,7 +1230,13 @@ impl RunState {
     }
 
     /// The end-of-run checks (§7 `finish`), and the records.
-    fn finish(mut self, cursors: &[Cursor], projection: bool) -> Result<DecodedRecords, CodecError> {
+    fn finish(
+        mut self,
+        cursors: &[Cursor],
+        projection: bool,
+        out_home: &Arc<Recycler<u8>>,
+        ends_home: &Arc<Recycler<usize>>,
+    ) -> Result<DecodedRecords, CodecError> {
         if self.skipped_level != 0 {
             return Err(bad_run(0, "skipped submessages still open"));
         }
@@ -1273,8 +1265,9 @@ impl RunState {
             }
         }
         let pos = self.pos;
-        let values = Bytes::from(self.out).slice(pos..);
-        DecodedRecords::new(values, ends).ok_or_else(|| bad_run(0, "inconsistent record limits"))
+        let values = Homing::new(self.out, out_home).into_bytes().slice(pos..);
+        DecodedRecords::homing(values, Homing::new(ends, ends_home))
+            .ok_or_else(|| bad_run(0, "inconsistent record limits"))
     }
 }
 

@@ -10,14 +10,13 @@
 //! A layer on top of the Riegeli/records core: the writer composes the core's
 //! chunk sink and chunker with its own chunking policy (`group_size` records
 //! per chunk) and layout (every chunk remembered for the footer); the reader
-//! reads chunks through the index (`entry`) and decodes batches on the worker
-//! pool (`batch`).
+//! reads chunks through the index (`crate::indexed`) and decodes batches on
+//! the decode stream (`batch`).
 
 mod batch;
-mod entry;
 mod index;
 mod options;
-mod positional;
+mod prefetch;
 mod reader;
 mod sequential;
 mod writer;
@@ -27,6 +26,5 @@ pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::positional::{PositionalFile, ReadAt};
-pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_array_record_trailer};
+pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, Selection, find_array_record_trailer};
 pub use self::writer::ArrayRecordWriter;

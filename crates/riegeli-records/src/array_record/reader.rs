@@ -8,17 +8,19 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use super::batch::{BatchPool, MIN_TASK_BYTES, Spares, Started, TaskChunk, start_pool};
-use super::entry::{ChunkEntry, PrefetchHook, Prefetcher, Reading, chunk_at, estimated_decoded_size, read_entry};
+use super::batch::{MIN_TASK_BYTES, Started};
 use super::options::ArrayRecordReaderOptions;
-use super::positional::{PositionalFile, ReadAt, SharedFile};
+use super::prefetch::{PrefetchHook, Prefetcher, estimated_decoded_size};
 use super::sequential::Sequential;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error, ErrorKind, Result};
+use crate::indexed::{ChunkEntry, Reading, chunk_at, read_entry};
 use crate::options::ChunkReadOptions;
+use crate::positional::{PositionalFile, ReadAt, SharedFile};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::stream::{DecodeStream, Piece};
 use crate::trailer::{
     Disposition, FooterEntry, POSTSCRIPT_SPAN, TrailerDetector, looks_like_postscript, parse_footer_metadata,
     parse_postscript,
@@ -82,6 +84,42 @@ const MIN_PARALLEL_BYTES: u64 = 128 << 10;
 /// chunk alive through slices of it.
 const COPY_BELOW: usize = 4;
 
+/// The records a batch read ([`ArrayRecordReader::read_batch`]) reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection<'a> {
+    /// Every record, in order.
+    All,
+    /// The records with indices in a range, in order (an empty range reads
+    /// nothing; one past the end is an error).
+    Range(Range<u64>),
+    /// The records with the given indices, in the order given, repeats allowed.
+    Indices(&'a [u64]),
+}
+
+impl From<Range<u64>> for Selection<'_> {
+    fn from(range: Range<u64>) -> Self {
+        Self::Range(range)
+    }
+}
+
+impl<'a> From<&'a [u64]> for Selection<'a> {
+    fn from(indices: &'a [u64]) -> Self {
+        Self::Indices(indices)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u64; N]> for Selection<'a> {
+    fn from(indices: &'a [u64; N]) -> Self {
+        Self::Indices(indices)
+    }
+}
+
+impl<'a> From<&'a Vec<u64>> for Selection<'a> {
+    fn from(indices: &'a Vec<u64>) -> Self {
+        Self::Indices(indices)
+    }
+}
+
 /// Reads an ArrayRecord file (google/array_record): any record by its index,
 /// ranges and lists of indices, and batches decoded on several threads.
 ///
@@ -114,14 +152,13 @@ const COPY_BELOW: usize = 4;
 /// chunk it needs once; [`read`](Self::read) keeps the last chunk decoded,
 /// so reading indices in order decodes each chunk once too.
 ///
-/// The parallel reads ([`read_parallel`](Self::read_parallel),
-/// [`read_range_parallel`](Self::read_range_parallel),
-/// [`read_all_parallel`](Self::read_all_parallel)) decode on worker threads
-/// that the reader starts on the first parallel read touching at least
-/// 128 KiB of decoded data (smaller batches are read serially: handing them
-/// to another thread costs more than it saves) and joins when it is dropped
-/// (or when [`set_field_projection`](Self::set_field_projection) changes what
-/// they decode). The calling thread reads the raw chunks, hands them out in
+/// The batch reads ([`read_batch`](Self::read_batch),
+/// [`read_batch_each`](Self::read_batch_each)) decode on
+/// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads, the
+/// calling thread included, which the reader starts on the first batch
+/// touching at least 128 KiB of decoded data (smaller batches are read
+/// serially: handing them to another thread costs more than it saves) and
+/// joins when it is dropped. The calling thread reads the raw chunks, hands them out in
 /// tasks of consecutive chunks and decodes too; records come back in the
 /// order asked, and an error is the one the serial read would return. A
 /// reader of a file opened with [`open`](Self::open) or
@@ -140,8 +177,8 @@ const COPY_BELOW: usize = 4;
 /// assert_eq!(reader.index_source(), IndexSource::Footer);
 /// assert_eq!(reader.num_records(), 100);
 /// assert_eq!(reader.read(42)?, &b"record 42"[..]);
-/// assert_eq!(reader.read_range(98..100)?, [&b"record 98"[..], b"record 99"]);
-/// let batch = reader.read_parallel(&[7, 3, 77, 3])?;
+/// assert_eq!(reader.read_batch(98..100)?, [&b"record 98"[..], b"record 99"]);
+/// let batch = reader.read_batch(&[7, 3, 77, 3])?;
 /// assert_eq!(batch, [&b"record 7"[..], b"record 3", b"record 77", b"record 3"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -165,9 +202,6 @@ pub struct ArrayRecordReader<R> {
     /// The records [`read_next`](Self::read_next) asks for next, being
     /// decoded on the pool's threads meanwhile.
     ahead: Option<Ahead>,
-    /// Read-aheads of `read_next` collected (tests).
-    #[cfg(test)]
-    aheads_taken: u64,
     prefetch: Option<PrefetchHook>,
 }
 
@@ -182,17 +216,12 @@ struct Ahead {
 /// The state of the parallel reads.
 #[derive(Default)]
 struct Parallel {
-    /// Worker threads, started by the first parallel read that is worth it
-    /// and joined on drop.
-    pool: Option<BatchPool>,
+    /// Decodes on worker threads, made by the first parallel read that is
+    /// worth it (its threads are joined on drop).
+    stream: Option<DecodeStream>,
     /// For a reader opened on a `File` (where the platform allows): the file,
     /// which the decoding threads read their chunks from themselves.
     file: Option<SharedFile>,
-    /// Buffers of chunks done with, for the threads to decode into.
-    spares: Spares,
-    /// The chunks of the records `read_next` decoded ahead: once those
-    /// records are let go of, their buffers become spares.
-    held: Vec<DecodedRecords>,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -242,8 +271,6 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             parallel: Parallel::default(),
             sequential: Sequential::default(),
             ahead: None,
-            #[cfg(test)]
-            aheads_taken: 0,
             prefetch: None,
             options,
         };
@@ -471,9 +498,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.projection = projection;
         self.cached = None;
         self.sequential.clear();
-        // The workers decode with the old projection: start new ones when needed.
-        self.ahead = None;
-        self.parallel.pool = None;
+        // What the threads decode ahead has the old projection; later jobs get the new one.
+        self.cancel_ahead();
+        if let Some(stream) = &mut self.parallel.stream {
+            stream.set_projection(self.projection.clone());
+        }
     }
 
     /// The number of records.
@@ -586,37 +615,40 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.cached.as_ref().and_then(|(_, records)| records.get(j)).ok_or_else(not_indexed)
     }
 
-    /// Reads the records with indices in `range`, decoding each chunk once.
-    pub fn read_range(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
-        self.range_impl(range, false)
+    /// Reads the records `selection` names (a range, a list of indices in
+    /// any order with repeats, or all), decoding each chunk once; returns
+    /// them in the order asked. Chunks are decoded on
+    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads when
+    /// the batch is worth it (more than one chunk, at least 128 KiB of
+    /// records), else on the calling thread. Every index is checked before
+    /// anything is read.
+    pub fn read_batch<'a>(&mut self, selection: impl Into<Selection<'a>>) -> Result<Vec<Bytes>> {
+        match selection.into() {
+            Selection::All => self.range_impl(0..self.num_records),
+            Selection::Range(range) => self.range_impl(range),
+            Selection::Indices(indices) => self.indices_impl(indices),
+        }
     }
 
-    /// Reads every record.
-    pub fn read_all(&mut self) -> Result<Vec<Bytes>> {
-        self.range_impl(0..self.num_records, false)
-    }
-
-    /// Reads the records with the given indices (in any order, repeats
-    /// allowed), decoding each chunk once; returns them in the order asked.
-    pub fn read_indices(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        self.indices_impl(indices, false)
-    }
-
-    /// [`read_indices`](Self::read_indices), decoding chunks on
-    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads; records
-    /// come back in the order asked.
-    pub fn read_parallel(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        self.indices_impl(indices, true)
-    }
-
-    /// [`read_range`](Self::read_range), decoding chunks on several threads.
-    pub fn read_range_parallel(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
-        self.range_impl(range, true)
-    }
-
-    /// [`read_all`](Self::read_all), decoding chunks on several threads.
-    pub fn read_all_parallel(&mut self) -> Result<Vec<Bytes>> {
-        self.range_impl(0..self.num_records, true)
+    /// [`read_batch`](Self::read_batch), handing the records of each chunk,
+    /// with their positions in the selection, to `each` as soon as that
+    /// chunk is decoded (chunks in file order, records in the order asked
+    /// within each), while the threads decode the next ones, instead of
+    /// collecting them: for a caller that turns records into objects of its
+    /// own (Python `bytes`), so that its work overlaps the decoding. On an
+    /// error, `each` has seen the records before it. The records share their
+    /// chunk's buffer: keeping one keeps the chunk.
+    pub fn read_batch_each<'a>(
+        &mut self,
+        selection: impl Into<Selection<'a>>,
+        mut each: impl FnMut(&[(usize, Bytes)]),
+    ) -> Result<()> {
+        let mut records = Vec::new();
+        self.selection_each(selection.into(), &mut |decoded, run| {
+            records.clear();
+            records.extend(run.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
+            each(&records);
+        })
     }
 
     /// Lets the decoding threads of the parallel reads read their chunks
@@ -628,7 +660,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.parallel.file = Some(shared);
         // Workers read through the source they were started with.
         self.ahead = None;
-        self.parallel.pool = None;
+        self.parallel.stream = None;
     }
 
     /// Installs `hook`, told the byte ranges of the data chunks a read is
@@ -685,18 +717,13 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut fetched = false;
         let next = sequential.next(num_records, readahead, |range| {
             fetched = true;
-            // The records decoded ahead before are dropped by now: unless the caller
-            // kept some, their chunks' buffers can be decoded into again.
-            for records in self.parallel.held.drain(..) {
-                self.parallel.spares.give(records, readahead);
-            }
             if range.end - range.start == 1 {
                 return Ok(vec![self.read(range.start)?]);
             }
             if let Some(records) = self.take_ahead(&range) {
                 return records;
             }
-            self.read_range_parallel(range)
+            self.range_impl(range)
         });
         if fetched
             && next.is_ok()
@@ -719,11 +746,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         }
         let Ok((ks, needed)) = self.range_plan(&range) else { return };
         let (projection, options, chunks) = (&self.projection, &self.options, &self.chunks);
-        let Some(pool) = self.parallel.pool_for(options, projection, chunks, &ks) else { return };
+        let Some(stream) = self.parallel.stream_for(options, projection, chunks, &ks) else { return };
         let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), chunks, &ks, options.readahead_buffer_size);
-        if let Ok(started) =
-            super::batch::start(pool, read_where_decoded(chunks, &mut prefetcher), chunks, &ks, &needed)
-        {
+        let started =
+            super::batch::start(stream, &mut read_where_decoded(chunks, &mut prefetcher), chunks, &ks, &needed);
+        if let Ok(started) = started {
             self.ahead = Some(Ahead { range, ks, started });
         }
     }
@@ -734,27 +761,22 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// dropped).
     fn take_ahead(&mut self, range: &Range<u64>) -> Option<Result<Vec<Bytes>>> {
         let ahead = self.ahead.take()?;
-        let pool = self.parallel.pool.as_mut()?;
+        let stream = self.parallel.stream.as_mut()?;
         // In a child forked since, the read-ahead was lost with the parent's threads.
-        if pool.renew_if_forked() {
+        if stream.renew_if_forked() {
             return None;
         }
         if ahead.range != *range {
-            pool.abandon();
+            stream.abandon();
             return None;
         }
-        #[cfg(test)]
-        {
-            self.aheads_taken += 1;
-        }
         let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
-        let (chunks, held) = (&self.chunks, &mut self.parallel.held);
-        let result = super::batch::finish(pool, ahead.started, &mut |i, records| {
+        let chunks = &self.chunks;
+        let result = super::batch::finish(stream, ahead.started, &mut |i, records| {
             if let Some(entry) = ahead.ks.get(i).and_then(|&k| chunks.get(k)) {
                 let (from, to) = span_in(entry, range);
                 out.extend((from..to).filter_map(|j| records.get(j)));
             }
-            held.push(records);
         });
         Some(result.map(|()| out))
     }
@@ -763,9 +785,9 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// anything else: its tasks are abandoned.
     fn cancel_ahead(&mut self) {
         if self.ahead.take().is_some()
-            && let Some(pool) = &mut self.parallel.pool
+            && let Some(stream) = &mut self.parallel.stream
         {
-            pool.abandon();
+            stream.abandon();
         }
     }
 
@@ -789,48 +811,44 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.sequential.next_decoded()
     }
 
-    fn range_impl(&mut self, range: Range<u64>, parallel: bool) -> Result<Vec<Bytes>> {
+    /// Decodes the chunks holding `selection`, in file order, handing each
+    /// chunk's records to `each` with the (position in the selection, index
+    /// in the chunk) of those asked for.
+    fn selection_each(&mut self, selection: Selection<'_>, each: &mut ChunkRun<'_>) -> Result<()> {
+        match selection {
+            Selection::All => self.range_each(0..self.num_records, each),
+            Selection::Range(range) => self.range_each(range, each),
+            Selection::Indices(indices) => self.indices_each(indices, each),
+        }
+    }
+
+    /// The records of a range, in order.
+    fn range_impl(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
         // Counts are checked against the limits, but reserve little up front anyway.
         let mut out =
             Vec::with_capacity(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 16));
-        self.range_each(range, parallel, &mut |records, from, to| {
-            out.extend((from..to).filter_map(|j| records.get(j)))
-        })?;
+        self.range_each(range, &mut |records, run| out.extend(run.iter().filter_map(|&(_, j)| records.get(j))))?;
         Ok(out)
     }
 
-    /// [`read_range_parallel`](Self::read_range_parallel), handing the
-    /// records of each chunk (those in `range`, in order) to `each` as soon
-    /// as that chunk is decoded, while the threads decode the next ones,
-    /// instead of collecting them: for a caller that turns records into
-    /// objects of its own (Python `bytes`), so that its work overlaps the
-    /// decoding. On an error, `each` has seen the records before it. The
-    /// records share their chunk's buffer: keeping one keeps the chunk.
-    pub fn read_range_parallel_each(&mut self, range: Range<u64>, mut each: impl FnMut(&[Bytes])) -> Result<()> {
-        self.range_each(range, true, &mut |records, from, to| {
-            let records: Vec<Bytes> = (from..to).filter_map(|j| records.get(j)).collect();
-            each(&records);
-        })
-    }
-
-    /// Decodes the chunks of `range`, handing each chunk's records and the
-    /// indices `from..to` within it of those in the range to `each`, in order.
-    fn range_each(
-        &mut self,
-        range: Range<u64>,
-        parallel: bool,
-        each: &mut dyn FnMut(&DecodedRecords, usize, usize),
-    ) -> Result<()> {
+    /// Decodes the chunks of `range`, handing each chunk's records to `each`
+    /// with the (position in the range, index in the chunk) of those in it.
+    fn range_each(&mut self, range: Range<u64>, each: &mut ChunkRun<'_>) -> Result<()> {
         self.cancel_ahead();
         if range.start >= range.end {
             return Ok(());
         }
         let (ks, needed) = self.range_plan(&range)?;
         let chunks = &self.chunks;
+        let mut run = Vec::new();
         let mut sink = |i: usize, records: DecodedRecords| {
             let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
             let (from, to) = span_in(entry, &range);
-            each(&records, from, to);
+            // Position in the range of record `j` of the chunk (`from..to` are in the range).
+            let position = |j: usize| (entry.first_record + j as u64 - range.start) as usize;
+            run.clear();
+            run.extend((from..to).map(|j| (position(j), j)));
+            each(&records, &run);
         };
         Self::decode_chunks(
             &mut self.source,
@@ -840,15 +858,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             chunks,
             &ks,
             &needed,
-            parallel.then_some(&mut self.parallel),
+            &mut self.parallel,
             self.prefetch.as_mut(),
             &mut sink,
         )
     }
 
-    fn indices_impl(&mut self, indices: &[u64], parallel: bool) -> Result<Vec<Bytes>> {
+    /// The records of `indices`, in the order asked.
+    fn indices_impl(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
         let mut out = vec![Bytes::new(); indices.len()];
-        self.indices_each(indices, parallel, &mut |records, run| {
+        self.indices_each(indices, &mut |records, run| {
             let wanted: usize = run.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
             if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
                 for &(p, j) in run {
@@ -880,23 +899,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         Ok(out)
     }
 
-    /// [`read_parallel`](Self::read_parallel), handing the records of each
-    /// chunk, with their positions in `indices`, to `each` as soon as that
-    /// chunk is decoded (chunks in file order, records in the order asked
-    /// within each), while the threads decode the next ones: as
-    /// [`read_range_parallel_each`](Self::read_range_parallel_each) for a
-    /// list of indices. Every index is checked before anything is read.
-    pub fn read_parallel_each(&mut self, indices: &[u64], mut each: impl FnMut(&[(usize, Bytes)])) -> Result<()> {
-        self.indices_each(indices, true, &mut |records, run| {
-            let records: Vec<(usize, Bytes)> = run.iter().filter_map(|&(p, j)| Some((p, records.get(j)?))).collect();
-            each(&records);
-        })
-    }
-
     /// Decodes the chunks holding `indices`, in file order, handing each
     /// chunk's records to `each` with the (position in `indices`, index in
     /// the chunk) of those asked for.
-    fn indices_each(&mut self, indices: &[u64], parallel: bool, each: &mut ChunkRun<'_>) -> Result<()> {
+    fn indices_each(&mut self, indices: &[u64], each: &mut ChunkRun<'_>) -> Result<()> {
         self.cancel_ahead();
         let mut located = Vec::with_capacity(indices.len());
         for &index in indices {
@@ -941,7 +947,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             &self.chunks,
             &ks,
             &needed,
-            parallel.then_some(&mut self.parallel),
+            &mut self.parallel,
             self.prefetch.as_mut(),
             &mut sink,
         )
@@ -965,31 +971,31 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         chunks: &[ChunkEntry],
         ks: &[usize],
         needed: &[u64],
-        parallel: Option<&mut Parallel>,
+        parallel: &mut Parallel,
         prefetch: Option<&mut PrefetchHook>,
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let mut prefetcher = Prefetcher::new(prefetch, chunks, ks, options.readahead_buffer_size);
-        if let Some(parallel) = parallel
-            && let positional = parallel.file.is_some()
-            && let Some(pool) = parallel.pool_for(options, projection, chunks, ks)
+        if let positional = parallel.file.is_some()
+            && let Some(stream) = parallel.stream_for(options, projection, chunks, ks)
         {
+            let window = options.readahead_buffer_size;
             if positional {
-                let read = read_where_decoded(chunks, &mut prefetcher);
-                return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
+                let mut read = read_where_decoded(chunks, &mut prefetcher);
+                return super::batch::run(stream, &mut read, chunks, ks, needed, window, sink);
             }
             // The calling thread only reads: data hashes are checked where
             // the chunks are decoded.
             let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
             let mut next = 0;
-            let read = |k: usize| {
+            let mut read = |k: usize, wanted: u64| {
                 prefetcher.before(next);
                 next += 1;
                 let entry = chunks.get(k).ok_or_else(not_indexed)?;
                 let reading = Reading::before(entry, ks.get(next).and_then(|&n| chunks.get(n)));
-                read_entry(source, &read_options, entry, reading).map(TaskChunk::Read)
+                read_entry(source, &read_options, entry, reading).map(|chunk| Piece::Read(chunk, wanted))
             };
-            return super::batch::run(pool, read, chunks, ks, needed, options.readahead_buffer_size, sink);
+            return super::batch::run(stream, &mut read, chunks, ks, needed, window, sink);
         }
         for (i, &k) in ks.iter().enumerate() {
             prefetcher.before(i);
@@ -1004,23 +1010,24 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 }
 
 impl Parallel {
-    /// The pool (started if it is not yet), if a parallel read of chunks
-    /// `ks` is worth it: more than one thread, more than one chunk, and at
-    /// least [`MIN_PARALLEL_BYTES`] of records.
-    fn pool_for(
+    /// The decode stream (made if it is not yet), if a parallel read of
+    /// chunks `ks` is worth it: more than one thread, more than one chunk,
+    /// and at least [`MIN_PARALLEL_BYTES`] of records.
+    fn stream_for(
         &mut self,
         options: &ArrayRecordReaderOptions,
         projection: &FieldProjection,
         chunks: &[ChunkEntry],
         ks: &[usize],
-    ) -> Option<&mut BatchPool> {
+    ) -> Option<&mut DecodeStream> {
         let threads = options.effective_parallelism();
         if threads <= 1 || ks.len() <= 1 || estimated_decoded_size(chunks, ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
             return None;
         }
-        let file = self.file.as_ref();
-        let spares = &self.spares;
-        Some(self.pool.get_or_insert_with(|| start_pool(threads - 1, projection, &options.chunks, file, spares)))
+        let file = &self.file;
+        Some(self.stream.get_or_insert_with(|| {
+            DecodeStream::new("array-record-decode", threads - 1, &options.chunks, file.clone(), projection.clone())
+        }))
     }
 }
 
@@ -1030,12 +1037,12 @@ impl Parallel {
 fn read_where_decoded<'a>(
     chunks: &'a [ChunkEntry],
     prefetcher: &'a mut Prefetcher<'_>,
-) -> impl FnMut(usize) -> Result<TaskChunk> + 'a {
+) -> impl FnMut(usize, u64) -> Result<Piece> + 'a {
     let mut next = 0;
-    move |k| {
+    move |k, wanted| {
         prefetcher.before(next);
         next += 1;
-        chunks.get(k).map(|entry| TaskChunk::At(*entry)).ok_or_else(not_indexed)
+        chunks.get(k).map(|entry| Piece::At(*entry, wanted)).ok_or_else(not_indexed)
     }
 }
 
@@ -1047,7 +1054,7 @@ fn span_in(entry: &ChunkEntry, range: &Range<u64>) -> (usize, usize) {
 }
 
 /// What a batch read does with one chunk's records: the chunk's records, and
-/// the (position in the indices asked for, index in the chunk) of those asked for.
+/// the (position in the selection, index in the chunk) of those asked for.
 type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 
 impl ArrayRecordReader<PositionalFile> {
@@ -1138,16 +1145,21 @@ mod tests {
     #[test]
     fn reading_in_order_decodes_the_next_records_ahead_and_other_reads_drop_them() {
         let bytes = file(3000);
-        let want = open(&bytes, 0).read_all().unwrap();
+        let want = open(&bytes, 0).read_batch(Selection::All).unwrap();
         let mut reader = open(&bytes, 2);
         reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
         let mut got = Vec::new();
+        // Where the read-aheads started began.
+        let mut aheads = std::collections::BTreeSet::new();
         while let Some(record) = reader.read_next().unwrap() {
             got.push(record);
+            if let Some(ahead) = &reader.ahead {
+                aheads.insert(ahead.range.start);
+            }
             // Batch reads and jumps between: the read-ahead is dropped, not mixed in.
             match got.len() {
-                700 => assert_eq!(reader.read_parallel(&[2999, 5]).unwrap(), [want[2999].clone(), want[5].clone()]),
-                1500 => assert_eq!(reader.read_range_parallel(0..300).unwrap(), want[..300]),
+                700 => assert_eq!(reader.read_batch(&[2999, 5]).unwrap(), [want[2999].clone(), want[5].clone()]),
+                1500 => assert_eq!(reader.read_batch(0..300).unwrap(), want[..300]),
                 2000 => {
                     reader.seek_record(100);
                     assert_eq!(reader.read_next().unwrap().as_ref(), Some(&want[100]));
@@ -1157,20 +1169,21 @@ mod tests {
             }
         }
         assert!(got == want, "{} records", got.len());
-        assert!(reader.aheads_taken > 3, "{} read-aheads taken", reader.aheads_taken);
-        // The records were all kept: no chunk's buffer was decoded into again.
-        assert_eq!(reader.parallel.spares.reused(), 0);
+        assert!(aheads.len() > 3, "{} read-aheads started", aheads.len());
         // Without positional reads (the caller would read every chunk), nothing is read ahead.
         let mut cursor = open(&bytes, 2);
-        let got: Vec<Bytes> = std::iter::from_fn(|| cursor.read_next().unwrap()).collect();
+        let mut got = Vec::new();
+        while let Some(record) = cursor.read_next().unwrap() {
+            got.push(record);
+            assert!(cursor.ahead.is_none());
+        }
         assert!(got == want);
-        assert_eq!(cursor.aheads_taken, 0);
     }
 
     #[test]
-    fn reading_in_order_decodes_into_the_buffers_of_records_let_go_of() {
+    fn records_kept_while_reading_in_order_stay_intact() {
         let bytes = file(3000);
-        let want = open(&bytes, 0).read_all().unwrap();
+        let want = open(&bytes, 0).read_batch(Selection::All).unwrap();
         let mut reader = open(&bytes, 2);
         reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
         let mut kept = Vec::new();
@@ -1183,7 +1196,8 @@ mod tests {
             }
         }
         assert_eq!(reader.read_next().unwrap(), None);
-        assert!(reader.parallel.spares.reused() > 3, "{} buffers reused", reader.parallel.spares.reused());
+        // (That the buffers of records dropped are decoded into again is the
+        // decoders' business: see riegeli-codec's tests.)
         assert!(kept.iter().all(|(i, record)| *record == want[*i]));
     }
 
@@ -1192,52 +1206,48 @@ mod tests {
         let file = file(1000);
         let mut reader = open(&file, 3);
         // 100 records: 100 KB decoded, under MIN_PARALLEL_BYTES.
-        assert_eq!(reader.read_range_parallel(0..100).unwrap().len(), 100);
-        assert_eq!(reader.read_parallel(&[5, 999, 5]).unwrap().len(), 3);
-        assert!(reader.parallel.pool.is_none());
-        assert_eq!(reader.read_all_parallel().unwrap().len(), 1000);
-        assert_eq!(reader.parallel.pool.as_mut().map(BatchPool::threads), Some(2));
-        // Serial reads never start it.
-        let mut serial = open(&file, 3);
-        assert_eq!(serial.read_all().unwrap().len(), 1000);
-        assert!(serial.parallel.pool.is_none());
-        // Nor do parallel reads with one thread.
+        assert_eq!(reader.read_batch(0..100).unwrap().len(), 100);
+        assert_eq!(reader.read_batch(&[5, 999, 5]).unwrap().len(), 3);
+        assert!(reader.parallel.stream.is_none());
+        assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 1000);
+        assert_eq!(reader.parallel.stream.as_mut().map(DecodeStream::threads), Some(2));
+        // Reads with one thread never start it.
         let mut single = open(&file, 1);
-        assert_eq!(single.read_all_parallel().unwrap().len(), 1000);
-        assert!(single.parallel.pool.is_none());
+        assert_eq!(single.read_batch(Selection::All).unwrap().len(), 1000);
+        assert!(single.parallel.stream.is_none());
     }
 
     #[test]
     fn dropping_the_reader_joins_its_workers() {
         let file = file(500);
         let mut reader = open(&file, 4);
-        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let pool = reader.parallel.pool.as_mut().unwrap();
-        assert_eq!(pool.threads(), 3);
+        assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 500);
+        let stream = reader.parallel.stream.as_mut().unwrap();
+        assert_eq!(stream.threads(), 3);
         // Every thread holds the pool's liveness token until it ends.
-        let liveness = pool.alive();
+        let liveness = stream.alive().unwrap();
         drop(reader);
         assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
 
-        // A new projection replaces the pool, joining the old workers.
+        // A new projection goes to the same threads with the next jobs.
         let mut reader = open(&file, 2);
-        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
-        let liveness = reader.parallel.pool.as_ref().unwrap().alive();
+        let all = reader.read_batch(Selection::All).unwrap();
+        let liveness = reader.parallel.stream.as_ref().unwrap().alive().unwrap();
         reader.set_field_projection(FieldProjection::all());
-        assert!(liveness.upgrade().is_none());
-        assert_eq!(reader.read_all_parallel().unwrap().len(), 500);
+        assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
+        assert!(liveness.upgrade().is_some());
     }
 
     #[test]
     fn records_come_back_in_order_across_tasks() {
         let file = file(2000);
         let mut reader = open(&file, 3);
-        let all = reader.read_all_parallel().unwrap();
+        let all = reader.read_batch(Selection::All).unwrap();
         for (i, record) in all.iter().enumerate() {
             assert_eq!(record, format!("{i:0>1000}").as_bytes());
         }
         let indices: Vec<u64> = (0..2000).rev().step_by(7).collect();
-        for (record, i) in reader.read_parallel(&indices).unwrap().iter().zip(&indices) {
+        for (record, i) in reader.read_batch(&indices).unwrap().iter().zip(&indices) {
             assert_eq!(record, format!("{i:0>1000}").as_bytes());
         }
     }
@@ -1257,18 +1267,18 @@ mod tests {
             let mut reader = open(&file, threads);
             {
                 let _hook = crate::decode::tests::panic_on_decoded(10 * 1041 + 1);
-                let error = reader.read_all_parallel().unwrap_err();
+                let error = reader.read_batch(Selection::All).unwrap_err();
                 assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
                 assert!(!error.is_corruption());
                 // Enough chunks to go to the threads (a small batch is decoded serially).
                 let indices: Vec<u64> = (400..700).rev().collect();
-                let error = reader.read_parallel(&indices).unwrap_err();
+                let error = reader.read_batch(&indices).unwrap_err();
                 assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
             }
             // The threads go on: the next batches read whole.
-            let all = reader.read_all_parallel().unwrap();
+            let all = reader.read_batch(Selection::All).unwrap();
             assert!(all.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
-            assert_eq!(reader.read_parallel(&[999, 517, 3]).unwrap(), [&records[999][..], &records[517], &records[3]]);
+            assert_eq!(reader.read_batch(&[999, 517, 3]).unwrap(), [&records[999][..], &records[517], &records[3]]);
         }
     }
 }

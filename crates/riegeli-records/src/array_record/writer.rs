@@ -318,7 +318,7 @@ mod tests {
         let footer_offset = crate::trailer::parse_postscript(&serial[at + 5..at + 5 + len]).unwrap();
         assert!(footer_offset > 1000);
         assert!(footer as u64 >= footer_offset, "data chunks differ at {footer}, footer at {footer_offset}");
-        let all = reader.read_all().unwrap();
+        let all = reader.read_batch(crate::Selection::All).unwrap();
         assert_eq!(all.len(), records.len());
         assert!(all.iter().zip(&records).all(|(a, b)| a == b));
     }

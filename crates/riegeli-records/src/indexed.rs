@@ -1,5 +1,5 @@
-//! ArrayRecord index entries: where each data chunk is, and reading a chunk
-//! checked against its entry.
+//! Chunks read through an index (ArrayRecord's footer): where each data
+//! chunk is ([`ChunkEntry`]), and reading one checked against its entry.
 
 use std::io::{Read, Seek};
 
@@ -28,15 +28,6 @@ impl ChunkEntry {
     pub(crate) fn raw_bytes(&self) -> u64 {
         self.limit.saturating_sub(self.offset)
     }
-}
-
-/// The decoded size the index gives for chunks `ks`; a chunk whose size the
-/// index lacks counts as `unknown`.
-pub(crate) fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize], unknown: u64) -> u64 {
-    ks.iter()
-        .filter_map(|&k| chunks.get(k))
-        .map(|c| if c.decoded_data_size == u64::MAX { unknown } else { c.decoded_data_size })
-        .fold(0, u64::saturating_add)
 }
 
 /// The chunk at `pos`, data hash verified (as the options say), its data
@@ -121,61 +112,4 @@ fn check_against_index(chunk: &LazyChunk, entry: &ChunkEntry) -> Result<()> {
         return Err(mismatch("decoded_data_size", header.decoded_data_size(), entry.decoded_data_size));
     }
     Ok(())
-}
-
-/// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
-pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
-
-/// The fewest bytes of chunks announced at once.
-pub(crate) const MIN_PREFETCH: u64 = 8 << 20;
-
-/// Announces to a prefetch hook the byte ranges of the chunks a read is about
-/// to read, in order, a window of up to `budget` raw bytes at a time (a new
-/// window once half of the last one is read).
-pub(crate) struct Prefetcher<'a> {
-    hook: Option<&'a mut PrefetchHook>,
-    chunks: &'a [ChunkEntry],
-    ks: &'a [usize],
-    budget: u64,
-    /// Chunks `ks[..announced]` were announced.
-    announced: usize,
-    /// Announce more when reading reaches `ks[refill_at]`.
-    refill_at: usize,
-}
-
-impl<'a> Prefetcher<'a> {
-    /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
-    /// as array_record's data source asks, every chunk would be a request of its own).
-    pub(crate) fn new(
-        hook: Option<&'a mut PrefetchHook>,
-        chunks: &'a [ChunkEntry],
-        ks: &'a [usize],
-        budget: u64,
-    ) -> Self {
-        Self { hook, chunks, ks, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
-    }
-
-    /// Called before reading `ks[i]`.
-    pub(crate) fn before(&mut self, i: usize) {
-        let Some(hook) = self.hook.as_mut() else { return };
-        if i < self.refill_at {
-            return;
-        }
-        let from = self.announced.max(i);
-        let (mut to, mut bytes) = (from, 0u64);
-        let mut ranges = Vec::new();
-        while let Some(entry) = self.ks.get(to).and_then(|&k| self.chunks.get(k)) {
-            if to > from && bytes.saturating_add(entry.raw_bytes()) > self.budget {
-                break;
-            }
-            bytes = bytes.saturating_add(entry.raw_bytes());
-            ranges.push(entry.offset..entry.limit);
-            to += 1;
-        }
-        if !ranges.is_empty() {
-            hook(&ranges);
-        }
-        self.announced = to;
-        self.refill_at = i + (to - i).div_ceil(2).max(1);
-    }
 }

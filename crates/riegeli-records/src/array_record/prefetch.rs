@@ -1,0 +1,70 @@
+//! Planning ArrayRecord reads: the decoded size of a selection of chunks,
+//! and the prefetch hook told which chunks are read next.
+
+use crate::indexed::ChunkEntry;
+
+/// The decoded size the index gives for chunks `ks`; a chunk whose size the
+/// index lacks counts as `unknown`.
+pub(crate) fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize], unknown: u64) -> u64 {
+    ks.iter()
+        .filter_map(|&k| chunks.get(k))
+        .map(|c| if c.decoded_data_size == u64::MAX { unknown } else { c.decoded_data_size })
+        .fold(0, u64::saturating_add)
+}
+
+/// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
+pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
+
+/// The fewest bytes of chunks announced at once.
+pub(crate) const MIN_PREFETCH: u64 = 8 << 20;
+
+/// Announces to a prefetch hook the byte ranges of the chunks a read is about
+/// to read, in order, a window of up to `budget` raw bytes at a time (a new
+/// window once half of the last one is read).
+pub(crate) struct Prefetcher<'a> {
+    hook: Option<&'a mut PrefetchHook>,
+    chunks: &'a [ChunkEntry],
+    ks: &'a [usize],
+    budget: u64,
+    /// Chunks `ks[..announced]` were announced.
+    announced: usize,
+    /// Announce more when reading reaches `ks[refill_at]`.
+    refill_at: usize,
+}
+
+impl<'a> Prefetcher<'a> {
+    /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
+    /// as array_record's data source asks, every chunk would be a request of its own).
+    pub(crate) fn new(
+        hook: Option<&'a mut PrefetchHook>,
+        chunks: &'a [ChunkEntry],
+        ks: &'a [usize],
+        budget: u64,
+    ) -> Self {
+        Self { hook, chunks, ks, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
+    }
+
+    /// Called before reading `ks[i]`.
+    pub(crate) fn before(&mut self, i: usize) {
+        let Some(hook) = self.hook.as_mut() else { return };
+        if i < self.refill_at {
+            return;
+        }
+        let from = self.announced.max(i);
+        let (mut to, mut bytes) = (from, 0u64);
+        let mut ranges = Vec::new();
+        while let Some(entry) = self.ks.get(to).and_then(|&k| self.chunks.get(k)) {
+            if to > from && bytes.saturating_add(entry.raw_bytes()) > self.budget {
+                break;
+            }
+            bytes = bytes.saturating_add(entry.raw_bytes());
+            ranges.push(entry.offset..entry.limit);
+            to += 1;
+        }
+        if !ranges.is_empty() {
+            hook(&ranges);
+        }
+        self.announced = to;
+        self.refill_at = i + (to - i).div_ceil(2).max(1);
+    }
+}
