@@ -10,23 +10,26 @@
 //! A layer on top of the Riegeli/records core: the writer composes the core's
 //! chunk sink and chunker with its own chunking policy (`group_size` records
 //! per chunk) and layout (every chunk remembered for the footer); the reader
-//! reads chunks through the index (`entry`) and decodes batches on the worker
-//! pool (`batch`).
+//! loads the index from the footer or a scan (`load`), reads chunks through it
+//! (`entry`) and decodes batches on the worker pool (`batch`); `from_plain`
+//! turns a plain Riegeli/records file into an ArrayRecord file.
 
 mod batch;
 mod entry;
-mod index;
+mod from_plain;
+mod load;
 mod options;
 mod positional;
 mod reader;
 mod sequential;
 mod writer;
 
-pub use self::index::{IndexReport, index_riegeli_file};
+pub use self::from_plain::{IndexReport, index_riegeli_file};
+pub use self::load::{ArrayRecordTrailer, IndexSource, find_array_record_trailer};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
 pub use self::positional::{PositionalFile, ReadAt};
-pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, find_array_record_trailer};
+pub use self::reader::ArrayRecordReader;
 pub use self::writer::ArrayRecordWriter;
