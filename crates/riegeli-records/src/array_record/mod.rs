@@ -10,21 +10,24 @@
 //! A layer on top of the Riegeli/records core: the writer composes the core's
 //! chunk sink and chunker with its own chunking policy (`group_size` records
 //! per chunk) and layout (every chunk remembered for the footer); the reader
-//! reads chunks through the index (`crate::indexed`) and decodes batches on
-//! the decode stream (`batch`).
+//! loads the index from the footer or a scan (`load`), reads chunks through it
+//! (`crate::indexed`) and decodes batches on the decode stream (`batch`);
+//! `from_plain` turns a plain Riegeli/records file into an ArrayRecord file.
 
 mod batch;
-mod index;
+mod from_plain;
+mod load;
 mod options;
 mod prefetch;
 mod reader;
 mod sequential;
 mod writer;
 
-pub use self::index::{IndexReport, index_riegeli_file};
+pub use self::from_plain::{IndexReport, index_riegeli_file};
+pub use self::load::{ArrayRecordTrailer, IndexSource, find_array_record_trailer};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::reader::{ArrayRecordReader, ArrayRecordTrailer, IndexSource, Selection, find_array_record_trailer};
+pub use self::reader::{ArrayRecordReader, Selection};
 pub use self::writer::ArrayRecordWriter;

@@ -5,75 +5,21 @@ use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
-use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
-use riegeli_framing::CHUNK_HEADER_SIZE;
+use riegeli_codec::{DecodedRecords, FieldProjection};
 
 use super::batch::{MIN_TASK_BYTES, Started};
+use super::load::{IndexSource, load};
 use super::options::ArrayRecordReaderOptions;
 use super::prefetch::{PrefetchHook, Prefetcher, estimated_decoded_size};
 use super::sequential::Sequential;
-use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
-use crate::error::{Corruption, Error, ErrorKind, Result};
-use crate::indexed::{ChunkEntry, Reading, chunk_at, read_entry};
+use crate::error::{Error, ErrorKind, Result};
+use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
 use crate::positional::{PositionalFile, ReadAt, SharedFile};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::stream::{DecodeStream, Piece};
-use crate::trailer::{
-    Disposition, FooterEntry, POSTSCRIPT_SPAN, TrailerDetector, looks_like_postscript, parse_footer_metadata,
-    parse_postscript,
-};
-
-/// Where an [`ArrayRecordReader`]'s chunk index comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IndexSource {
-    /// The ArrayRecord footer, found through the postscript.
-    Footer,
-    /// A sequential scan of the chunk headers: the postscript or footer is
-    /// missing or damaged, so the file was read as plain Riegeli/records, as
-    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asked (see
-    /// [`ArrayRecordReader::fallback_reason`]).
-    Scanned,
-}
-
-/// Where an ArrayRecord file's trailer is, as its postscript says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ArrayRecordTrailer {
-    /// Where the footer chunk begins (from the postscript).
-    pub footer_offset: u64,
-    /// Where the postscript chunk begins (`size - 65536`).
-    pub postscript_pos: u64,
-}
-
-/// Recognises an ArrayRecord file cheaply: reads only the chunk at
-/// `size - 65536` and returns the trailer its postscript names, or `None` for
-/// a file without one (a plain Riegeli/records file, or one whose postscript
-/// chunk is unreadable). Data hashes are not checked: this recognises, it
-/// does not validate ([`ArrayRecordReader`] does, and falls back to a scan).
-/// Only a chunk that fits in the last 64 KiB is read.
-pub fn find_array_record_trailer<R: Read + Seek>(mut src: R) -> Result<Option<ArrayRecordTrailer>> {
-    let size = src.seek(std::io::SeekFrom::End(0))?;
-    let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else { return Ok(None) };
-    let options = ChunkReadOptions { verify_hashes: false, max_chunk_data_size: POSTSCRIPT_SPAN, ..Default::default() };
-    src.seek(std::io::SeekFrom::Start(postscript_pos))?;
-    let mut source = Source::new(src, postscript_pos);
-    let chunk = match chunk_at(&mut source, postscript_pos, &options) {
-        Ok(chunk) => chunk.gather(),
-        Err(e) if e.is_corruption() => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if chunk.chunk_type() != Some(ChunkType::Simple) {
-        return Ok(None);
-    }
-    let Ok(records) = ChunkDecoder::new(&options).data_records(&chunk, false) else { return Ok(None) };
-    let footer_offset = records.iter().next().and_then(|record| parse_postscript(&record));
-    Ok(footer_offset
-        .filter(|&offset| offset < postscript_pos)
-        .map(|footer_offset| ArrayRecordTrailer { footer_offset, postscript_pos }))
-}
 
 /// Parallel reads decode serially below this estimated decoded size (from the
 /// index), where handing work to another thread costs more than it saves.
@@ -234,13 +180,6 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
     }
 }
 
-/// The index read from the footer.
-struct FooterIndex {
-    chunks: Vec<ChunkEntry>,
-    num_records: u64,
-    writer_options: Option<String>,
-}
-
 impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Opens an ArrayRecord file with default options.
     pub fn new(src: R) -> Result<Self> {
@@ -255,16 +194,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Riegeli/records files at all.
     pub fn with_options(src: R, options: ArrayRecordReaderOptions) -> Result<Self> {
         let mut source = Source::new(src, 0);
-        let size = source.size()?;
-        let mut reader = Self {
+        let loaded = load(&mut source, &options)?;
+        Ok(Self {
             source,
-            chunks: Vec::new(),
-            num_records: 0,
-            index_source: IndexSource::Footer,
-            fallback_reason: None,
-            writer_options: None,
-            skipped: Vec::new(),
-            footer_without_postscript: None,
+            chunks: loaded.chunks,
+            num_records: loaded.num_records,
+            index_source: loaded.index_source,
+            fallback_reason: loaded.fallback_reason,
+            writer_options: loaded.writer_options,
+            skipped: loaded.skipped,
+            footer_without_postscript: loaded.footer_without_postscript,
             projection: FieldProjection::all(),
             decoder: ChunkDecoder::new(&options.chunks),
             cached: None,
@@ -273,223 +212,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             ahead: None,
             prefetch: None,
             options,
-        };
-        match reader.read_index(size) {
-            Ok(index) => {
-                reader.chunks = index.chunks;
-                reader.num_records = index.num_records;
-                reader.writer_options = index.writer_options;
-            }
-            Err(e) if e.is_corruption() && !reader.options.scan_fallback => {
-                let problem = "a file cut short or damaged, or not an ArrayRecord file; \
-                               the option scan_fallback reads what records there are by a scan";
-                return Err(in_index(e, None, problem));
-            }
-            Err(e) if e.is_corruption() => {
-                reader.fallback_reason = Some(e.to_string());
-                reader.index_source = IndexSource::Scanned;
-                reader.scan()?;
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(reader)
-    }
-
-    /// Reads the postscript and the footer.
-    fn read_index(&mut self, size: u64) -> Result<FooterIndex> {
-        let index = |pos, problem: String| Error::corrupt(pos, Corruption::Index(problem));
-        let Some(postscript_pos) = size.checked_sub(POSTSCRIPT_SPAN) else {
-            return Err(index(size, format!("an ArrayRecord file is at least 64 KiB long, this one {size} bytes")));
-        };
-        let strict = self.options.chunks.clone();
-        let no_postscript = |e| in_index(e, Some("no postscript at size - 65536"), "");
-        let (offsets, first_error) = match self.postscript_offsets(postscript_pos, &strict) {
-            Ok(offsets) => (offsets, None),
-            Err(e) if e.is_corruption() => {
-                // The chunk is damaged: its records may still hold an intact copy.
-                let lenient = ChunkReadOptions { verify_hashes: false, ..strict.clone() };
-                (self.postscript_offsets(postscript_pos, &lenient).unwrap_or_default(), Some(no_postscript(e)))
-            }
-            Err(e) => return Err(e),
-        };
-        // The first problem is reported: a damaged postscript before the footer a damaged copy names.
-        let mut first_error = first_error;
-        for footer_offset in offsets {
-            match self.read_footer(footer_offset, postscript_pos) {
-                Ok(index) => return Ok(index),
-                Err(e) if e.is_corruption() => {
-                    first_error.get_or_insert_with(|| in_index(e, Some(&format!("the footer at {footer_offset}")), ""));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(first_error.unwrap_or_else(|| index(postscript_pos, "no valid postscript record".into())))
-    }
-
-    /// The distinct footer offsets named by postscript records of the chunk at `pos`.
-    fn postscript_offsets(&mut self, pos: u64, options: &ChunkReadOptions) -> Result<Vec<u64>> {
-        let chunk = chunk_at(&mut self.source, pos, options)?.gather();
-        let records = ChunkDecoder::new(options).data_records(&chunk, false)?;
-        let mut offsets = Vec::new();
-        for record in records.iter() {
-            if let Some(offset) = looks_like_postscript(std::iter::once(record))
-                && !offsets.contains(&offset)
-            {
-                offsets.push(offset);
-            }
-        }
-        if offsets.is_empty() {
-            let problem = "the chunk there holds other records".into();
-            return Err(Error::corrupt(pos, Corruption::Index(problem)));
-        }
-        Ok(offsets)
-    }
-
-    /// Reads and checks the footer at `footer_offset`, which must end by `end`.
-    fn read_footer(&mut self, footer_offset: u64, end: u64) -> Result<FooterIndex> {
-        let bad = |message: String| Error::corrupt(footer_offset, Corruption::Index(message));
-        if footer_offset >= end {
-            return Err(bad(format!("offset {footer_offset} is not before the postscript at {end}")));
-        }
-        let options = self.options.chunks.clone();
-        let chunk = chunk_at(&mut self.source, footer_offset, &options)?.gather();
-        if chunk.end > end {
-            return Err(bad(format!("chunk ends at {} past the postscript", chunk.end)));
-        }
-        if chunk.chunk_type() != Some(ChunkType::Simple) {
-            return Err(bad("not a simple chunk".into()));
-        }
-        let records = ChunkDecoder::new(&options).data_records(&chunk, false)?;
-        let (num_chunks, num_records, writer_options) = records
-            .get_slice(0)
-            .and_then(parse_footer_metadata)
-            .ok_or_else(|| bad("record 0 is not RiegeliFooterMetadata version 1".into()))?;
-        if num_chunks.checked_add(1) != Some(records.len() as u64) {
-            return Err(bad(format!("{num_chunks} chunks announced, {} entries present", records.len() - 1)));
-        }
-        let mut chunks: Vec<ChunkEntry> = Vec::with_capacity(records.len() - 1);
-        let mut first_record = 0u64;
-        for (k, record) in records.iter().enumerate().skip(1) {
-            let entry = <FooterEntry as prost::Message>::decode(record)
-                .map_err(|e| bad(format!("entry {} is not an ArrayRecordFooter: {e}", k - 1)))?;
-            let offset = entry.chunk_offset.ok_or_else(|| bad(format!("entry {} has no chunk_offset", k - 1)))?;
-            let count = entry.num_records.ok_or_else(|| bad(format!("entry {} has no num_records", k - 1)))?;
-            if count == 0 || count > options.max_num_records {
-                return Err(bad(format!(
-                    "entry {} (chunk at {offset}) counts {count} records, not 1 to max_num_records {}",
-                    k - 1,
-                    options.max_num_records
-                )));
-            }
-            let previous = chunks.last().map_or(CHUNK_HEADER_SIZE, |c| c.offset + 1);
-            if offset < previous || offset >= footer_offset {
-                return Err(bad(format!(
-                    "entry {}: chunk offset {offset} is not between {previous} and the footer",
-                    k - 1
-                )));
-            }
-            if let Some(last) = chunks.last_mut() {
-                last.limit = offset;
-            }
-            chunks.push(ChunkEntry {
-                offset,
-                limit: footer_offset,
-                num_records: count,
-                decoded_data_size: entry.decoded_data_size.unwrap_or(u64::MAX),
-                first_record,
-            });
-            first_record = first_record.checked_add(count).ok_or_else(|| bad("record counts overflow".into()))?;
-        }
-        if first_record != num_records {
-            return Err(bad(format!("chunk record counts add up to {first_record}, the footer says {num_records}")));
-        }
-        if let Some(group) = chunks.first().map(|c| c.num_records) {
-            let body = chunks.get(..chunks.len() - 1).unwrap_or_default();
-            if let Some((k, c)) = body.iter().enumerate().find(|(_, c)| c.num_records != group) {
-                return Err(bad(format!(
-                    "chunk {k} at {} holds {} records, not the group size {group}",
-                    c.offset, c.num_records
-                )));
-            }
-            if chunks.last().is_some_and(|c| c.num_records > group) {
-                return Err(bad(format!("the last chunk holds more than the group size {group}")));
-            }
-        }
-        Ok(FooterIndex { chunks, num_records, writer_options })
-    }
-
-    /// Builds the index from the chunk headers, reading the file from the
-    /// beginning; what remains of an ArrayRecord trailer is left out.
-    fn scan(&mut self) -> Result<()> {
-        let options = self.options.chunks.clone();
-        self.source.seek(0)?;
-        let not_riegeli = |e: Error| {
-            let problem = format!("not an ArrayRecord or Riegeli/records file: {e}");
-            Error::corrupt(e.position().unwrap_or(0), Corruption::Index(problem))
-        };
-        let first = chunk_at(&mut self.source, 0, &options).map_err(not_riegeli)?;
-        if first.header().chunk_type() != ChunkType::FileSignature.to_byte() {
-            return Err(not_riegeli(Error::corrupt(0, Corruption::MissingSignature)));
-        }
-        let entry = |chunk: &RawChunk| ChunkEntry {
-            offset: chunk.begin,
-            limit: chunk.end,
-            num_records: chunk.header.num_records(),
-            decoded_data_size: chunk.header.decoded_data_size(),
-            first_record: 0,
-        };
-        let decode = |chunk: &RawChunk| ChunkDecoder::new(&options).data_records(chunk, false).ok();
-        let mut trailer = TrailerDetector::lazy();
-        let mut held: Option<RawChunk> = None;
-        self.chunks.clear();
-        loop {
-            match read_chunk(&mut self.source, &options) {
-                Ok(Some(chunk)) if chunk.is_data() => {
-                    let step =
-                        trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
-                    let previous = held.take();
-                    if step.release_held {
-                        self.chunks.extend(previous.as_ref().map(entry));
-                    }
-                    match step.this {
-                        Disposition::Keep => self.chunks.push(entry(&chunk)),
-                        Disposition::Hold => held = Some(chunk),
-                        Disposition::Drop => {}
-                    }
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(ReadError::Io(e)) => return Err(e),
-                Err(ReadError::Damage(damage)) => {
-                    // A held chunk stays held: the data chunk after the damage
-                    // (or the end of the file) decides what it is.
-                    let message = damage.error.to_string();
-                    let resumed = skip_damage(&mut self.source, damage.resume)?;
-                    let end = resumed.unwrap_or(self.source.pos());
-                    self.skipped.push(SkippedRegion::new(damage.begin, end, message));
-                    if resumed.is_none() {
-                        break;
-                    }
-                }
-            }
-        }
-        // The file ends after a footer that no postscript follows: it was cut short.
-        if trailer.finish(|| held.as_ref().and_then(decode)) {
-            if let Some(footer) = &held {
-                let message = "an ArrayRecord footer that no postscript follows (the file was cut short after it)";
-                self.skipped.push(SkippedRegion::new(footer.begin, footer.end, message.into()));
-                self.footer_without_postscript = Some(footer.begin);
-            }
-        } else {
-            self.chunks.extend(held.as_ref().map(entry));
-        }
-        let mut first_record = 0u64;
-        for chunk in &mut self.chunks {
-            chunk.first_record = first_record;
-            first_record = first_record.saturating_add(chunk.num_records);
-        }
-        self.num_records = first_record;
-        Ok(())
+        })
     }
 
     /// Reads only the given fields of transposed chunks (simple chunks are read whole).
@@ -1077,21 +800,6 @@ impl ArrayRecordReader<PositionalFile> {
         reader.parallel.file = shared;
         Ok(reader)
     }
-}
-
-/// `e`, if a corruption, as a problem of the ArrayRecord index at the same
-/// position: "`what`: what `e` says; `then`" (either part left out when empty).
-fn in_index(e: Error, what: Option<&str>, then: &str) -> Error {
-    let (Some(pos), Some(cause)) = (e.position(), e.corruption()) else { return e };
-    let detail = match cause {
-        Corruption::Index(problem) => problem.clone(),
-        other => other.to_string(),
-    };
-    let mut problem = what.map_or(detail.clone(), |what| format!("{what}: {detail}"));
-    if !then.is_empty() {
-        problem = format!("{problem} ({then})");
-    }
-    Error::corrupt(pos, Corruption::Index(problem))
 }
 
 /// An index lookup that cannot fail: the index was checked when it was built.
