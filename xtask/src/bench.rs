@@ -1,14 +1,24 @@
 //! `cargo xtask bench ...`: benchmarks.
 //!
+//! Every benchmark lives under `xtask/bench/` (besides criterion's `benches/` of each crate): the
+//! programs timed are binaries of the `riegeli-bench` package there (`records_bench`,
+//! `array_record_bench`, `read_loop`, `object_bench`, `hash_ceiling`), the other implementations
+//! in `xtask/bench/peers/` (a workspace of its own), the Python sides in `xtask/bench/python/`.
+//! None of them is in the `riegeli` binary, and none is part of `ci`.
+//!
 //! - `bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...`:
 //!   the records_benchmark table (google/riegeli `records/tools/records_benchmark.cc`) for
-//!   riegeli-rs, side by side in one run with Google's C++ implementation (through
-//!   array-record 0.8.6 in the oracle venv) and with the `riegeli` 0.2.1 crate
-//!   (`bench-peers/src/bin/riegeli_rs_table.rs`), on the same records. For each option set the
+//!   riegeli-rs (`records_bench`), side by side in one run with Google's C++ implementation
+//!   (through array-record 0.8.6 in the oracle venv) and with the `riegeli` 0.2.1 crate
+//!   (`xtask/bench/peers/src/bin/riegeli_rs_table.rs`), on the same records. For each option set the
 //!   three implementations run one after the other, so machine noise hits them alike.
-//! - `--baseline BIN` (both tables): also times an earlier build (a `riegeli` binary for
-//!   `records`, an `array_record_bench` example for `array-record`) in the same rounds, and adds a
-//!   before → now table.
+//! - A baseline (both tables): `--baseline-ref REF` builds the same benchmark at a git revision
+//!   (its tree extracted with `git archive` into `target/bench-baseline/<commit>/`, built there in
+//!   release once and kept: before the benchmarks moved here that is `riegeli bench` or the
+//!   `array_record_bench` example of riegeli-records, which take the same arguments);
+//!   `--baseline BIN` takes such a binary already built (`records_bench`, or an older `riegeli`,
+//!   run as `riegeli bench`). Either is timed in the same rounds as ours, and a before → now table
+//!   is added.
 //! - `bench array-record [--large] [--megabytes N] [--record-size B] [--config OPTS]...
 //!   [--repeat N] [--batch N]`: our ArrayRecord reader (serial and parallel) and C++'s (through
 //!   the oracle venv) on the same generated file, one config after another: a batch of random
@@ -18,7 +28,7 @@
 //!   parameter set (kept in `target/array-record-bench/`), never inside the timing.
 //! - `bench python [--records N] [--record-size B] [--options STR] [--rounds R]`: our Python
 //!   package (`riegeli.array_record`) against array-record 0.8.6's `array_record_module` (C++) on
-//!   the same files, from Python (`crates/riegeli-python/bench/bench_python.py`): batch reads,
+//!   the same files, from Python (`xtask/bench/python/bench_python.py`): batch reads,
 //!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
 //!   stdout and in `target/bench-python/table.md`.
 //! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]`: ~100 MB
@@ -26,7 +36,7 @@
 //!   request delayed by a proxy, against the same reads from local disk; a table in
 //!   `target/object-bench/table.md`.
 //! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
-//!   in the engines venv (`crates/riegeli-python/bench/bench_engines.py`), on the same records
+//!   in the engines venv (`xtask/bench/python/bench_engines.py`), on the same records
 //!   (1 GB of ~4 KiB text-like records by default, kept under /dev/shm): Beam's DirectRunner
 //!   reading Riegeli files with `riegeli.beam.ReadFromRiegeli` against TFRecord files with
 //!   `beam.io.ReadFromTFRecord` (in process and with 2 worker processes), and Ray reading one
@@ -42,7 +52,8 @@
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -90,7 +101,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let mut megabytes = "50".to_owned();
     let mut repeat = "3".to_owned();
     let mut configs = Vec::new();
-    let mut baseline: Option<String> = None;
+    let mut baseline = BaselineArg::None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
@@ -99,7 +110,8 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             "--megabytes" => megabytes = value()?,
             "--repeat" => repeat = value()?,
             "--config" => configs.push(value()?),
-            "--baseline" => baseline = Some(value()?),
+            "--baseline" => baseline = BaselineArg::Binary(value()?),
+            "--baseline-ref" => baseline = BaselineArg::Ref(value()?),
             other => bail!("unexpected argument {other:?}"),
         }
     }
@@ -112,17 +124,19 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     let files =
         if shm.is_dir() { shm.join(format!("riegeli-bench-records-{}", std::process::id())) } else { work.clone() };
     sh.create_dir(&files)?;
-    crate::common::step("building riegeli-cli and bench-peers (release)");
-    cmd!(sh, "cargo build --release --locked -p riegeli-cli").run()?;
-    cmd!(sh, "cargo build --release --locked --manifest-path bench-peers/Cargo.toml --bin riegeli_rs_table").run()?;
+    crate::common::step("building records_bench and the peers (release)");
+    cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin records_bench").run()?;
+    cmd!(sh, "cargo build --release --locked --manifest-path xtask/bench/peers/Cargo.toml --bin riegeli_rs_table")
+        .run()?;
+    let baseline = baseline.resolve(sh, Benchmark::Records)?;
     let python = crate::python::venv(sh)?;
-    let riegeli = root.join("target/release/riegeli");
+    let ours_bench = root.join("target/release/records_bench");
     if configs.is_empty() {
-        // records_benchmark's default option sets, as `riegeli bench` knows them.
-        configs = cmd!(sh, "{riegeli} bench --list-configs").read()?.lines().map(str::to_owned).collect();
+        // records_benchmark's default option sets, as `records_bench` knows them.
+        configs = cmd!(sh, "{ours_bench} --list-configs").read()?.lines().map(str::to_owned).collect();
     }
-    let peer = root.join("bench-peers/target/release/riegeli_rs_table");
-    let script = root.join("xtask/scripts/cxx_records_bench.py");
+    let peer = root.join("xtask/bench/peers/target/release/riegeli_rs_table");
+    let script = root.join("xtask/bench/python/cxx_records_bench.py");
     let records = work.join("records.delimited");
     let mut rows = Vec::new();
     let mut before_rows = Vec::new();
@@ -143,13 +157,14 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             } else {
                 source = vec!["--input-delimited".to_owned(), records.display().to_string()];
             }
-            cmd!(sh, "{riegeli} bench {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+            cmd!(sh, "{ours_bench} {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
             ours = Some(fastest(ours, first(&ours_json)?));
             if let Some(baseline) = &baseline {
                 // The same records and options through an earlier build, in the same round.
                 let input = ["--input-delimited".to_owned(), records.display().to_string()];
                 let before_json = work.join("before.json");
-                cmd!(sh, "{baseline} bench {input...} --repeat 2 --config {config} --json {before_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+                let (program, prefix) = (&baseline.program, &baseline.prefix);
+                cmd!(sh, "{program} {prefix...} {input...} --repeat 2 --config {config} --json {before_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
                 before = Some(fastest(before, first(&before_json)?));
             }
             let cxx_json = work.join("cxx.json");
@@ -170,7 +185,7 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     }
     let mut table = render(&rows, &repeat);
     if let Some(baseline) = &baseline {
-        table.push_str(&render_baseline(&before_rows, baseline));
+        table.push_str(&render_baseline(&before_rows, &baseline.name));
     }
     println!("{table}");
     let out = work.join("table.md");
@@ -334,28 +349,27 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
     crate::common::step("installing riegeli (Python, release) into the oracle venv");
     let python = crate::python::install_package(sh)?;
     crate::common::step("timing ours against array_record_module (C++), from Python");
-    cmd!(sh, "{python} crates/riegeli-python/bench/bench_python.py {args...}").run()?;
+    cmd!(sh, "{python} xtask/bench/python/bench_python.py {args...}").run()?;
     Ok(())
 }
 
 /// `bench engines`: Beam and Ray reading the same records, in the engines venv
-/// (`crates/riegeli-python/bench/bench_engines.py`, whose flags `args` are).
+/// (`xtask/bench/python/bench_engines.py`, whose flags `args` are).
 fn engines(sh: &Shell, args: &[String]) -> Result<()> {
     let python = crate::engines::latest_venv(sh)?;
     crate::common::step("installing riegeli (Python, release) into the engines venv");
     crate::python::install_package_into(sh, &[python.as_path()])?;
     crate::common::step("Beam: ReadFromRiegeli against ReadFromTFRecord; Ray: read_riegeli on 1 and 2 CPUs");
-    cmd!(sh, "{python} crates/riegeli-python/bench/bench_engines.py {args...}").run()?;
+    cmd!(sh, "{python} xtask/bench/python/bench_engines.py {args...}").run()?;
     Ok(())
 }
 
 /// `bench objects`: reads from S3 (`xtask/s3-server`) and HTTP (nginx), on loopback behind a
-/// proxy adding latency, against the same reads from local disk (`examples/object_bench.rs` of
-/// riegeli-object-store).
+/// proxy adding latency, against the same reads from local disk (`object_bench`).
 fn objects(sh: &Shell, args: &[String]) -> Result<()> {
     let (_servers, env) = crate::objects::serve_for_bench(sh)?;
     crate::common::step("S3 and HTTP with latency against local disk");
-    let mut bench = cmd!(sh, "cargo run --release -p riegeli-object-store --example object_bench -- {args...}");
+    let mut bench = cmd!(sh, "cargo run --release --locked -p riegeli-bench --bin object_bench -- {args...}");
     for (key, value) in &env {
         bench = bench.env(key, value);
     }
@@ -398,7 +412,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     let mut configs = Vec::new();
     let mut repeat = "5".to_owned();
     let mut batch = "10000".to_owned();
-    let mut baseline: Option<String> = None;
+    let mut baseline = BaselineArg::None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
@@ -411,7 +425,8 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
             "--config" => configs.push(value()?),
             "--repeat" => repeat = value()?,
             "--batch" => batch = value()?,
-            "--baseline" => baseline = Some(value()?),
+            "--baseline" => baseline = BaselineArg::Binary(value()?),
+            "--baseline-ref" => baseline = BaselineArg::Ref(value()?),
             other => bail!("unexpected argument {other:?}"),
         }
     }
@@ -421,9 +436,14 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     let python = crate::python::venv(sh)?;
     let dir = crate::common::project_root().join("target").join("array-record-bench");
     std::fs::create_dir_all(&dir)?;
-    crate::common::step("building the bench example (release)");
-    cmd!(sh, "cargo build --release --quiet -p riegeli-records --example array_record_bench").run()?;
-    let example = crate::common::project_root().join("target/release/examples/array_record_bench");
+    crate::common::step("building array_record_bench (release)");
+    cmd!(sh, "cargo build --release --quiet --locked -p riegeli-bench --bin array_record_bench").run()?;
+    let example = Baseline {
+        program: crate::common::project_root().join("target/release/array_record_bench"),
+        prefix: Vec::new(),
+        name: "now".to_owned(),
+    };
+    let baseline = baseline.resolve(sh, Benchmark::ArrayRecord)?;
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut report = String::new();
     let mut baseline_report = String::new();
@@ -432,25 +452,26 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
         let path = dir.join(format!("bench-{n}.array_record"));
         crate::common::step(&format!("{config}: our reader, then C++'s (array-record 0.8.6), on {}", path.display()));
         let size = &size;
-        let run = |example: &Path| {
-            cmd!(sh, "{example} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
+        let run = |bench: &Baseline| {
+            let (program, prefix) = (&bench.program, &bench.prefix);
+            cmd!(sh, "{program} {prefix...} {path} {size...} --options {config} --repeat {repeat} --batch {batch}")
                 .read()
-                .context("the bench example failed")
+                .context("array_record_bench failed")
         };
         let ours = run(&example)?;
         if let Some(baseline) = &baseline {
             // Two rounds each, interleaved; the best of each row.
             let mut now = parse(&ours)?;
-            let mut before = parse(&run(Path::new(baseline))?)?;
-            for (best, more) in [(&mut now, parse(&run(&example)?)?), (&mut before, parse(&run(Path::new(baseline))?)?)]
-            {
+            let mut before = parse(&run(baseline)?)?;
+            for (best, more) in [(&mut now, parse(&run(&example)?)?), (&mut before, parse(&run(baseline)?)?)] {
                 for (b, m) in best.iter_mut().zip(more) {
                     b.seconds = b.seconds.min(m.seconds);
                 }
             }
             let _ = writeln!(
                 baseline_report,
-                "\n{config}: records/s before (`{baseline}`) → now, best of two interleaved rounds of {repeat}\n"
+                "\n{config}: records/s before (`{}`) → now, best of two interleaved rounds of {repeat}\n",
+                baseline.name
             );
             let _ = writeln!(baseline_report, "| read | before | now | change |");
             let _ = writeln!(baseline_report, "|---|---:|---:|---:|");
@@ -490,4 +511,108 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
          MB/s counts record payload bytes."
     );
     Ok(())
+}
+
+/// Which benchmark a baseline build is for.
+#[derive(Clone, Copy)]
+enum Benchmark {
+    /// `records_bench` (before it moved to xtask: `riegeli bench`).
+    Records,
+    /// `array_record_bench` (before: an example of riegeli-records).
+    ArrayRecord,
+}
+
+/// `--baseline BIN` or `--baseline-ref REF`, as given.
+enum BaselineArg {
+    None,
+    Binary(String),
+    Ref(String),
+}
+
+/// A build of a benchmark to run: `program prefix... ARGS`.
+struct Baseline {
+    program: PathBuf,
+    /// `bench` for an older `riegeli` binary, whose `riegeli bench` was `records_bench`.
+    prefix: Vec<String>,
+    /// What the tables call it.
+    name: String,
+}
+
+impl BaselineArg {
+    /// The baseline to time, built first for `--baseline-ref`.
+    fn resolve(self, sh: &Shell, benchmark: Benchmark) -> Result<Option<Baseline>> {
+        match self {
+            BaselineArg::None => Ok(None),
+            BaselineArg::Binary(path) => {
+                let program = PathBuf::from(&path);
+                // An older `riegeli` binary: its `bench` subcommand takes records_bench's arguments.
+                let old_cli = program.file_name().is_some_and(|name| name == "riegeli");
+                let prefix = if old_cli { vec!["bench".to_owned()] } else { Vec::new() };
+                Ok(Some(Baseline { program, prefix, name: path }))
+            }
+            BaselineArg::Ref(git_ref) => build_at(sh, &git_ref, benchmark).map(Some),
+        }
+    }
+}
+
+/// Builds `benchmark` (release) as it was at the git revision `git_ref`: its tree goes to
+/// `target/bench-baseline/<commit>/` (by `git archive`, so no worktree is registered), which is
+/// kept, with its own target directory, for the next run against the same commit. Revisions from
+/// before the benchmarks moved to `xtask/bench/` have them as `riegeli bench` and as the
+/// `array_record_bench` example of riegeli-records.
+fn build_at(sh: &Shell, git_ref: &str, benchmark: Benchmark) -> Result<Baseline> {
+    let spec = format!("{git_ref}^{{commit}}");
+    let commit =
+        cmd!(sh, "git rev-parse --verify {spec}").read().with_context(|| format!("{git_ref}: not a revision"))?;
+    let short = commit.get(..12).unwrap_or(&commit);
+    let dir = crate::common::project_root().join("target/bench-baseline").join(short);
+    if !dir.join("Cargo.toml").is_file() {
+        crate::common::step(&format!("extracting {git_ref} ({short}) into {}", dir.display()));
+        std::fs::create_dir_all(&dir)?;
+        let mut archive = Command::new("git")
+            .args(["archive", "--format=tar", &commit])
+            .current_dir(crate::common::project_root())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("running git archive")?;
+        let tar = Command::new("tar")
+            .arg("-x")
+            .current_dir(&dir)
+            .stdin(archive.stdout.take().context("git archive's output")?)
+            .status()
+            .context("running tar")?;
+        if !archive.wait()?.success() || !tar.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            bail!("could not extract {git_ref} into {}", dir.display());
+        }
+    }
+    let _dir = sh.push_dir(&dir);
+    let moved = dir.join("xtask/bench/Cargo.toml").is_file();
+    crate::common::step(&format!("building the baseline at {git_ref} ({short}, release)"));
+    let target = dir.join("target");
+    let (program, prefix) = match (benchmark, moved) {
+        (Benchmark::Records, true) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin records_bench")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()?;
+            (target.join("release/records_bench"), Vec::new())
+        }
+        (Benchmark::Records, false) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-cli").env("CARGO_TARGET_DIR", &target).run()?;
+            (target.join("release/riegeli"), vec!["bench".to_owned()])
+        }
+        (Benchmark::ArrayRecord, true) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin array_record_bench")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()?;
+            (target.join("release/array_record_bench"), Vec::new())
+        }
+        (Benchmark::ArrayRecord, false) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-records --example array_record_bench")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()?;
+            (target.join("release/examples/array_record_bench"), Vec::new())
+        }
+    };
+    Ok(Baseline { program, prefix, name: format!("{git_ref} ({short})") })
 }

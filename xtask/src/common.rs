@@ -15,4 +15,4 @@ pub(crate) fn step(name: &str) {
 }
 
 /// The crates with workspaces of their own (the root `Cargo.toml` excludes them).
-pub(crate) const OTHER_WORKSPACES: &[&str] = &["fuzz", "bench-peers", "xtask/s3-server"];
+pub(crate) const OTHER_WORKSPACES: &[&str] = &["fuzz", "xtask/bench/peers", "xtask/s3-server"];

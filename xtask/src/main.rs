@@ -14,7 +14,9 @@
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
 //!   `bench engines`: Beam and Ray reading the same records (Riegeli against TFRecord, 1 and 2 CPUs);
-//!   `bench [criterion args]`: criterion benches (none of these is part of `ci`);
+//!   `bench limits`: the CLI at the machine's limits, and its peak memory on huge chunks;
+//!   `bench [criterion args]`: criterion benches (none of these is part of `ci`; the programs
+//!   they time live in `xtask/bench/`);
 //! - `release <version>`: bump every crate, require a CHANGELOG section, package in order;
 //! - `tidy`: no two modules of a crate import each other (also a step of `ci`).
 #![allow(clippy::print_stdout, reason = "xtask reports progress to the terminal")]
@@ -69,13 +71,17 @@ fn main() -> Result<()> {
                  bench records [--generate text|proto|random] [--megabytes N] [--repeat N] [--config OPTS]...\n  \
                                              records_benchmark table: ours, C++ (array-record), riegeli 0.2.1\n  \
                  bench [ARGS]                criterion benches of every crate\n  \
-                 bench array-record          our ArrayRecord reader vs C++'s on one file (table)\n  \
+                 bench array-record [--large] our ArrayRecord reader vs C++'s on one file (table)\n  \
+                                             (both: --baseline-ref REF times the same benchmark built at REF too,\n  \
+                                             --baseline BIN one built before)\n  \
                  bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]\n  \
                                              S3 (xtask/s3-server) and HTTP (nginx) with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
                  bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \
                                              Beam ReadFromRiegeli vs ReadFromTFRecord, Ray read_riegeli on 1 and 2 CPUs\n  \
+                 bench limits [--skip-huge | --huge-only] [--huge-mib M] [--rounds R]\n  \
+                                             the CLI vs dd and C++; peak memory on huge chunks, checked (table)\n  \
                  release <version>           bump versions, check CHANGELOG, package in dependency order\n  \
                  tidy                        no two modules of a crate import each other"
             );

@@ -98,72 +98,250 @@ fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
     Ok(None)
 }
 
-/// Prints the ArrayRecord summary of a file (text, or one JSON object).
-/// Returns whether its footer cannot be used.
-fn describe_array_record(
-    out: &mut dyn Write,
-    path: &std::path::Path,
-    name: &str,
-    trailer: array_record::Trailer,
-    json: bool,
-) -> Result<bool> {
-    let (_, summary) = array_record::open(path, Some(trailer))?;
-    let group_size = first_group_size(path, trailer.footer_offset)?;
-    if json {
-        let mut object = json!({
-            "num_records": summary.num_records,
-            "num_chunks": summary.num_chunks,
-            "group_size": group_size,
-            "writer_options": summary.writer_options,
-            "index_source": summary.index_source_name(),
-            "footer_offset": trailer.footer_offset,
-            "postscript_offset": trailer.postscript_pos,
-        });
-        if let Some(reason) = &summary.fallback_reason {
-            object["fallback_reason"] = json!(reason);
+/// What `describe` says of a file before its chunks.
+struct FileFacts {
+    name: String,
+    /// Unknown for standard input.
+    size: Option<u64>,
+}
+
+/// What the footer of an ArrayRecord file says (`array_record` in both outputs).
+struct ArrayRecordFacts {
+    num_records: u64,
+    num_chunks: usize,
+    /// The records of the first data chunk.
+    group_size: Option<u64>,
+    writer_options: Option<String>,
+    index_source: &'static str,
+    footer_offset: u64,
+    postscript_offset: u64,
+    /// Why the footer cannot be used (the records were indexed by a scan).
+    fallback_reason: Option<String>,
+}
+
+/// What `describe` says of one chunk.
+struct ChunkFacts {
+    begin: u64,
+    chunk_type: String,
+    data_size: u64,
+    num_records: u64,
+    decoded_data_size: u64,
+    /// For chunks whose data is compressed (simple, transposed, metadata).
+    compression: Option<&'static str>,
+    /// `FOOTER` or `POSTSCRIPT` of an ArrayRecord file.
+    role: Option<&'static str>,
+    /// With `--show-record-sizes`.
+    record_sizes: Option<Vec<usize>>,
+    /// With `--show-records`, escaped as text.
+    records: Option<Vec<String>>,
+    /// With `--show-records-metadata`, the serialized `RecordsMetadata`.
+    metadata: Option<Vec<u8>>,
+    /// Block headers inside the chunk whose hash failed (ignored: the chunk is intact).
+    damaged_block_headers: Vec<u64>,
+    /// Why the chunk cannot be decoded.
+    problem: Option<String>,
+}
+
+/// One entry of a file's description, in file order. `describe` builds each
+/// once and prints it as text or as a JSON line, so that both say the same.
+enum Entry {
+    ArrayRecord(ArrayRecordFacts),
+    Chunk(Box<ChunkFacts>),
+    /// Damage between chunks (what was skipped), or a cut after an ArrayRecord footer.
+    Corrupted(String),
+}
+
+/// How `describe` prints.
+#[derive(Clone, Copy)]
+enum Format {
+    /// Protocol-buffer-like text, one `file { ... }` block per file.
+    Text,
+    /// One JSON object per entry, each naming its file.
+    Json,
+}
+
+impl Format {
+    /// What comes before a file's entries.
+    fn begin_file(self, out: &mut dyn Write, file: &FileFacts) -> Result<()> {
+        if let Format::Text = self {
+            writeln!(out, "file {{\n  filename: {:?}", file.name)?;
+            if let Some(size) = file.size {
+                writeln!(out, "  file_size: {size}")?;
+            }
         }
-        writeln!(out, "{}", json!({"file": name, "array_record": object}))?;
-        return Ok(summary.footer_problem.is_some());
+        Ok(())
     }
-    writeln!(out, "  array_record {{")?;
-    writeln!(out, "    num_records: {}", summary.num_records)?;
-    writeln!(out, "    num_chunks: {}", summary.num_chunks)?;
-    if let Some(g) = group_size {
-        writeln!(out, "    group_size: {g}")?;
+
+    /// What comes after a file's entries.
+    fn end_file(self, out: &mut dyn Write) -> Result<()> {
+        if let Format::Text = self {
+            writeln!(out, "}}")?;
+        }
+        Ok(())
     }
-    if let Some(w) = &summary.writer_options {
-        writeln!(out, "    writer_options: {w:?}")?;
+
+    fn entry(self, out: &mut dyn Write, file: &FileFacts, entry: &Entry) -> Result<()> {
+        match self {
+            Format::Text => text_entry(out, entry),
+            Format::Json => {
+                let mut object = json_entry(entry)?;
+                object["file"] = json!(file.name);
+                if let Some(size) = file.size {
+                    object["file_size"] = json!(size);
+                }
+                writeln!(out, "{object}")?;
+                Ok(())
+            }
+        }
     }
-    writeln!(out, "    index_source: {}", summary.index_source_name())?;
-    writeln!(out, "    footer_offset: {}", trailer.footer_offset)?;
-    writeln!(out, "    postscript_offset: {}", trailer.postscript_pos)?;
-    if let Some(reason) = &summary.fallback_reason {
-        writeln!(out, "    # FOOTER UNUSABLE: {reason}")?;
+}
+
+/// An entry as indented text inside its `file { ... }` block.
+fn text_entry(out: &mut dyn Write, entry: &Entry) -> Result<()> {
+    match entry {
+        Entry::ArrayRecord(a) => {
+            writeln!(out, "  array_record {{")?;
+            writeln!(out, "    num_records: {}", a.num_records)?;
+            writeln!(out, "    num_chunks: {}", a.num_chunks)?;
+            if let Some(g) = a.group_size {
+                writeln!(out, "    group_size: {g}")?;
+            }
+            if let Some(w) = &a.writer_options {
+                writeln!(out, "    writer_options: {w:?}")?;
+            }
+            writeln!(out, "    index_source: {}", a.index_source)?;
+            writeln!(out, "    footer_offset: {}", a.footer_offset)?;
+            writeln!(out, "    postscript_offset: {}", a.postscript_offset)?;
+            if let Some(reason) = &a.fallback_reason {
+                writeln!(out, "    # FOOTER UNUSABLE: {reason}")?;
+            }
+            writeln!(out, "  }}")?;
+        }
+        Entry::Chunk(c) => {
+            writeln!(out, "  chunk {{")?;
+            writeln!(out, "    chunk_begin: {}", c.begin)?;
+            writeln!(out, "    chunk_type: {}", c.chunk_type)?;
+            writeln!(out, "    data_size: {}", c.data_size)?;
+            writeln!(out, "    num_records: {}", c.num_records)?;
+            writeln!(out, "    decoded_data_size: {}", c.decoded_data_size)?;
+            if let Some(compression) = c.compression {
+                writeln!(out, "    compression_type: {compression}")?;
+            }
+            if let Some(role) = c.role {
+                writeln!(out, "    array_record: {role}")?;
+            }
+            if let Some(sizes) = &c.record_sizes {
+                let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
+                writeln!(out, "    record_sizes: [{}]", sizes.join(", "))?;
+            }
+            for record in c.records.iter().flatten() {
+                writeln!(out, "    record: \"{record}\"")?;
+            }
+            if let Some(m) = &c.metadata {
+                writeln!(out, "    records_metadata {{")?;
+                write!(out, "{}", proto::metadata_text(m, "      ")?)?;
+                writeln!(out, "    }}")?;
+            }
+            for block in &c.damaged_block_headers {
+                writeln!(out, "    # DAMAGED BLOCK HEADER (ignored) at {block}")?;
+            }
+            if let Some(p) = &c.problem {
+                writeln!(out, "    # FILE CORRUPTED: {p}")?;
+            }
+            writeln!(out, "  }}")?;
+        }
+        Entry::Corrupted(text) => writeln!(out, "  # FILE CORRUPTED: {text}")?,
     }
-    writeln!(out, "  }}")?;
-    Ok(summary.footer_problem.is_some())
+    Ok(())
+}
+
+/// An entry as a JSON object (without the file's name and size, which the caller adds).
+fn json_entry(entry: &Entry) -> Result<serde_json::Value> {
+    Ok(match entry {
+        Entry::ArrayRecord(a) => {
+            let mut object = json!({
+                "num_records": a.num_records,
+                "num_chunks": a.num_chunks,
+                "group_size": a.group_size,
+                "writer_options": a.writer_options,
+                "index_source": a.index_source,
+                "footer_offset": a.footer_offset,
+                "postscript_offset": a.postscript_offset,
+            });
+            if let Some(reason) = &a.fallback_reason {
+                object["fallback_reason"] = json!(reason);
+            }
+            json!({ "array_record": object })
+        }
+        Entry::Chunk(c) => {
+            let mut object = json!({
+                "chunk_begin": c.begin,
+                "chunk_type": c.chunk_type,
+                "data_size": c.data_size,
+                "num_records": c.num_records,
+                "decoded_data_size": c.decoded_data_size,
+            });
+            if let Some(compression) = c.compression {
+                object["compression_type"] = json!(compression);
+            }
+            if let Some(role) = c.role {
+                object["array_record"] = json!(role);
+            }
+            if let Some(sizes) = &c.record_sizes {
+                object["record_sizes"] = json!(sizes);
+            }
+            if let Some(records) = &c.records {
+                object["records"] = json!(records);
+            }
+            if let Some(m) = &c.metadata {
+                object["records_metadata"] = proto::metadata_json(m)?;
+            }
+            if !c.damaged_block_headers.is_empty() {
+                object["damaged_block_headers"] = json!(c.damaged_block_headers);
+            }
+            if let Some(p) = &c.problem {
+                object["corrupted"] = json!(p);
+            }
+            object
+        }
+        Entry::Corrupted(text) => json!({ "corrupted": text }),
+    })
+}
+
+/// The ArrayRecord summary of a file, and whether its footer cannot be used.
+fn array_record_facts(path: &std::path::Path, trailer: array_record::Trailer) -> Result<(ArrayRecordFacts, bool)> {
+    let (_, summary) = array_record::open(path, Some(trailer))?;
+    let facts = ArrayRecordFacts {
+        num_records: summary.num_records,
+        num_chunks: summary.num_chunks,
+        group_size: first_group_size(path, trailer.footer_offset)?,
+        writer_options: summary.writer_options.clone(),
+        index_source: summary.index_source_name(),
+        footer_offset: trailer.footer_offset,
+        postscript_offset: trailer.postscript_pos,
+        fallback_reason: summary.fallback_reason.clone(),
+    };
+    Ok((facts, summary.footer_problem.is_some()))
 }
 
 pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     let mut out = io::create(std::path::Path::new("-"))?;
+    let format = if args.json { Format::Json } else { Format::Text };
     let mut problems = false;
     for path in &args.files {
         let trailer = if args.plain { None } else { array_record::detect(path)? };
         let mut input = io::open(path)?;
-        let size = io::size_of(&mut input);
-        let name = io::name(path);
+        let file = FileFacts { size: io::size_of(&mut input), name: io::name(path) };
+        let name = &file.name;
         let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
         let mut decoder = decoder();
         // Without a known trailer (standard input), the postscript is known by its records.
         let mut detector = TrailerDetector::new();
-        if !args.json {
-            writeln!(out, "file {{\n  filename: {:?}", name)?;
-            if let Some(size) = size {
-                writeln!(out, "  file_size: {size}")?;
-            }
-        }
+        format.begin_file(&mut out, &file)?;
         if let Some(trailer) = trailer {
-            problems |= describe_array_record(&mut out, path, &name, trailer, args.json)?;
+            let (facts, unusable) = array_record_facts(path, trailer)?;
+            problems |= unusable;
+            format.entry(&mut out, &file, &Entry::ArrayRecord(facts))?;
         }
         // Where the chunk the detector holds back begins (maybe a footer).
         let mut held = None;
@@ -175,11 +353,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     problems = true;
                     let region = reader.recover().with_context(|| name.clone())?;
                     let text = region.map_or_else(|| e.to_string(), |r| r.to_string());
-                    if args.json {
-                        writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
-                    } else {
-                        writeln!(out, "  # FILE CORRUPTED: {text}")?;
-                    }
+                    format.entry(&mut out, &file, &Entry::Corrupted(text))?;
                     continue;
                 }
                 Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
@@ -195,7 +369,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             };
             let metadata = if args.show_records_metadata && h.chunk_type() == ChunkType::FileMetadata.to_byte() {
                 match decoder.serialized_metadata(&chunk) {
-                    Ok(m) => Some(m),
+                    Ok(m) => Some(m.to_vec()),
                     Err(e) => {
                         problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin()));
                         None
@@ -222,88 +396,34 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 Some(ChunkType::Simple | ChunkType::Transposed | ChunkType::FileMetadata)
             )
             .then(|| compression_name(chunk.data()));
-            if args.json {
-                let mut object = json!({
-                    "file": name,
-                    "chunk_begin": chunk.begin(),
-                    "chunk_type": chunk_type_name(h.chunk_type()),
-                    "data_size": h.data_size(),
-                    "num_records": h.num_records(),
-                    "decoded_data_size": h.decoded_data_size(),
-                });
-                if let Some(c) = compression {
-                    object["compression_type"] = json!(c);
-                }
-                if let Some(role) = role {
-                    object["array_record"] = json!(role);
-                }
-                if let Some(records) = &records {
-                    if args.show_record_sizes {
-                        object["record_sizes"] = json!(records.iter().map(|r| r.len()).collect::<Vec<_>>());
-                    }
-                    if args.show_records {
-                        object["records"] =
-                            json!(records.iter().map(|r| crate::text::escape_text(&r)).collect::<Vec<_>>());
-                    }
-                }
-                if let Some(m) = &metadata {
-                    object["records_metadata"] = proto::metadata_json(m)?;
-                }
-                if let Some(p) = &problem {
-                    object["corrupted"] = json!(p);
-                }
-                writeln!(out, "{object}")?;
-            } else {
-                writeln!(out, "  chunk {{")?;
-                writeln!(out, "    chunk_begin: {}", chunk.begin())?;
-                writeln!(out, "    chunk_type: {}", chunk_type_name(h.chunk_type()))?;
-                writeln!(out, "    data_size: {}", h.data_size())?;
-                writeln!(out, "    num_records: {}", h.num_records())?;
-                writeln!(out, "    decoded_data_size: {}", h.decoded_data_size())?;
-                if let Some(c) = compression {
-                    writeln!(out, "    compression_type: {c}")?;
-                }
-                if let Some(role) = role {
-                    writeln!(out, "    array_record: {role}")?;
-                }
-                if let Some(records) = &records {
-                    if args.show_record_sizes {
-                        let sizes: Vec<String> = records.iter().map(|r| r.len().to_string()).collect();
-                        writeln!(out, "    record_sizes: [{}]", sizes.join(", "))?;
-                    }
-                    if args.show_records {
-                        for record in records.iter() {
-                            writeln!(out, "    record: \"{}\"", crate::text::escape_text(&record))?;
-                        }
-                    }
-                }
-                if let Some(m) = &metadata {
-                    writeln!(out, "    records_metadata {{")?;
-                    write!(out, "{}", proto::metadata_text(m, "      ")?)?;
-                    writeln!(out, "    }}")?;
-                }
-                for block in chunk.damaged_block_headers() {
-                    writeln!(out, "    # DAMAGED BLOCK HEADER (ignored) at {block}")?;
-                }
-                if let Some(p) = &problem {
-                    writeln!(out, "    # FILE CORRUPTED: {p}")?;
-                }
-                writeln!(out, "  }}")?;
-            }
+            let facts = ChunkFacts {
+                begin: chunk.begin(),
+                chunk_type: chunk_type_name(h.chunk_type()),
+                data_size: h.data_size(),
+                num_records: h.num_records(),
+                decoded_data_size: h.decoded_data_size(),
+                compression,
+                role,
+                record_sizes: records
+                    .as_ref()
+                    .filter(|_| args.show_record_sizes)
+                    .map(|records| records.iter().map(|r| r.len()).collect()),
+                records: records
+                    .as_ref()
+                    .filter(|_| args.show_records)
+                    .map(|records| records.iter().map(|r| crate::text::escape_text(&r)).collect()),
+                metadata,
+                damaged_block_headers: chunk.damaged_block_headers().to_vec(),
+                problem,
+            };
+            format.entry(&mut out, &file, &Entry::Chunk(Box::new(facts)))?;
         }
         // A footer that ends the file: its postscript was cut off.
         if let Some(footer) = held.filter(|_| detector.finish(|| None::<DecodedRecords>)) {
             problems = true;
-            let text = array_record::cut_after_footer(footer);
-            if args.json {
-                writeln!(out, "{}", json!({"file": name, "corrupted": text}))?;
-            } else {
-                writeln!(out, "  # FILE CORRUPTED: {text}")?;
-            }
+            format.entry(&mut out, &file, &Entry::Corrupted(array_record::cut_after_footer(footer)))?;
         }
-        if !args.json {
-            writeln!(out, "}}")?;
-        }
+        format.end_file(&mut out)?;
     }
     out.flush()?;
     if problems { Err(Failed.into()) } else { Ok(()) }

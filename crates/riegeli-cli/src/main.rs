@@ -8,7 +8,6 @@
 #![allow(clippy::print_stderr, reason = "a command-line tool prints its errors")]
 
 mod array_record;
-mod bench;
 mod cat;
 mod describe;
 mod exit;
@@ -57,8 +56,6 @@ enum Command {
     Recover(write::RecoverArgs),
     /// Concatenate files: physically when they are padded, record by record otherwise.
     Concat(write::ConcatArgs),
-    /// Measure write and read speed and compression ratio over option sets.
-    Bench(bench::BenchArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -90,7 +87,6 @@ fn main() -> ExitCode {
         Command::Verify(args) => describe::verify(args),
         Command::Recover(args) => write::recover(args),
         Command::Concat(args) => write::concat(args),
-        Command::Bench(args) => bench::bench(args),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "riegeli", &mut std::io::stdout());
             Ok(())

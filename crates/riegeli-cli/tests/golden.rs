@@ -189,3 +189,79 @@ fn every_command_on_the_corrupt_files() {
     assert!(seen >= 10, "the manifest lists the corrupt files");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `describe`'s text output as JSON-like entries: the file's name and size, then one object
+/// per `chunk { ... }` block or top-level `# FILE CORRUPTED` line, with the keys of
+/// `describe --json` (independent of the binary's own code).
+fn describe_text_entries(stdout: &str) -> (Value, Vec<Value>) {
+    let mut file = serde_json::Map::new();
+    let mut entries = Vec::new();
+    let mut chunk: Option<serde_json::Map<String, Value>> = None;
+    for line in stdout.lines() {
+        if line == "  chunk {" {
+            chunk = Some(serde_json::Map::new());
+        } else if line == "  }" {
+            entries.push(Value::Object(chunk.take().expect("a chunk block")));
+        } else if let Some(c) = chunk.as_mut() {
+            let line = line.strip_prefix("    ").expect("indented inside a chunk");
+            if let Some(block) = line.strip_prefix("# DAMAGED BLOCK HEADER (ignored) at ") {
+                let blocks = c.entry("damaged_block_headers").or_insert_with(|| Value::Array(Vec::new()));
+                blocks.as_array_mut().unwrap().push(Value::from(block.parse::<u64>().unwrap()));
+            } else if let Some(problem) = line.strip_prefix("# FILE CORRUPTED: ") {
+                c.insert("corrupted".to_owned(), Value::from(problem));
+            } else {
+                let (key, value) = line.split_once(": ").expect("key: value");
+                let value = if let Some(list) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+                    list.split(", ").filter(|s| !s.is_empty()).map(|s| Value::from(s.parse::<u64>().unwrap())).collect()
+                } else {
+                    value.parse::<u64>().map_or_else(|_| Value::from(value), Value::from)
+                };
+                c.insert(key.to_owned(), value);
+            }
+        } else if let Some(problem) = line.strip_prefix("  # FILE CORRUPTED: ") {
+            entries.push(serde_json::json!({ "corrupted": problem }));
+        } else if let Some(name) = line.strip_prefix("  filename: ") {
+            file.insert("file".to_owned(), serde_json::from_str(name).unwrap());
+        } else if let Some(size) = line.strip_prefix("  file_size: ") {
+            file.insert("file_size".to_owned(), Value::from(size.parse::<u64>().unwrap()));
+        } else {
+            assert!(line == "file {" || line == "}", "unexpected line {line:?}");
+        }
+    }
+    (Value::Object(file), entries)
+}
+
+#[test]
+fn describe_says_the_same_as_text_and_as_json_of_damaged_files() {
+    let manifest = manifest();
+    let mut damaged_block_headers_seen = 0;
+    for file in files(&manifest, "corrupt") {
+        let path = testdata(file["path"].as_str().unwrap());
+        let path = path.to_str().unwrap();
+        let as_text = riegeli(&["describe", "--show-record-sizes", path], b"");
+        let as_json = riegeli(&["describe", "--json", "--show-record-sizes", path], b"");
+        assert_eq!(as_text.status.code(), as_json.status.code(), "{path}");
+        let (file_facts, text_entries) = describe_text_entries(&text(&as_text.stdout));
+        let mut json_entries = Vec::new();
+        for line in text(&as_json.stdout).lines() {
+            let mut entry: Value = serde_json::from_str(line).unwrap();
+            let object = entry.as_object_mut().unwrap();
+            // Every line names its file, as the text's header does once.
+            for key in ["file", "file_size"] {
+                assert_eq!(object.remove(key).as_ref(), file_facts.get(key), "{path}: {key} of {line}");
+            }
+            json_entries.push(entry);
+        }
+        assert_eq!(text_entries, json_entries, "{path}: text and JSON differ");
+        assert!(!json_entries.is_empty(), "{path}");
+        // The damaged block headers the manifest lists, in both.
+        let want = &file["damaged_block_headers"];
+        let got: Vec<Value> = json_entries
+            .iter()
+            .flat_map(|e| e["damaged_block_headers"].as_array().cloned().unwrap_or_default())
+            .collect();
+        assert_eq!(&Value::Array(got), want, "{path}: damaged block headers");
+        damaged_block_headers_seen += want.as_array().unwrap().len();
+    }
+    assert!(damaged_block_headers_seen >= 2, "the manifest lists files with damaged block headers");
+}

@@ -1,5 +1,5 @@
-//! Times a serial read of records from memory (per-record cost): `cargo run --release
-//! --example read_loop -- [record size] [count] [options]`.
+//! Times a serial read of records from memory (per-record cost): `cargo run --release -p riegeli-bench
+//! --bin read_loop -- [record size] [count] [options]`.
 
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 

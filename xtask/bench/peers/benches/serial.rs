@@ -4,7 +4,7 @@
 //! crates get the same records, C++'s defaults besides compression and a 1 MiB chunk size,
 //! and no second thread (riegeli-rs: `parallelism` 0).
 //!
-//! `cd bench-peers && cargo bench --bench serial -- --warm-up-time 1 --measurement-time 3`
+//! `cd xtask/bench/peers && cargo bench --bench serial -- --warm-up-time 1 --measurement-time 3`
 
 use std::io::Cursor;
 

@@ -8,6 +8,7 @@
 //! 10,000-index random batch (requests, bytes against the bytes of the chunks it touches plus
 //! the footer, records/s) and a sequential read (MB/s), next to the same reads of the local
 //! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out.
+#![allow(clippy::print_stdout, reason = "the output is the report")]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

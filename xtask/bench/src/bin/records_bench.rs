@@ -1,24 +1,41 @@
-//! `riegeli bench`: a records_benchmark-style table (google/riegeli
-//! `riegeli/records/tools/records_benchmark.cc`): compression ratio, write and
-//! read speed, CPU and real time, for a list of writer option sets.
+//! The records_benchmark table (google/riegeli `riegeli/records/tools/records_benchmark.cc`) for
+//! riegeli-rs: compression ratio, write and read speed, CPU and real time, for a list of writer
+//! option sets. `cargo xtask bench records` runs it beside C++ and the `riegeli` 0.2.1 crate on the
+//! same records (and beside a baseline build with `--baseline`); it was `riegeli bench` before it
+//! left the user's binary.
+//!
+//! ```text
+//! records_bench [--input FILE.riegeli | --input-delimited FILE | --generate text|proto|random]
+//!               [--megabytes N] [--config OPTS]... [--repeat N] [--save-records FILE]
+//!               [--read-parallelism N] [--write-parallelism N] [--dir DIR] [--json FILE]
+//! records_bench --list-configs
+//! ```
+//!
+//! Defaults: 50 MB of generated text records, records_benchmark's 15 option sets, the best of 3.
+//! `--save-records` writes the records measured as a delimited stream (each record's varint
+//! length, then its bytes), which `--input-delimited` reads, so other implementations can be
+//! timed on them. `--read-parallelism N` also times reading with N background decoding threads;
+//! `--write-parallelism N` also times writing with the destination's writes on a thread of their
+//! own (`RecordWriter::with_io_thread`), with the options as given and with `parallelism:N`
+//! added (unless they set one). Each option set's file is written to `--dir` (default: the
+//! temporary directory) and read back. `--json` also writes the figures, one object per option
+//! set. A bad argument or option set exits with status 2 before anything is measured.
+#![allow(clippy::print_stdout, reason = "the output is the report")]
+#![allow(clippy::print_stderr, reason = "usage errors go to stderr")]
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
 use riegeli_codec::varint;
 use riegeli_records::{PositionalFile, RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions};
 
-use crate::exit::Usage;
-use crate::input::InputFormat;
-use crate::io::{self, PathArg};
-use crate::tfrecord::TfCompression;
+type BoxError = Box<dyn std::error::Error>;
 
 /// The option sets records_benchmark measures by default.
-pub(crate) const DEFAULT_CONFIGS: &[&str] = &[
+const DEFAULT_CONFIGS: &[&str] = &[
     "uncompressed",
     "brotli:0",
     "brotli:6",
@@ -37,8 +54,8 @@ pub(crate) const DEFAULT_CONFIGS: &[&str] = &[
 ];
 
 /// Generated record kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Generate {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Generate {
     /// English-like text lines of about 1 KiB.
     Text,
     /// Protobuf-like messages of about 200 bytes.
@@ -47,53 +64,143 @@ pub(crate) enum Generate {
     Random,
 }
 
-/// Arguments of `riegeli bench`.
-#[derive(Debug, Args)]
-pub(crate) struct BenchArgs {
-    /// Take the records from this Riegeli file instead of generating them.
-    #[arg(long)]
-    input: Option<PathArg>,
-    /// Take the records from this delimited stream (as `--save-records` writes) instead.
-    #[arg(long, value_name = "FILE", conflicts_with = "input")]
-    input_delimited: Option<PathBuf>,
-    /// Kind of generated records.
-    #[arg(long, value_enum, default_value_t = Generate::Text)]
-    generate: Generate,
-    /// Total payload to generate, in MB.
-    #[arg(long, default_value_t = 50)]
-    megabytes: u64,
-    /// Option sets to measure (default: records_benchmark's 15).
-    #[arg(long = "config")]
-    configs: Vec<String>,
-    /// Repetitions; the fastest is reported.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+/// Where the records come from.
+enum Source {
+    /// A Riegeli file.
+    Riegeli(PathBuf),
+    /// A delimited stream, as `--save-records` writes.
+    Delimited(PathBuf),
+    /// Generated, about this many bytes.
+    Generated(Generate, u64),
+}
+
+/// The command line.
+struct Args {
+    source: Source,
+    configs: Vec<(String, RecordWriterOptions)>,
     repeat: u32,
-    /// Also save the records measured, as a delimited stream (each record's varint
-    /// length, then its bytes), so other implementations can be timed on them.
-    #[arg(long, value_name = "FILE")]
     save_records: Option<PathBuf>,
-    /// Also time reading with this many background decoding threads
-    /// (`RecordReaderOptions::parallelism`); 0: serial reads only.
-    #[arg(long, value_name = "N", default_value_t = 0)]
     read_parallelism: usize,
-    /// Also time writing with the destination's writes on a thread of their own
-    /// (`RecordWriter::with_io_thread`), with the options as given and with
-    /// `parallelism:N` added to them (unless they set a parallelism); 0: neither.
-    #[arg(long, value_name = "N", default_value_t = 0)]
     write_parallelism: usize,
-    /// Print the default option sets, one per line, and exit.
-    #[arg(long)]
     list_configs: bool,
-    /// Directory for the file each option set is written to and read back from.
-    #[arg(long, value_name = "DIR", default_value_os_t = std::env::temp_dir())]
     dir: PathBuf,
-    /// Also write the figures as JSON (one object per option set) to this file.
-    #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
 }
 
+/// A usage error: exit status 2, nothing measured.
+#[derive(Debug)]
+struct Usage(String);
+
+/// Reads the command line.
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
+    let mut input = None;
+    let mut delimited = None;
+    let mut generate = Generate::Text;
+    let mut megabytes = 50u64;
+    let mut configs = Vec::new();
+    let mut parsed = Args {
+        source: Source::Generated(Generate::Text, 0),
+        configs: Vec::new(),
+        repeat: 3,
+        save_records: None,
+        read_parallelism: 0,
+        write_parallelism: 0,
+        list_configs: false,
+        dir: std::env::temp_dir(),
+        json: None,
+    };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--list-configs" {
+            parsed.list_configs = true;
+            continue;
+        }
+        let value = args.next().ok_or_else(|| Usage(format!("{arg} needs a value")))?;
+        let number = |what: &str| value.parse::<u64>().map_err(|_| Usage(format!("{what} {value:?}: not a number")));
+        match arg.as_str() {
+            "--input" => input = Some(PathBuf::from(&value)),
+            "--input-delimited" => delimited = Some(PathBuf::from(&value)),
+            "--generate" => {
+                generate = match value.as_str() {
+                    "text" => Generate::Text,
+                    "proto" => Generate::Proto,
+                    "random" => Generate::Random,
+                    _ => return Err(Usage(format!("--generate {value:?}: expected text, proto or random"))),
+                }
+            }
+            "--megabytes" => megabytes = number(&arg)?,
+            "--config" => configs.push(value),
+            "--repeat" => {
+                parsed.repeat = u32::try_from(number(&arg)?)
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| Usage(format!("--repeat {value}: expected 1 or more")))?;
+            }
+            "--save-records" => parsed.save_records = Some(PathBuf::from(&value)),
+            "--read-parallelism" => parsed.read_parallelism = usize::try_from(number(&arg)?).unwrap_or(usize::MAX),
+            "--write-parallelism" => parsed.write_parallelism = usize::try_from(number(&arg)?).unwrap_or(usize::MAX),
+            "--dir" => parsed.dir = PathBuf::from(&value),
+            "--json" => parsed.json = Some(PathBuf::from(&value)),
+            _ => return Err(Usage(format!("unexpected argument {arg:?}"))),
+        }
+    }
+    parsed.source = match (input, delimited) {
+        (Some(_), Some(_)) => return Err(Usage("--input and --input-delimited exclude each other".to_owned())),
+        (Some(path), None) => Source::Riegeli(path),
+        (None, Some(path)) => Source::Delimited(path),
+        (None, None) => Source::Generated(generate, megabytes.saturating_mul(1_000_000)),
+    };
+    if configs.is_empty() {
+        configs = DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect();
+    }
+    // Bad option sets are usage errors before any work is done.
+    parsed.configs = configs
+        .into_iter()
+        .map(|config| match config.parse::<RecordWriterOptions>() {
+            Ok(options) => Ok((config, options)),
+            Err(e) => Err(Usage(format!("--config {config}: {e}"))),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(parsed)
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(Usage(message)) => {
+            eprintln!("records_bench: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("records_bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The records of a delimited stream: each one's varint length, then its bytes.
+fn read_delimited(path: &Path) -> Result<Vec<Vec<u8>>, BoxError> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut rest = bytes.as_slice();
+    let mut records = Vec::new();
+    while !rest.is_empty() {
+        let (len, used) = varint::decode_u64(rest).map_err(|e| format!("{}: {e}", path.display()))?;
+        rest = rest.get(used..).unwrap_or_default();
+        let record = usize::try_from(len)
+            .ok()
+            .and_then(|len| rest.get(..len))
+            .ok_or_else(|| format!("{}: a record of {len} bytes, {} bytes left", path.display(), rest.len()))?;
+        rest = rest.get(record.len()..).unwrap_or_default();
+        records.push(record.to_vec());
+    }
+    Ok(records)
+}
+
 /// Deterministic record generator.
-pub(crate) fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
+fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         state ^= state << 13;
@@ -200,19 +307,19 @@ fn cpu_time() -> Option<Duration> {
 }
 
 /// One measured configuration.
-pub(crate) struct Measurement {
-    pub(crate) compressed: usize,
-    pub(crate) write_real: Duration,
-    pub(crate) write_cpu: Option<Duration>,
-    pub(crate) read_real: Duration,
-    pub(crate) read_cpu: Option<Duration>,
+struct Measurement {
+    compressed: usize,
+    write_real: Duration,
+    write_cpu: Option<Duration>,
+    read_real: Duration,
+    read_cpu: Option<Duration>,
     /// The same read with background decoding threads (`--read-parallelism`).
-    pub(crate) par_read_real: Option<Duration>,
-    pub(crate) par_read_cpu: Option<Duration>,
+    par_read_real: Option<Duration>,
+    par_read_cpu: Option<Duration>,
     /// Writing with an I/O thread, then also with `parallelism` (`--write-parallelism`).
-    pub(crate) io_write_real: Option<Duration>,
-    pub(crate) io_par_write_real: Option<Duration>,
-    pub(crate) io_par_write_cpu: Option<Duration>,
+    io_write_real: Option<Duration>,
+    io_par_write_real: Option<Duration>,
+    io_par_write_cpu: Option<Duration>,
 }
 
 /// How a measured write is done.
@@ -228,10 +335,10 @@ fn timed_write(
     options: &RecordWriterOptions,
     mode: WriteMode,
     path: &Path,
-) -> Result<(Duration, Option<Duration>, u64)> {
+) -> Result<(Duration, Option<Duration>, u64), BoxError> {
     let cpu0 = cpu_time();
     let t0 = Instant::now();
-    let dest = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let dest = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
     let mut writer = match mode {
         WriteMode::Caller => RecordWriter::new(dest, options.clone())?,
         WriteMode::IoThread => RecordWriter::with_io_thread(dest, options.clone())?,
@@ -247,14 +354,14 @@ fn timed_write(
 /// Writes `records` to `path` and reads them back, `repeat` times; keeps the
 /// fastest of each. Like records_benchmark, it goes through a real file (the
 /// writer and reader do their own buffering); the caller removes it.
-pub(crate) fn measure(
+fn measure(
     records: &[Vec<u8>],
     options: &RecordWriterOptions,
     repeat: u32,
     read_parallelism: usize,
     write_parallelism: usize,
     path: &Path,
-) -> Result<Measurement> {
+) -> Result<Measurement, BoxError> {
     let mut best: Option<Measurement> = None;
     let par_options =
         if options.parallelism() > 0 { options.clone() } else { options.clone().set_parallelism(write_parallelism) };
@@ -310,11 +417,11 @@ pub(crate) fn measure(
             None => m,
         });
     }
-    best.ok_or_else(|| anyhow::anyhow!("no measurement"))
+    best.ok_or_else(|| "no measurement".into())
 }
 
 /// Reads every record, touching each one's length.
-fn read_all(mut reader: RecordReader<PositionalFile>) -> Result<usize> {
+fn read_all(mut reader: RecordReader<PositionalFile>) -> Result<usize, BoxError> {
     let mut bytes = 0usize;
     while let Some(record) = reader.read_record()? {
         bytes += record.len();
@@ -322,52 +429,28 @@ fn read_all(mut reader: RecordReader<PositionalFile>) -> Result<usize> {
     Ok(std::hint::black_box(bytes))
 }
 
-pub(crate) fn bench(args: BenchArgs) -> Result<()> {
+fn run(args: &Args) -> Result<(), BoxError> {
     if args.list_configs {
         for config in DEFAULT_CONFIGS {
             println!("{config}");
         }
         return Ok(());
     }
-    let configs: Vec<String> = if args.configs.is_empty() {
-        DEFAULT_CONFIGS.iter().map(|s| (*s).to_owned()).collect()
-    } else {
-        args.configs.clone()
-    };
-    // Bad option sets are usage errors before any work is done.
-    let configs = configs
-        .into_iter()
-        .map(|config| {
-            let options: RecordWriterOptions = config.parse().map_err(|e| Usage(format!("--config: {e}")))?;
-            Ok((config, options))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let records = match &args.input {
-        Some(path) => {
-            let name = io::name(path);
-            let mut reader = RecordReader::new(io::open(path)?.with_progress(&name, true));
+    let records = match &args.source {
+        Source::Riegeli(path) => {
+            let mut reader = RecordReader::new(PositionalFile::open(path)?);
             let mut records = Vec::new();
-            while let Some(record) = reader.read_record().with_context(|| name.clone())? {
+            while let Some(record) = reader.read_record().map_err(|e| format!("{}: {e}", path.display()))? {
                 records.push(record.to_vec());
             }
             records
         }
-        None => match &args.input_delimited {
-            Some(path) => {
-                let mut records = Vec::new();
-                let input = crate::write::boxed_input(Some(path))?;
-                crate::input::for_each_record(input, InputFormat::Delimited, TfCompression::None, |record| {
-                    records.push(record.to_vec());
-                    Ok(())
-                })?;
-                records
-            }
-            None => generate(args.generate, (args.megabytes * 1_000_000) as usize),
-        },
+        Source::Delimited(path) => read_delimited(path)?,
+        Source::Generated(kind, bytes) => generate(*kind, usize::try_from(*bytes)?),
     };
     let payload: usize = records.iter().map(Vec::len).sum();
     if let Some(path) = &args.save_records {
-        let mut out = io::create(path)?;
+        let mut out = BufWriter::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?);
         let mut prefix = Vec::with_capacity(10);
         for record in &records {
             prefix.clear();
@@ -396,7 +479,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         "io write MB/s",
         "io+par MB/s"
     );
-    for (config, options) in &configs {
+    for (config, options) in &args.configs {
         let path = args.dir.join(format!("riegeli_bench_{}.riegeli", std::process::id()));
         let m = measure(&records, options, args.repeat, args.read_parallelism, args.write_parallelism, &path);
         let _ = std::fs::remove_file(&path);
@@ -438,7 +521,7 @@ pub(crate) fn bench(args: BenchArgs) -> Result<()> {
         }));
     }
     if let Some(path) = &args.json {
-        let mut out = io::create(path)?;
+        let mut out = BufWriter::new(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?);
         serde_json::to_writer_pretty(&mut out, &json)?;
         out.flush()?;
     }

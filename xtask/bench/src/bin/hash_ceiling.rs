@@ -4,7 +4,7 @@
 //! puts it beside `dd` on the same file: every byte of a Riegeli file is hashed by a reader that
 //! checks it, so no such reader can run faster than this.
 //!
-//! `cargo run --release -p riegeli-hash --example hash_ceiling -- FILE [THREADS]`
+//! `cargo run --release -p riegeli-bench --bin hash_ceiling -- FILE [THREADS]`
 
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
