@@ -84,9 +84,10 @@ fn decoder() -> ChunkDecoder {
 }
 
 /// The number of records of the first data chunk before `end` (an ArrayRecord
-/// file's group size), reading chunks from the beginning of `path`.
-fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
-    let mut reader = ChunkReader::new(io::open_file(path)?, ChunkReadOptions::default());
+/// file's group size), reading chunks from the beginning of `input`.
+fn first_group_size(input: &io::Input, end: u64) -> Result<Option<u64>> {
+    let Some(file) = input.seekable() else { return Ok(None) };
+    let mut reader = ChunkReader::new(file, ChunkReadOptions::default());
     while let Some(chunk) = reader.read_chunk().ok().flatten() {
         if chunk.begin() >= end {
             break;
@@ -102,13 +103,13 @@ fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
 /// Returns whether its footer cannot be used.
 fn describe_array_record(
     out: &mut dyn Write,
-    path: &std::path::Path,
+    input: &io::Input,
     name: &str,
     trailer: array_record::Trailer,
     json: bool,
 ) -> Result<bool> {
-    let (_, summary) = array_record::open(path, Some(trailer))?;
-    let group_size = first_group_size(path, trailer.footer_offset)?;
+    let (_, summary) = array_record::open(input, Some(trailer))?;
+    let group_size = first_group_size(input, trailer.footer_offset)?;
     if json {
         let mut object = json!({
             "num_records": summary.num_records,
@@ -148,14 +149,10 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     let mut out = io::create(std::path::Path::new("-"))?;
     let mut problems = false;
     for path in &args.files {
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
         let mut input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
         let size = io::size_of(&mut input);
         let name = io::name(path);
-        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
-        let mut decoder = decoder();
-        // Without a known trailer (standard input), the postscript is known by its records.
-        let mut detector = TrailerDetector::new();
         if !args.json {
             writeln!(out, "file {{\n  filename: {:?}", name)?;
             if let Some(size) = size {
@@ -163,8 +160,12 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             }
         }
         if let Some(trailer) = trailer {
-            problems |= describe_array_record(&mut out, path, &name, trailer, args.json)?;
+            problems |= describe_array_record(&mut out, &input, &name, trailer, args.json)?;
         }
+        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+        let mut decoder = decoder();
+        // Without a known trailer (standard input), the postscript is known by its records.
+        let mut detector = TrailerDetector::new();
         // Where the chunk the detector holds back begins (maybe a footer).
         let mut held = None;
         loop {
@@ -316,8 +317,8 @@ const VERIFY_BATCH: u64 = 1 << 14;
 /// usable, and every record must be readable through it (each chunk's header
 /// agreeing with its footer entry). Returns the number of indexed chunks, or
 /// the problem (with its position).
-fn verify_footer(path: &std::path::Path, trailer: array_record::Trailer) -> Result<usize, String> {
-    let (mut reader, summary) = array_record::open(path, Some(trailer)).map_err(|e| format!("{e:#}"))?;
+fn verify_footer(input: &io::Input, trailer: array_record::Trailer) -> Result<usize, String> {
+    let (mut reader, summary) = array_record::open(input, Some(trailer)).map_err(|e| format!("{e:#}"))?;
     if summary.index_source != riegeli_records::IndexSource::Footer {
         let reason = summary.fallback_reason.unwrap_or_default();
         return Err(format!("footer (at {}) unusable: {reason}", trailer.footer_offset));
@@ -336,8 +337,11 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     let mut any_problem = false;
     for path in &args.files {
         let name = io::name(path);
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
-        let input = io::open(path)?.with_progress(&name, true);
+        let input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
+        // The footer is checked through the same opened input.
+        let footer_input = input.again();
+        let input = input.with_progress(&name, true);
         let threads = crate::cat::decoding_threads(args.threads);
         let mut reader = ChunkReader::with_decoding_threads(input, ChunkReadOptions::default(), threads);
         let mut decoder = decoder();
@@ -422,8 +426,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
             progress::out(&format!("{name}: {}", array_record::cut_after_footer(held_begin)));
         }
         records -= trailer_records;
-        if let Some(trailer) = trailer {
-            match verify_footer(path, trailer) {
+        if let (Some(trailer), Some(footer_input)) = (trailer, &footer_input) {
+            match verify_footer(footer_input, trailer) {
                 Ok(num_chunks) => what = format!("; ArrayRecord, the footer indexes {num_chunks} chunks"),
                 Err(problem) => {
                     problems += 1;

@@ -3,6 +3,7 @@
 mod array_record;
 mod commands;
 mod golden;
+mod objects;
 mod proto;
 
 use std::io::Write;
