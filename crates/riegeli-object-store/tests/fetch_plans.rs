@@ -498,7 +498,7 @@ fn a_byte_range_reader_asks_for_its_windows_from_its_first_chunk_before_reading(
     let mut held = store.asked()[before..].to_vec();
     held.sort_unstable_by_key(|r| r.start);
     // Finding the first chunk read the block that holds the range's start (one minimal
-    // fetch); then whole windows, but where bytes were fetched already.
+    // fetch, which the reader holds); then whole windows from there.
     let block = range.start / (64 << 10) * (64 << 10);
     let fetched = block + (64 << 10);
     assert_eq!(held.first(), Some(&(block..fetched)), "{held:?}");

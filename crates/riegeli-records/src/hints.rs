@@ -29,9 +29,10 @@ pub trait ReadHints {
     }
 
     /// The reader is about to read the bytes of `range` in order, from
-    /// `range.start` (a chunk boundary), and past `range.end` at most what
-    /// finishes a chunk that crosses it (as [`will_stop_at`](Self::will_stop_at)
-    /// says).
+    /// `range.start` (where it reads the source next: a chunk boundary, or
+    /// past the bytes of it the reader holds already), and past `range.end`
+    /// at most what finishes a chunk that crosses it (as
+    /// [`will_stop_at`](Self::will_stop_at) says).
     fn will_read(&self, range: Range<u64>) {
         let _ = range;
     }
@@ -105,15 +106,17 @@ mod tests {
         }
 
         fn will_read(&self, range: Range<u64>) {
-            self.hints.borrow_mut().push(format!("read {range:?}"));
+            // Where the source stands: what the reader reads next.
+            let at = self.bytes.position();
+            self.hints.borrow_mut().push(format!("read {range:?} at {at}"));
         }
     }
 
     #[test]
     fn a_byte_range_tells_the_source_where_reading_stops_then_what_it_reads() {
         let mut writer = RecordWriter::new(Vec::new(), "uncompressed,chunk_size:1k".parse().unwrap()).unwrap();
-        for i in 0..2000 {
-            writer.write_record(format!("record {i:04}").as_bytes()).unwrap();
+        for i in 0..20_000 {
+            writer.write_record(format!("record {i:05} {}", "x".repeat(20)).as_bytes()).unwrap();
         }
         let file = writer.close().unwrap();
         assert!(file.len() > 3 * 65536, "{} bytes", file.len());
@@ -123,15 +126,28 @@ mod tests {
         let first = reader.pos().chunk_begin();
         assert!((70_000..72_000).contains(&first), "first chunk at {first}");
         // Reading stops at the range's end while the first chunk is looked for; the reader
-        // then reads from that chunk to the range's end.
-        assert_eq!(*reader.get_ref().hints.borrow(), ["stop at 140000".to_owned(), format!("read {first}..140000")]);
+        // then reads on to the range's end, from where the source stands (past the block
+        // read to find the first chunk, which the reader holds).
+        let hints = reader.get_ref().hints.borrow().clone();
+        assert_eq!(hints.len(), 2, "{hints:?}");
+        assert_eq!(hints[0], "stop at 140000");
+        let (range, at) = hints[1].strip_prefix("read ").unwrap().split_once(" at ").unwrap();
+        let next: u64 = at.parse().unwrap();
+        assert!(next > first, "{hints:?}");
+        assert_eq!(range, format!("{next}..{}", next.max(140_000)));
+        // Every record from the first chunk on, until the range's end.
+        let record = reader.read_record().unwrap().unwrap();
+        assert_eq!(reader.last_pos().unwrap().chunk_begin(), first);
+        assert!(record.starts_with(b"record "), "{record:?}");
         // A range holding no chunk boundary: nothing to read, an empty range from where
         // reading would begin.
         let source = Noting { bytes: Cursor::new(&file[..]), hints: RefCell::default() };
         let mut reader = RecordReader::new(source);
         reader.set_byte_range(70_001..70_002).unwrap();
-        let first = reader.pos().chunk_begin();
         assert_eq!(reader.read_record().unwrap(), None);
-        assert_eq!(*reader.get_ref().hints.borrow(), ["stop at 70002".to_owned(), format!("read {first}..{first}")]);
+        let hints = reader.get_ref().hints.borrow().clone();
+        assert_eq!(hints[0], "stop at 70002");
+        let (range, at) = hints[1].strip_prefix("read ").unwrap().split_once(" at ").unwrap();
+        assert_eq!(range, format!("{at}..{at}"), "{hints:?}");
     }
 }

@@ -726,7 +726,8 @@ impl<R: Read + Seek> RecordReader<R> {
     ///
     /// The source is told so ([`ReadHints`]): that reading stops about
     /// `range.end` before the first chunk is looked for, then that the bytes
-    /// from that chunk to `range.end` are read in order. A source that fetches
+    /// from that chunk (past what the reader holds of them) to `range.end`
+    /// are read in order. A source that fetches
     /// ahead (an object in object storage) fetches them, and nothing past them.
     pub fn set_byte_range(&mut self, range: std::ops::Range<u64>) -> Result<()>
     where
@@ -740,7 +741,10 @@ impl<R: Read + Seek> RecordReader<R> {
         if let Some(ahead) = &mut self.ahead {
             ahead.stop_at(range.end);
         }
-        self.source.get_ref().will_read(first..range.end.max(first));
+        // The source is read next past what the reader holds of it (the block where the
+        // first chunk was looked for).
+        let next = self.source.pos().saturating_add(self.source.buffered().len() as u64);
+        self.source.get_ref().will_read(next..range.end.max(next));
         Ok(())
     }
 
