@@ -171,7 +171,7 @@ impl ObjectSource {
         }
     }
 
-    /// A hook for [`ArrayRecordReader::set_prefetch`]: the chunks a read is
+    /// A hook for [`ArrayRecordReader::set_prefetch`](riegeli_records::ArrayRecordReader::set_prefetch): the chunks a read is
     /// about to read are fetched concurrently.
     pub fn prefetcher(&self) -> impl FnMut(&[Range<u64>]) + Send + Sync + 'static {
         let source = self.clone();
@@ -188,7 +188,7 @@ impl Read for ObjectSource {
 }
 
 /// Reads through the shared cache at any offset: the decoding threads of an
-/// [`ArrayRecordReader`]'s parallel reads read their chunks this way.
+/// [`ArrayRecordReader`](riegeli_records::ArrayRecordReader)'s parallel reads read their chunks this way.
 impl ReadAt for ObjectSource {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         self.shared()?.read_at(offset, buf)

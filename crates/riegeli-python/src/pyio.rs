@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
