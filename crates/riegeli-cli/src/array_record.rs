@@ -8,26 +8,21 @@
 //! recognises them cheaply, from the raw bytes at `size - 65536`, so that a
 //! plain file costs one small read.
 
-use std::path::Path;
-
 use anyhow::{Context, Result};
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, IndexSource};
 
-use crate::io::Seekable;
-use crate::{io, progress};
+use crate::io::{Input, Seekable};
+use crate::progress;
 
 /// Where an ArrayRecord file's footer and postscript are.
 pub(crate) type Trailer = riegeli_records::ArrayRecordTrailer;
 
 /// Recognises an ArrayRecord file by the postscript at `size - 65536` (one
-/// small chunk read). `None` for plain files (and for standard input, which
-/// cannot seek).
-pub(crate) fn detect(path: &Path) -> Result<Option<Trailer>> {
-    if path.as_os_str() == "-" {
-        return Ok(None);
-    }
-    let file = io::open_file(path)?;
-    riegeli_records::find_array_record_trailer(file).with_context(|| io::name(path))
+/// small chunk read, of the opened `input`). `None` for plain files (and for
+/// standard input, which cannot seek).
+pub(crate) fn detect(input: &Input) -> Result<Option<Trailer>> {
+    let Some(file) = input.seekable() else { return Ok(None) };
+    riegeli_records::find_array_record_trailer(file).with_context(|| input.name().to_owned())
 }
 
 /// What the footer says of an ArrayRecord file, read by [`ArrayRecordReader`].
@@ -73,14 +68,14 @@ pub(crate) fn footer_problem(name: &str, problem: &str, skip_corrupted: bool) ->
     Ok(())
 }
 
-/// Opens `path` with an [`ArrayRecordReader`] and summarises its index. A
-/// file without a usable footer is indexed by a scan (a plain file quietly);
-/// [`Summary::footer_problem`] says whether it should have had one.
-pub(crate) fn open(path: &Path, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
-    let name = io::name(path);
+/// Reads the opened `input` with an [`ArrayRecordReader`] and summarises its
+/// index. A file without a usable footer is indexed by a scan (a plain file
+/// quietly); [`Summary::footer_problem`] says whether it should have had one.
+pub(crate) fn open(input: &Input, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
+    let name = input.name();
+    let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
     let options = ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
-    let reader =
-        riegeli_object_store::array_record_reader(io::open_file(path)?, options).with_context(|| name.clone())?;
+    let reader = riegeli_object_store::array_record_reader(file, options).with_context(|| name.to_owned())?;
     let footer_offset = trailer.map(|t| t.footer_offset).or_else(|| reader.footer_without_postscript());
     let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
     let footer_problem = match (trailer, reader.fallback_reason()) {

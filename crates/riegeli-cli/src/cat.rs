@@ -412,12 +412,14 @@ fn cat_picks(
     printer: &mut Printer,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let name = io::name(path);
     if path.as_os_str() == "-" {
         return Err(Usage("--records needs a file: standard input cannot seek".to_owned()).into());
     }
-    let trailer = array_record::detect(path)?;
-    let (mut reader, summary) = array_record::open(path, trailer)?;
+    // Opened once: the trailer, the index, the metadata and the records are read from it.
+    let input = io::open(path)?;
+    let name = input.name().to_owned();
+    let trailer = array_record::detect(&input)?;
+    let (mut reader, summary) = array_record::open(&input, trailer)?;
     if let Some(problem) = &summary.footer_problem {
         array_record::footer_problem(&name, problem, args.skip_corrupted)?;
     }
@@ -430,7 +432,7 @@ fn cat_picks(
         }
     }
     if printer.format.is_proto() {
-        let mut plain = RecordReader::new(io::open_file(path)?);
+        let mut plain = RecordReader::new(input.seekable().context("a file")?);
         let metadata = plain.read_metadata().with_context(|| format!("{name}: cannot read the metadata"))?;
         let desc = proto::from_metadata(metadata, &name, printer.format.name())?;
         printer.proto = Some(proto::ProtoPrinter::new(desc, args.pretty));
@@ -506,8 +508,14 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             cat_picks(&args, path, picks, &mut printer, &mut out)?;
             continue;
         }
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
-        let input = io::open(path)?.with_progress(&name, show_progress);
+        // Opened once: the trailer and the footer are read from it as well as the records.
+        let input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
+        let footer = match trailer {
+            Some(trailer) => Some(array_record::open(&input, Some(trailer))?.1),
+            None => None,
+        };
+        let input = input.with_progress(&name, show_progress);
         let stdin = input.is_stdin();
         if stdin && byte_range.is_some() {
             return Err(Usage("--byte-range needs a file: standard input cannot seek".to_owned()).into());
@@ -518,10 +526,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             ..RecordReaderOptions::default()
         };
         let mut reader = RecordReader::with_options(input, options);
-        if let Some(trailer) = trailer {
+        if let (Some(trailer), Some(summary)) = (trailer, footer) {
             // A footer that cannot be used fails the file, or with --skip-corrupted is told
             // of on stderr; the records are read in order anyway.
-            let (_, summary) = array_record::open(path, Some(trailer))?;
             if let Some(problem) = &summary.footer_problem {
                 array_record::footer_problem(&name, problem, args.skip_corrupted)?;
             }
@@ -562,9 +569,8 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             None => {}
         }
         if let Some(range) = &byte_range {
-            reader.get_ref().limit_read_ahead(range.end);
+            // (The reader tells the input: an object fetches no more than the range's chunks.)
             reader.set_byte_range(range.clone()).with_context(|| format!("{name}: --byte-range"))?;
-            reader.get_ref().start_read_ahead();
         }
         // A `chunk/index` start must name a chunk boundary; the first read tells.
         let mut seeked_to = match start {
@@ -633,8 +639,8 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
 /// trailer (a footer chunk and the postscript pointing at it) is not counted
 /// unless `plain`. Chunks are decoded only to confirm a trailer. A footer
 /// that ends the file, no postscript after it, is a problem, as damage is.
-fn count_chunks(path: &std::path::Path, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
-    let input = io::open(path)?.with_progress(name, true);
+fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
+    let input = input.with_progress(name, true);
     let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
     let mut count = 0u64;
     let mut failed = false;
@@ -692,11 +698,12 @@ pub(crate) fn count(args: CountArgs) -> Result<()> {
     let mut failed = false;
     for path in &args.files {
         let name = io::name(path);
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
+        let input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
         let count = match trailer {
             // The footer says how many records there are.
             Some(trailer) => {
-                let (_, summary) = array_record::open(path, Some(trailer))?;
+                let (_, summary) = array_record::open(&input, Some(trailer))?;
                 if let Some(problem) = &summary.footer_problem {
                     progress::note(&format!("riegeli: {name}: {problem}"));
                     failed |= !args.skip_corrupted;
@@ -710,7 +717,7 @@ pub(crate) fn count(args: CountArgs) -> Result<()> {
                 summary.num_records
             }
             None => {
-                let (count, bad) = count_chunks(path, &name, &args)?;
+                let (count, bad) = count_chunks(input, &name, &args)?;
                 failed |= bad;
                 count
             }

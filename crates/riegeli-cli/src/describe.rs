@@ -84,9 +84,10 @@ fn decoder() -> ChunkDecoder {
 }
 
 /// The number of records of the first data chunk before `end` (an ArrayRecord
-/// file's group size), reading chunks from the beginning of `path`.
-fn first_group_size(path: &std::path::Path, end: u64) -> Result<Option<u64>> {
-    let mut reader = ChunkReader::new(io::open_file(path)?, ChunkReadOptions::default());
+/// file's group size), reading chunks from the beginning of `input`.
+fn first_group_size(input: &io::Input, end: u64) -> Result<Option<u64>> {
+    let Some(file) = input.seekable() else { return Ok(None) };
+    let mut reader = ChunkReader::new(file, ChunkReadOptions::default());
     while let Some(chunk) = reader.read_chunk().ok().flatten() {
         if chunk.begin() >= end {
             break;
@@ -309,12 +310,12 @@ fn json_entry(entry: &Entry) -> Result<serde_json::Value> {
 }
 
 /// The ArrayRecord summary of a file, and whether its footer cannot be used.
-fn array_record_facts(path: &std::path::Path, trailer: array_record::Trailer) -> Result<(ArrayRecordFacts, bool)> {
-    let (_, summary) = array_record::open(path, Some(trailer))?;
+fn array_record_facts(input: &io::Input, trailer: array_record::Trailer) -> Result<(ArrayRecordFacts, bool)> {
+    let (_, summary) = array_record::open(input, Some(trailer))?;
     let facts = ArrayRecordFacts {
         num_records: summary.num_records,
         num_chunks: summary.num_chunks,
-        group_size: first_group_size(path, trailer.footer_offset)?,
+        group_size: first_group_size(input, trailer.footer_offset)?,
         writer_options: summary.writer_options.clone(),
         index_source: summary.index_source_name(),
         footer_offset: trailer.footer_offset,
@@ -329,20 +330,20 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
     let format = if args.json { Format::Json } else { Format::Text };
     let mut problems = false;
     for path in &args.files {
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
         let mut input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
         let file = FileFacts { size: io::size_of(&mut input), name: io::name(path) };
         let name = &file.name;
+        format.begin_file(&mut out, &file)?;
+        if let Some(trailer) = trailer {
+            let (facts, unusable) = array_record_facts(&input, trailer)?;
+            problems |= unusable;
+            format.entry(&mut out, &file, &Entry::ArrayRecord(facts))?;
+        }
         let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
         let mut decoder = decoder();
         // Without a known trailer (standard input), the postscript is known by its records.
         let mut detector = TrailerDetector::new();
-        format.begin_file(&mut out, &file)?;
-        if let Some(trailer) = trailer {
-            let (facts, unusable) = array_record_facts(path, trailer)?;
-            problems |= unusable;
-            format.entry(&mut out, &file, &Entry::ArrayRecord(facts))?;
-        }
         // Where the chunk the detector holds back begins (maybe a footer).
         let mut held = None;
         loop {
@@ -436,8 +437,8 @@ const VERIFY_BATCH: u64 = 1 << 14;
 /// usable, and every record must be readable through it (each chunk's header
 /// agreeing with its footer entry). Returns the number of indexed chunks, or
 /// the problem (with its position).
-fn verify_footer(path: &std::path::Path, trailer: array_record::Trailer) -> Result<usize, String> {
-    let (mut reader, summary) = array_record::open(path, Some(trailer)).map_err(|e| format!("{e:#}"))?;
+fn verify_footer(input: &io::Input, trailer: array_record::Trailer) -> Result<usize, String> {
+    let (mut reader, summary) = array_record::open(input, Some(trailer)).map_err(|e| format!("{e:#}"))?;
     if summary.index_source != riegeli_records::IndexSource::Footer {
         let reason = summary.fallback_reason.unwrap_or_default();
         return Err(format!("footer (at {}) unusable: {reason}", trailer.footer_offset));
@@ -454,8 +455,11 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
     let mut any_problem = false;
     for path in &args.files {
         let name = io::name(path);
-        let trailer = if args.plain { None } else { array_record::detect(path)? };
-        let input = io::open(path)?.with_progress(&name, true);
+        let input = io::open(path)?;
+        let trailer = if args.plain { None } else { array_record::detect(&input)? };
+        // The footer is checked through the same opened input.
+        let footer_input = input.again();
+        let input = input.with_progress(&name, true);
         let threads = crate::cat::decoding_threads(args.threads);
         let mut reader = ChunkReader::with_decoding_threads(input, ChunkReadOptions::default(), threads);
         let mut decoder = decoder();
@@ -540,8 +544,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
             progress::out(&format!("{name}: {}", array_record::cut_after_footer(held_begin)));
         }
         records -= trailer_records;
-        if let Some(trailer) = trailer {
-            match verify_footer(path, trailer) {
+        if let (Some(trailer), Some(footer_input)) = (trailer, &footer_input) {
+            match verify_footer(footer_input, trailer) {
                 Ok(num_chunks) => what = format!("; ArrayRecord, the footer indexes {num_chunks} chunks"),
                 Err(problem) => {
                     problems += 1;

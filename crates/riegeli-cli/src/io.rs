@@ -4,10 +4,12 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use riegeli_object_store::{FetchConfig, ObjectSource};
+use riegeli_object_store::FetchConfig;
+use riegeli_records::ReadHints;
 
 use crate::exit::Usage;
 use crate::progress;
@@ -17,10 +19,13 @@ pub(crate) type PathArg = PathBuf;
 
 /// An input: a file or object (seekable) or standard input, with a progress
 /// bar that follows the bytes read (hidden unless [`Input::with_progress`]
-/// showed it).
+/// showed it). Opened once by [`open`]: a command that reads it several ways
+/// (finding an ArrayRecord trailer, the index, the metadata, the records)
+/// reads clones of it ([`Input::seekable`]).
 pub(crate) struct Input {
     src: Src,
     bar: ProgressBar,
+    name: String,
 }
 
 enum Src {
@@ -37,20 +42,26 @@ impl Input {
         matches!(self.src, Src::Stdin(_))
     }
 
-    /// Reading stops about `end` (a byte range's): an object fetches nothing
-    /// ahead past it.
-    pub(crate) fn limit_read_ahead(&self, end: u64) {
-        if let Src::Seekable(seekable) = &self.src {
-            seekable.limit_read_ahead(end);
-        }
+    /// The input's name in messages (see [`name`]).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
-    /// An object asks now for the windows ahead of where it reads next (a byte range's first
-    /// chunk, once found).
-    pub(crate) fn start_read_ahead(&self) {
-        if let Src::Seekable(seekable) = &self.src {
-            seekable.start_read_ahead();
-        }
+    /// Another reader of the opened file or object, from its start, sharing
+    /// its handle (a file) or its fetched bytes (an object); `None` for
+    /// standard input.
+    pub(crate) fn seekable(&self) -> Option<Seekable> {
+        let Src::Seekable(seekable) = &self.src else { return None };
+        let mut other = seekable.clone();
+        other.seek(io::SeekFrom::Start(0)).ok()?;
+        Some(other)
+    }
+
+    /// Another input reading the opened file or object from its start (see
+    /// [`seekable`](Self::seekable)), without a progress bar; `None` for standard input.
+    pub(crate) fn again(&self) -> Option<Input> {
+        let src = Src::Seekable(self.seekable()?);
+        Some(Input { src, bar: ProgressBar::hidden(), name: self.name.clone() })
     }
 
     /// Shows a progress bar of the bytes read (labelled `name`) when `show` and
@@ -91,57 +102,43 @@ impl Seek for Input {
     }
 }
 
-/// Opens `path` (a file or an object's URL), or standard input for `-`.
-pub(crate) fn open(path: &Path) -> Result<Input> {
-    let src = if path.as_os_str() == "-" { Src::Stdin(io::stdin()) } else { Src::Seekable(open_file(path)?) };
-    Ok(Input { src, bar: ProgressBar::hidden() })
+/// What a reader says it will read reaches the file or object (an object
+/// fetches nothing ahead past a byte range).
+impl ReadHints for Input {
+    fn will_stop_at(&self, end: u64) {
+        if let Src::Seekable(seekable) = &self.src {
+            seekable.will_stop_at(end);
+        }
+    }
+
+    fn will_read(&self, range: std::ops::Range<u64>) {
+        if let Src::Seekable(seekable) = &self.src {
+            seekable.will_read(range);
+        }
+    }
 }
 
-/// The URL `path` is, if it names an object.
-pub(crate) fn url(path: &Path) -> Option<&str> {
-    path.to_str().filter(|text| riegeli_object_store::is_url(text))
+/// Opens `path`: standard input for `-`, else a file or an object's URL, as
+/// every reader of riegeli-rs opens one ([`Seekable::open`]). Each command
+/// opens each of its inputs once.
+pub(crate) fn open(path: &Path) -> Result<Input> {
+    let src = if path.as_os_str() == "-" {
+        Src::Stdin(io::stdin())
+    } else {
+        let config = FetchConfig { read_from_start: FROM_START.load(Ordering::Relaxed), ..FetchConfig::default() };
+        Src::Seekable(Seekable::open(path, config)?)
+    };
+    Ok(Input { src, bar: ProgressBar::hidden(), name: name(path) })
 }
 
 /// Whether the command reads its files whole, from their start.
-static FROM_START: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FROM_START: AtomicBool = AtomicBool::new(false);
 
-/// Tells [`open_file`] that the command reads its files whole, from their start: an object's
+/// Tells [`open`] that the command reads its files whole, from their start: an object's
 /// first bytes are then fetched with its opening (see `FetchConfig::read_from_start`), which
 /// saves a round trip. Not for a command that reads only an index, some records or a range.
 pub(crate) fn read_objects_from_start() {
-    FROM_START.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Opens a file or an object (which must be seekable). The object opened
-/// last is opened again as a clone of its source, sharing what it fetched:
-/// detecting an ArrayRecord trailer, then reading the records, fetches the
-/// object's size and tail once. (Only the last is kept: commands go
-/// through their files one at a time, and a kept source keeps its cache.)
-pub(crate) fn open_file(path: &Path) -> Result<Seekable> {
-    if let Some(url) = url(path) {
-        static LAST: std::sync::Mutex<Option<(String, ObjectSource)>> = std::sync::Mutex::new(None);
-        let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let source = match &*last {
-            Some((seen, source)) if seen == url => source.clone(),
-            _ => {
-                let config = FetchConfig {
-                    read_from_start: FROM_START.load(std::sync::atomic::Ordering::Relaxed),
-                    ..FetchConfig::default()
-                };
-                let source = ObjectSource::open_with(url, config).with_context(|| format!("cannot open {url}"))?;
-                *last = Some((url.to_owned(), source.clone()));
-                source
-            }
-        };
-        let mut object = Seekable::Object(source);
-        object.seek(io::SeekFrom::Start(0))?;
-        return Ok(object);
-    }
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    if file.metadata().is_ok_and(|m| m.is_dir()) {
-        anyhow::bail!("cannot open {}: is a directory", path.display());
-    }
-    Ok(Seekable::File(riegeli_records::PositionalFile::new(file)))
+    FROM_START.store(true, Ordering::Relaxed);
 }
 
 /// Refuses an output that is also one of the inputs: creating it would truncate the input.

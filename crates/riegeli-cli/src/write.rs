@@ -223,13 +223,10 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
     sink.finish()
 }
 
-/// Detects the input container from its first bytes.
-fn detect(path: &Path) -> Result<Container> {
-    if path.as_os_str() == "-" {
-        return Ok(Container::Riegeli);
-    }
+/// Detects the input container from its first bytes (standard input: Riegeli).
+fn detect(input: &io::Input) -> Result<Container> {
+    let Some(mut file) = input.seekable() else { return Ok(Container::Riegeli) };
     let mut start = [0u8; 8];
-    let mut file = io::open_file(path)?;
     let n = file.read(&mut start)?;
     Ok(if n == 8 && start == [0x83, 0xaf, 0x70, 0xd1, 0x0d, 0x88, 0x4a, 0x3f] {
         Container::Riegeli
@@ -267,10 +264,11 @@ impl Sink {
 /// encoding: the first data chunk's compression (at the codec's default
 /// level), transposition and record count (the group size when chunks must be
 /// re-encoded), and whether it is padded to a block boundary.
-fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
-    let mut reader = ChunkReader::new(io::open_file(path)?, ChunkReadOptions::default());
+fn infer_array_options(input: &io::Input) -> Result<ArrayRecordWriterOptions> {
+    let name = input.name().to_owned();
+    let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
+    let mut reader = ChunkReader::new(file, ChunkReadOptions::default());
     let mut options = ArrayRecordWriterOptions::new();
-    let name = io::name(path);
     let chunk = loop {
         match reader.read_chunk().with_context(|| name.clone())? {
             None => return Ok(options),
@@ -301,9 +299,9 @@ fn infer_array_options(path: &Path) -> Result<ArrayRecordWriterOptions> {
 const BLOCK_SIZE: u64 = 1 << 16;
 
 /// `convert --to array-record` without options: index the input, copying its chunks.
-fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
+fn index_to_array_record(args: &ConvertArgs, input: io::Input) -> Result<()> {
     let name = io::name(&args.input);
-    if args.input.as_os_str() == "-" {
+    if input.is_stdin() {
         return Err(Usage(
             "--to array-record copies chunks from a file: standard input cannot seek (or give --options to re-encode)"
                 .to_owned(),
@@ -311,9 +309,9 @@ fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
         .into());
     }
     // An ArrayRecord input keeps the options its footer states; a plain one those its chunks show.
-    let stated = match crate::array_record::detect(&args.input)? {
+    let stated = match crate::array_record::detect(&input)? {
         Some(trailer) => {
-            let (_, summary) = crate::array_record::open(&args.input, Some(trailer))?;
+            let (_, summary) = crate::array_record::open(&input, Some(trailer))?;
             if let Some(problem) = &summary.footer_problem {
                 progress::note(&format!("riegeli: {name}: {problem}"));
             }
@@ -323,9 +321,9 @@ fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
     };
     let options = match stated {
         Some(options) => options,
-        None => infer_array_options(&args.input)?,
+        None => infer_array_options(&input)?,
     };
-    let input = io::open(&args.input)?.with_progress(&name, true);
+    let input = input.with_progress(&name, true);
     let (dest, report) = index_riegeli_file(input, io::create(&args.out)?, options).with_context(|| name.clone())?;
     let mut dest = dest;
     dest.flush()?;
@@ -341,13 +339,15 @@ fn index_to_array_record(args: &ConvertArgs) -> Result<()> {
 
 pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
+    // Opened once: its format is detected, then it is read.
+    let input = io::open(&args.input)?;
     let from = match args.from {
         Some(from) => from,
-        None => detect(&args.input)?,
+        None => detect(&input)?,
     };
     let array_options = match (&args.options, args.to) {
         (Some(text), Container::ArrayRecord) => Some(parse_array_options(text)?),
-        (None, Container::ArrayRecord) if from != Container::Tfrecord => return index_to_array_record(&args),
+        (None, Container::ArrayRecord) if from != Container::Tfrecord => return index_to_array_record(&args, input),
         (None, Container::ArrayRecord) => Some(ArrayRecordWriterOptions::default()),
         _ => None,
     };
@@ -357,11 +357,10 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
         _ => parse_options(args.options.as_deref().unwrap_or("default"))?,
     };
     let name = io::name(&args.input);
-    let mut reader = match from {
-        Container::Riegeli | Container::ArrayRecord => {
-            Some(RecordReader::new(io::open(&args.input)?.with_progress(&name, true)))
-        }
-        Container::Tfrecord => None,
+    let input = input.with_progress(&name, true);
+    let (mut reader, tfrecord) = match from {
+        Container::Riegeli | Container::ArrayRecord => (Some(RecordReader::new(input)), None),
+        Container::Tfrecord => (None, Some(input)),
     };
     let metadata = match reader.as_mut() {
         Some(reader) => reader.read_metadata().with_context(|| name.clone())?,
@@ -399,7 +398,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             }
         }
         None => {
-            let input: Box<dyn Read> = Box::new(io::open(&args.input)?.with_progress(&name, true));
+            let input: Box<dyn Read> = Box::new(tfrecord.context("the input")?);
             for_each_record(input, InputFormat::Tfrecord, args.tfrecord_compression, |r| {
                 count += 1;
                 sink.write(r)
@@ -450,9 +449,13 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
     // files also go record by record: their footers and postscripts are not records.
     let padded = !args.records
         && args.inputs.iter().all(|p| {
+            // (Checked one file at a time, each opened again to be read: a command may
+            // concatenate more files than it may hold open.)
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() % 65536 == 0 && m.len() > 0)
-                && detect(p).is_ok_and(|c| c == Container::Riegeli)
-                && crate::array_record::detect(p).is_ok_and(|t| t.is_none())
+                && io::open(p).is_ok_and(|input| {
+                    detect(&input).is_ok_and(|c| c == Container::Riegeli)
+                        && crate::array_record::detect(&input).is_ok_and(|t| t.is_none())
+                })
         });
     let mut dest = io::create(&args.out)?;
     if padded {

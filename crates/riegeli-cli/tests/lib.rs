@@ -4,6 +4,7 @@ mod array_record;
 mod commands;
 mod golden;
 mod memory;
+mod objects;
 mod proto;
 
 use std::io::Write;

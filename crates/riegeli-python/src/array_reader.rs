@@ -30,10 +30,10 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use riegeli_object_store::Location;
+use riegeli_object_store::{FetchConfig, Location};
 use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError, PerProcess};
 
-use crate::pyio::{as_path, open_location};
+use crate::pyio::as_path;
 
 type Inner = riegeli_records::ArrayRecordReader<Location>;
 
@@ -192,7 +192,7 @@ fn fill(py: Python<'_>, objects: &mut [Option<Py<PyBytes>>], records: impl Itera
 /// Opens the reader of `path` (a file or a URL); the failure, as `ok()` reports it.
 /// Does I/O: call it without the GIL.
 fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<Inner, String> {
-    (|| riegeli_object_store::array_record_reader(open_location(path)?, options))()
+    (|| riegeli_object_store::array_record_reader(Location::open(path, FetchConfig::default())?, options))()
         .map_err(|e| format!("{e}; opening {}", path.display()))
 }
 

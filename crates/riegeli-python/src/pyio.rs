@@ -7,12 +7,11 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::Path;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use riegeli_object_store::{Location, ObjectSource, is_url};
-use riegeli_records::PositionalFile;
+use riegeli_object_store::ObjectSource;
+use riegeli_records::{PositionalFile, ReadHints};
 
 use crate::errors::{NoRandomAccess, PythonIoError};
 
@@ -146,14 +145,19 @@ impl Seek for Src {
     }
 }
 
-/// Opens a path given to a reader: an object if it is a URL (`s3://`, `gs://`, `az://`,
-/// `http(s)://`, ...; configured from the environment, asked for its size here), else a
-/// local file, opened as before (any path the OS takes, a directory failing on reading).
-/// Does I/O: call it without the GIL.
-pub(crate) fn open_location(path: &Path) -> io::Result<Location> {
-    match path.to_str() {
-        Some(url) if is_url(url) => ObjectSource::open(url).map(Location::Object),
-        _ => PositionalFile::open(path).map(Location::File),
+/// An object acts on what a reader says it will read (a byte range: nothing past it is
+/// fetched ahead); files need no hints.
+impl ReadHints for Src {
+    fn will_stop_at(&self, end: u64) {
+        if let Self::Object(object) = self {
+            object.will_stop_at(end);
+        }
+    }
+
+    fn will_read(&self, range: std::ops::Range<u64>) {
+        if let Self::Object(object) = self {
+            object.will_read(range);
+        }
     }
 }
 

@@ -7,12 +7,12 @@ use pyo3::exceptions::{PyBaseException, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{PyTraverseError, PyVisit};
-use riegeli_object_store::Location;
+use riegeli_object_store::{FetchConfig, Location};
 use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
-use crate::pyio::{PyFile, Src, as_path, open_location};
+use crate::pyio::{PyFile, Src, as_path};
 
 type Inner = riegeli_records::RecordReader<Src>;
 
@@ -293,10 +293,11 @@ impl RecordReader {
                         "assumed_pos applies to file objects, not paths or URLs".to_owned(),
                     ));
                 }
-                let source = match py.detach(|| open_location(&path)).map_err(|e| io_to_py(py, &e))? {
-                    Location::File(file) => Src::File(file),
-                    Location::Object(object) => Src::Object(object),
-                };
+                let source =
+                    match py.detach(|| Location::open(&path, FetchConfig::default())).map_err(|e| io_to_py(py, &e))? {
+                        Location::File(file) => Src::File(file),
+                        Location::Object(object) => Src::Object(object),
+                    };
                 (source, 0, None)
             }
             None => {
@@ -480,17 +481,7 @@ impl RecordReader {
     /// (byte offsets; `end=None`: to the end of the file), from the first of them on.
     #[pyo3(signature = (start, end = None))]
     fn set_byte_range(&mut self, py: Python<'_>, start: u64, end: Option<u64>) -> PyResult<()> {
-        self.run(py, |reader| {
-            if let (Src::Object(source), Some(end)) = (reader.get_ref(), end) {
-                source.limit_read_ahead(end);
-            }
-            reader.set_byte_range(start..end.unwrap_or(u64::MAX))?;
-            if let Src::Object(source) = reader.get_ref() {
-                source.start_read_ahead();
-            }
-            Ok(())
-        })
-        .map(drop)
+        self.run(py, |reader| reader.set_byte_range(start..end.unwrap_or(u64::MAX))).map(drop)
     }
 
     /// Seeks to a position obtained from `pos` or `last_pos` of the same file.

@@ -61,6 +61,7 @@ mod decode;
 mod error;
 mod flush;
 mod fork;
+mod hints;
 mod indexed;
 mod metadata;
 mod options;
@@ -95,6 +96,7 @@ pub use crate::{
     error::{Corruption, EncodeError, Error, ErrorKind, IndexCorruption, Result},
     flush::{FlushType, SyncWrite},
     fork::{PerProcess, ProcessBound, after_fork_in_child, track_forks},
+    hints::ReadHints,
     metadata::{RecordsMetadata, record_type, set_record_type},
     options::{
         ChunkReadOptions, DEFAULT_COMPRESSED_CHUNK_SIZE, DEFAULT_UNCOMPRESSED_CHUNK_SIZE, IMPLICIT_PADDING,

@@ -201,6 +201,9 @@ impl Seek for AtCursor {
     }
 }
 
+/// A local file reads what it is asked for: hints change nothing.
+impl crate::hints::ReadHints for PositionalFile {}
+
 #[cfg(all(test, unix))]
 mod tests {
     use std::io::Write;

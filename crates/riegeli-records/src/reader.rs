@@ -10,6 +10,7 @@ use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, p
 use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk};
 use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
 use crate::error::{Corruption, Error, ErrorKind, Result};
+use crate::hints::ReadHints;
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
@@ -700,7 +701,17 @@ impl<R: Read + Seek> RecordReader<R> {
     /// assert_eq!(all[999], &b"record 999"[..]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn set_byte_range(&mut self, range: std::ops::Range<u64>) -> Result<()> {
+    ///
+    /// The source is told so ([`ReadHints`]): that reading stops about
+    /// `range.end` before the first chunk is looked for, then that the bytes
+    /// from that chunk (past what the reader holds of them) to `range.end`
+    /// are read in order. A source that fetches
+    /// ahead (an object in object storage) fetches them, and nothing past them.
+    pub fn set_byte_range(&mut self, range: std::ops::Range<u64>) -> Result<()>
+    where
+        R: ReadHints,
+    {
+        self.source.get_ref().will_stop_at(range.end);
         let first = self.locate_chunk(range.start, Which::AtOrAfter)?;
         self.jump_to(first)?;
         self.last_pos = None;
@@ -708,6 +719,10 @@ impl<R: Read + Seek> RecordReader<R> {
         if let Some(ahead) = &mut self.ahead {
             ahead.stop_at(range.end);
         }
+        // The source is read next past what the reader holds of it (the block where the
+        // first chunk was looked for).
+        let next = self.source.pos().saturating_add(self.source.buffered().len() as u64);
+        self.source.get_ref().will_read(next..range.end.max(next));
         Ok(())
     }
 

@@ -119,6 +119,9 @@ impl std::io::Seek for Counting<'_> {
     }
 }
 
+/// Reads what it is asked for: hints change nothing.
+impl riegeli_records::ReadHints for Counting<'_> {}
+
 #[test]
 fn a_range_does_not_read_the_file_from_its_beginning() {
     // The reader of a late range reads the block header where it starts and what

@@ -6,7 +6,7 @@ use riegeli_records::{ChunkReadOptions, ChunkReader};
 
 /// (begin, end) of every chunk of `file` holding records, in file order (an ArrayRecord
 /// file's footer and postscript last).
-pub fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
+pub(crate) fn data_chunks(file: &[u8]) -> Vec<(u64, u64)> {
     let mut reader = ChunkReader::new(Cursor::new(file), ChunkReadOptions::default());
     let mut out = Vec::new();
     while let Some(chunk) = reader.read_chunk().unwrap() {
