@@ -9,11 +9,11 @@ use std::io::{Read, Seek};
 use riegeli_codec::ChunkType;
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
-use crate::indexed::{ChunkEntry, chunk_at};
 use super::options::ArrayRecordReaderOptions;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error, IndexCorruption, Result};
+use crate::indexed::{ChunkEntry, chunk_at};
 use crate::options::ChunkReadOptions;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;

@@ -10,8 +10,6 @@
 //! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out.
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
-#![allow(clippy::print_stdout, reason = "the output is the report")]
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
