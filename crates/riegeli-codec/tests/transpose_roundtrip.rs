@@ -441,42 +441,22 @@ fn buffers_decoded_into_again_give_the_same_records() {
             assert_eq!(decoded.iter().map(|r| r.to_vec()).collect::<Vec<_>>(), *records);
         }
     }
-    // A buffer still shared is not reused (and stays intact).
-    let data = encode(&chunks[0], CompressionType::None, u64::MAX);
+    let data = Bytes::from(encode(&chunks[0], CompressionType::None, u64::MAX));
     let size: usize = chunks[0].iter().map(Vec::len).sum();
-    let decoded = decoder
-        .decode(
-            Bytes::from(data.clone()),
-            chunks[0].len() as u64,
-            size as u64,
-            &DecodeLimits::default(),
-            &FieldProjection::all(),
-        )
-        .unwrap();
+    let mut decode_again = || {
+        let n = chunks[0].len() as u64;
+        decoder.decode(data.clone(), n, size as u64, &DecodeLimits::default(), &FieldProjection::all()).unwrap()
+    };
+    let decoded = decode_again();
     let (values, ends) = (decoded.values().as_ptr(), decoded.ends().as_ptr());
     drop(decoded);
     // Dropped, their buffers are decoded into again.
-    let decoded = decoder
-        .decode(
-            Bytes::from(data.clone()),
-            chunks[0].len() as u64,
-            size as u64,
-            &DecodeLimits::default(),
-            &FieldProjection::all(),
-        )
-        .unwrap();
+    let decoded = decode_again();
     assert_eq!(decoded.ends().as_ptr(), ends);
     assert!(decoded.values().as_ptr() >= values, "a slice of the same buffer");
+    // A buffer still shared is not decoded into (and stays intact).
     let kept = decoded.get(0).unwrap();
     drop(decoded);
-    let _ = decoder
-        .decode(
-            Bytes::from(data),
-            chunks[0].len() as u64,
-            size as u64,
-            &DecodeLimits::default(),
-            &FieldProjection::all(),
-        )
-        .unwrap();
+    let _ = decode_again();
     assert_eq!(kept.to_vec(), chunks[0][0]);
 }
