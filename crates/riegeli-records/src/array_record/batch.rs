@@ -12,9 +12,8 @@ use std::collections::VecDeque;
 
 use riegeli_codec::DecodedRecords;
 
-use super::prefetch::estimated_decoded_size;
+use super::plan::{ChunkIndex, Step};
 use crate::error::{Error, Result};
-use crate::indexed::ChunkEntry;
 use crate::stream::{DecodeStream, Decoded, Piece};
 
 /// A batch is cut into about this many tasks per thread (for balance),
@@ -26,9 +25,9 @@ pub(crate) const MIN_TASK_BYTES: u64 = 64 << 10;
 /// The most decoded data per task (unless one chunk holds more).
 const MAX_TASK_BYTES: u64 = 1 << 20;
 
-/// Reads chunk `k` of the index for a batch (or leaves it to be read where it
-/// is decoded), to be decoded as far as its first `wanted` records.
-pub(crate) type ReadPiece<'a> = dyn FnMut(usize, u64) -> Result<Piece> + 'a;
+/// Reads the chunk of a step for a batch (or leaves it to be read where it
+/// is decoded), to be decoded as far as the step needs.
+pub(crate) type ReadPiece<'a> = dyn FnMut(Step) -> Result<Piece> + 'a;
 
 /// A submitted task (its outcome comes in submission order): the batch
 /// position of its first chunk, and its raw bytes.
@@ -37,22 +36,22 @@ struct Submitted {
     raw_bytes: u64,
 }
 
-/// One parallel batch: decodes chunks `ks` of the index `chunks` in tasks on
-/// the pool and hands each chunk's records to `sink` with its position in
-/// `ks`, in order. `read` reads chunk `k` (or leaves it to be read where it
-/// is decoded); at most `window` raw bytes are read ahead of what `sink` got. Errors are those serial reading would return: the first in
-/// file order, whether reading or decoding failed.
+/// One parallel batch: decodes the chunks of `steps` in tasks on the pool
+/// and hands each chunk's records to `sink` with its position in `steps`, in
+/// order. `read` reads a step's chunk (or leaves it to be read where it is
+/// decoded); at most `window` raw bytes are read ahead of what `sink` got.
+/// Errors are those serial reading would return: the first in file order,
+/// whether reading or decoding failed.
 pub(crate) fn run(
     stream: &mut DecodeStream,
     read: &mut ReadPiece<'_>,
-    chunks: &[ChunkEntry],
-    ks: &[usize],
-    needed: &[u64],
+    index: &ChunkIndex,
+    steps: &[Step],
     window: u64,
     sink: &mut dyn FnMut(usize, DecodedRecords),
 ) -> Result<()> {
     let mut batch = Batch { stream, sink, submitted: VecDeque::new(), in_flight: 0 };
-    let result = batch.submit_all(read, chunks, ks, needed, Some(window)).and_then(|()| batch.finish());
+    let result = batch.submit_all(read, index, steps, Some(window)).and_then(|()| batch.finish());
     if result.is_err() {
         // Nobody wants the rest of this batch.
         batch.stream.abandon();
@@ -68,18 +67,17 @@ pub(crate) struct Started {
     submitted: VecDeque<Submitted>,
 }
 
-/// Submits the tasks of chunks `ks`, as [`run`] would, without waiting for
+/// Submits the tasks of `steps`, as [`run`] would, without waiting for
 /// any: `read` should leave the chunks to be read where they are decoded
 /// ([`Piece::At`]). If `read` fails, nothing stays submitted.
 pub(crate) fn start(
     stream: &mut DecodeStream,
     read: &mut ReadPiece<'_>,
-    chunks: &[ChunkEntry],
-    ks: &[usize],
-    needed: &[u64],
+    index: &ChunkIndex,
+    steps: &[Step],
 ) -> Result<Started> {
     let mut batch = Batch { stream, sink: &mut |_, _| {}, submitted: VecDeque::new(), in_flight: 0 };
-    match batch.submit_all(read, chunks, ks, needed, None) {
+    match batch.submit_all(read, index, steps, None) {
         Ok(()) => Ok(Started { submitted: batch.submitted }),
         Err(e) => {
             batch.stream.abandon();
@@ -104,7 +102,7 @@ pub(crate) fn finish(
 }
 
 impl Batch<'_> {
-    /// Reads and submits the chunks of `ks` in tasks; with a `window`, reads
+    /// Reads and submits the chunks of `steps` in tasks; with a `window`, reads
     /// at most that many raw bytes ahead of what `sink` got (handing out what
     /// is done, and decoding here when the threads lag behind); without one,
     /// submits everything at once. A read error comes after the errors of
@@ -112,21 +110,19 @@ impl Batch<'_> {
     fn submit_all(
         &mut self,
         read: &mut ReadPiece<'_>,
-        chunks: &[ChunkEntry],
-        ks: &[usize],
-        needed: &[u64],
+        index: &ChunkIndex,
+        steps: &[Step],
         window: Option<u64>,
     ) -> Result<()> {
         let threads = self.stream.planned_threads() as u64 + 1;
-        let estimate = estimated_decoded_size(chunks, ks, MIN_TASK_BYTES);
+        let estimate = index.decoded_size(steps, MIN_TASK_BYTES);
         let task_bytes = (estimate / (threads * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
         let batch = self;
         let mut task = Vec::new();
         let mut task_first = 0;
         let mut task_bytes_so_far = 0u64;
-        for (i, &k) in ks.iter().enumerate() {
-            let wanted = needed.get(i).copied().unwrap_or(u64::MAX);
-            let piece = match read(k, wanted) {
+        for (i, step) in steps.iter().enumerate() {
+            let piece = match read(*step) {
                 Ok(piece) => piece,
                 Err(e) => {
                     // Errors of earlier chunks come first, as when reading serially.
@@ -140,7 +136,8 @@ impl Batch<'_> {
             if task.is_empty() {
                 task_first = i;
             }
-            task_bytes_so_far = task_bytes_so_far.saturating_add(estimated_decoded_size(chunks, &[k], MIN_TASK_BYTES));
+            let bytes = index.decoded_size(std::slice::from_ref(step), MIN_TASK_BYTES);
+            task_bytes_so_far = task_bytes_so_far.saturating_add(bytes);
             task.push(piece);
             if task_bytes_so_far >= task_bytes {
                 batch.submit(task_first, std::mem::take(&mut task));

@@ -10,14 +10,18 @@
 //! A layer on top of the Riegeli/records core: the writer composes the core's
 //! chunk sink and chunker with its own chunking policy (`group_size` records
 //! per chunk) and layout (every chunk remembered for the footer); the reader
-//! loads the index from the footer or a scan (`load`), reads chunks through it
-//! (`crate::indexed`) and decodes batches on the decode stream (`batch`);
+//! loads the index from the footer or a scan (`load`), plans which chunks a
+//! selection of records needs (`plan`), reads them through the index
+//! (`crate::indexed`) and decodes them serially or on the decode stream
+//! (`fetch`, `batch`);
 //! `from_plain` turns a plain Riegeli/records file into an ArrayRecord file.
 
 mod batch;
+mod fetch;
 mod from_plain;
 mod load;
 mod options;
+mod plan;
 mod prefetch;
 mod reader;
 mod sequential;
@@ -29,5 +33,6 @@ pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,
 };
-pub use self::reader::{ArrayRecordReader, Selection};
+pub use self::plan::Selection;
+pub use self::reader::ArrayRecordReader;
 pub use self::writer::ArrayRecordWriter;

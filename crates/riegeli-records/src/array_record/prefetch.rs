@@ -1,16 +1,7 @@
-//! Planning ArrayRecord reads: the decoded size of a selection of chunks,
-//! and the prefetch hook told which chunks are read next.
+//! The prefetch hook of an ArrayRecord reader, told which chunks a plan
+//! reads next.
 
-use crate::indexed::ChunkEntry;
-
-/// The decoded size the index gives for chunks `ks`; a chunk whose size the
-/// index lacks counts as `unknown`.
-pub(crate) fn estimated_decoded_size(chunks: &[ChunkEntry], ks: &[usize], unknown: u64) -> u64 {
-    ks.iter()
-        .filter_map(|&k| chunks.get(k))
-        .map(|c| if c.decoded_data_size == u64::MAX { unknown } else { c.decoded_data_size })
-        .fold(0, u64::saturating_add)
-}
+use super::plan::{ChunkIndex, Step};
 
 /// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
 pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
@@ -23,12 +14,12 @@ pub(crate) const MIN_PREFETCH: u64 = 8 << 20;
 /// window once half of the last one is read).
 pub(crate) struct Prefetcher<'a> {
     hook: Option<&'a mut PrefetchHook>,
-    chunks: &'a [ChunkEntry],
-    ks: &'a [usize],
+    index: &'a ChunkIndex,
+    steps: &'a [Step],
     budget: u64,
-    /// Chunks `ks[..announced]` were announced.
+    /// The chunks of `steps[..announced]` were announced.
     announced: usize,
-    /// Announce more when reading reaches `ks[refill_at]`.
+    /// Announce more when reading reaches `steps[refill_at]`.
     refill_at: usize,
 }
 
@@ -37,14 +28,14 @@ impl<'a> Prefetcher<'a> {
     /// as array_record's data source asks, every chunk would be a request of its own).
     pub(crate) fn new(
         hook: Option<&'a mut PrefetchHook>,
-        chunks: &'a [ChunkEntry],
-        ks: &'a [usize],
+        index: &'a ChunkIndex,
+        steps: &'a [Step],
         budget: u64,
     ) -> Self {
-        Self { hook, chunks, ks, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
+        Self { hook, index, steps, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
     }
 
-    /// Called before reading `ks[i]`.
+    /// Called before reading the chunk of `steps[i]`.
     pub(crate) fn before(&mut self, i: usize) {
         let Some(hook) = self.hook.as_mut() else { return };
         if i < self.refill_at {
@@ -53,7 +44,7 @@ impl<'a> Prefetcher<'a> {
         let from = self.announced.max(i);
         let (mut to, mut bytes) = (from, 0u64);
         let mut ranges = Vec::new();
-        while let Some(entry) = self.ks.get(to).and_then(|&k| self.chunks.get(k)) {
+        while let Some(entry) = self.steps.get(to).and_then(|step| self.index.entry(step.id).ok()) {
             if to > from && bytes.saturating_add(entry.raw_bytes()) > self.budget {
                 break;
             }

@@ -7,64 +7,22 @@ use std::path::Path;
 use bytes::Bytes;
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
-use super::batch::{MIN_TASK_BYTES, Started};
+use super::batch::Started;
+use super::fetch::Fetcher;
 use super::load::{IndexSource, load};
 use super::options::ArrayRecordReaderOptions;
-use super::prefetch::{PrefetchHook, Prefetcher, estimated_decoded_size};
+use super::plan::{ChunkId, ChunkIndex, Plan, Selection, not_indexed};
 use super::sequential::Sequential;
-use crate::decode::ChunkDecoder;
-use crate::error::{Error, ErrorKind, Result};
-use crate::indexed::{ChunkEntry, Reading, read_entry};
-use crate::options::ChunkReadOptions;
-use crate::positional::{PositionalFile, ReadAt, SharedFile};
+use crate::error::Result;
+use crate::indexed::Reading;
+use crate::positional::{PositionalFile, ReadAt};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::{DecodeStream, Piece};
-
-/// Parallel reads decode serially below this estimated decoded size (from the
-/// index), where handing work to another thread costs more than it saves.
-const MIN_PARALLEL_BYTES: u64 = 128 << 10;
 
 /// Reads by index copy the records they want out of a chunk when these are
 /// less than 1/`COPY_BELOW` of its decoded data, rather than keeping the whole
 /// chunk alive through slices of it.
 const COPY_BELOW: usize = 4;
-
-/// The records a batch read ([`ArrayRecordReader::read_batch`]) reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection<'a> {
-    /// Every record, in order.
-    All,
-    /// The records with indices in a range, in order (an empty range reads
-    /// nothing; one past the end is an error).
-    Range(Range<u64>),
-    /// The records with the given indices, in the order given, repeats allowed.
-    Indices(&'a [u64]),
-}
-
-impl From<Range<u64>> for Selection<'_> {
-    fn from(range: Range<u64>) -> Self {
-        Self::Range(range)
-    }
-}
-
-impl<'a> From<&'a [u64]> for Selection<'a> {
-    fn from(indices: &'a [u64]) -> Self {
-        Self::Indices(indices)
-    }
-}
-
-impl<'a, const N: usize> From<&'a [u64; N]> for Selection<'a> {
-    fn from(indices: &'a [u64; N]) -> Self {
-        Self::Indices(indices)
-    }
-}
-
-impl<'a> From<&'a Vec<u64>> for Selection<'a> {
-    fn from(indices: &'a Vec<u64>) -> Self {
-        Self::Indices(indices)
-    }
-}
 
 /// Reads an ArrayRecord file (google/array_record): any record by its index,
 /// ranges and lists of indices, and batches decoded on several threads.
@@ -77,7 +35,7 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 /// [`max_num_records`](crate::ChunkReadOptions::max_num_records); each
 /// chunk's header must agree with its footer entry when it is read. Every
 /// other allocation sized by the file is bounded by the
-/// [`ChunkReadOptions`] limits, as for
+/// [`ChunkReadOptions`](crate::ChunkReadOptions) limits, as for
 /// [`RecordReader`](crate::RecordReader). If the postscript or footer is missing
 /// or damaged (a file cut short by an interrupted copy, or a plain
 /// Riegeli/records file), opening fails with an error saying so, as
@@ -129,52 +87,37 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ArrayRecordReader<R> {
-    source: Source<R>,
     options: ArrayRecordReaderOptions,
-    chunks: Vec<ChunkEntry>,
-    num_records: u64,
+    index: ChunkIndex,
     index_source: IndexSource,
     fallback_reason: Option<String>,
     writer_options: Option<String>,
     skipped: Vec<SkippedRegion>,
     /// Where the scan found a footer ending the file, no postscript after it.
     footer_without_postscript: Option<u64>,
-    projection: FieldProjection,
-    decoder: ChunkDecoder,
+    /// Reads and decodes chunks, on the calling thread or the decode stream.
+    fetcher: Fetcher<R>,
     /// The chunk [`read`](Self::read) decoded last.
-    cached: Option<(usize, DecodedRecords)>,
-    parallel: Parallel,
+    cached: Option<(ChunkId, DecodedRecords)>,
     sequential: Sequential,
     /// The records [`read_next`](Self::read_next) asks for next, being
-    /// decoded on the pool's threads meanwhile.
+    /// decoded on the decode stream's threads meanwhile.
     ahead: Option<Ahead>,
-    prefetch: Option<PrefetchHook>,
 }
 
-/// A read-ahead of [`ArrayRecordReader::read_next`]: a range of records
-/// whose chunks were handed to the pool.
+/// A read-ahead of [`ArrayRecordReader::read_next`]: the plan of a range of
+/// records, handed to the decoding threads.
 struct Ahead {
+    plan: Plan,
     range: Range<u64>,
-    ks: Vec<usize>,
     started: Started,
-}
-
-/// The state of the parallel reads.
-#[derive(Default)]
-struct Parallel {
-    /// Decodes on worker threads, made by the first parallel read that is
-    /// worth it (its threads are joined on drop).
-    stream: Option<DecodeStream>,
-    /// For a reader opened on a `File` (where the platform allows): the file,
-    /// which the decoding threads read their chunks from themselves.
-    file: Option<SharedFile>,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArrayRecordReader")
-            .field("num_records", &self.num_records)
-            .field("num_chunks", &self.chunks.len())
+            .field("num_records", &self.index.num_records())
+            .field("num_chunks", &self.index.num_chunks())
             .field("index_source", &self.index_source)
             .finish_non_exhaustive()
     }
@@ -188,7 +131,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// Opens an ArrayRecord file: reads the postscript and the footer. If
     /// they are missing or damaged, fails (an error that
-    /// [`is_corruption`](Error::is_corruption)), or with
+    /// [`is_corruption`](crate::Error::is_corruption)), or with
     /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) scans the
     /// file instead, failing then only on I/O errors and on files that are not
     /// Riegeli/records files at all.
@@ -196,46 +139,37 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut source = Source::new(src, 0);
         let loaded = load(&mut source, &options)?;
         Ok(Self {
-            source,
-            chunks: loaded.chunks,
-            num_records: loaded.num_records,
+            fetcher: Fetcher::new(source, &options.chunks),
+            index: ChunkIndex::new(loaded.chunks, loaded.num_records),
             index_source: loaded.index_source,
             fallback_reason: loaded.fallback_reason,
             writer_options: loaded.writer_options,
             skipped: loaded.skipped,
             footer_without_postscript: loaded.footer_without_postscript,
-            projection: FieldProjection::all(),
-            decoder: ChunkDecoder::new(&options.chunks),
             cached: None,
-            parallel: Parallel::default(),
             sequential: Sequential::default(),
             ahead: None,
-            prefetch: None,
             options,
         })
     }
 
     /// Reads only the given fields of transposed chunks (simple chunks are read whole).
     pub fn set_field_projection(&mut self, projection: FieldProjection) {
-        self.decoder = ChunkDecoder::with_projection(&self.options.chunks, projection.clone());
-        self.projection = projection;
         self.cached = None;
         self.sequential.clear();
         // What the threads decode ahead has the old projection; later jobs get the new one.
         self.cancel_ahead();
-        if let Some(stream) = &mut self.parallel.stream {
-            stream.set_projection(self.projection.clone());
-        }
+        self.fetcher.set_projection(&self.options.chunks, projection);
     }
 
     /// The number of records.
     pub fn num_records(&self) -> u64 {
-        self.num_records
+        self.index.num_records()
     }
 
     /// The number of data chunks.
     pub fn num_chunks(&self) -> usize {
-        self.chunks.len()
+        self.index.num_chunks()
     }
 
     /// Where the index comes from: the footer, or a scan of the file.
@@ -275,26 +209,12 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
-        self.source.get_ref()
+        self.fetcher.source().get_ref()
     }
 
     /// Returns the underlying reader (its position is unspecified).
     pub fn into_inner(self) -> R {
-        self.source.into_inner()
-    }
-
-    /// The chunk holding record `index`, and the record's index within it.
-    fn locate(&self, index: u64) -> Result<(usize, usize)> {
-        if index >= self.num_records {
-            return Err(ErrorKind::InvalidArgument(format!(
-                "record index {index} out of range: the file has {} records",
-                self.num_records
-            ))
-            .into());
-        }
-        let k = self.chunks.partition_point(|c| c.first_record + c.num_records <= index);
-        let chunk = self.chunks.get(k).ok_or_else(not_indexed)?;
-        Ok((k, (index - chunk.first_record) as usize))
+        self.fetcher.into_source().into_inner()
     }
 
     /// Reads record `index`.
@@ -312,27 +232,24 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// by blocks, which serve the next chunks too. Batch reads likewise read a
     /// chunk alone when the next one they want lies more than a block away.
     pub fn read(&mut self, index: u64) -> Result<Bytes> {
-        let (k, j) = self.locate(index)?;
-        let cached = self.cached.as_ref().filter(|(cached, _)| *cached == k).map(|(_, records)| records.len());
+        let (id, j) = self.index.locate(index)?;
+        let cached = self.cached.as_ref().filter(|(cached, _)| *cached == id).map(|(_, records)| records.len());
         if cached.is_none_or(|decoded| j >= decoded) {
             // After the chunk before it, reading goes on by blocks; a chunk by itself
             // (a random read) is read alone, only its bytes.
-            let in_order = self.cached.as_ref().is_some_and(|(last, _)| last + 1 == k);
+            let in_order = self.cached.as_ref().is_some_and(|(last, _)| last.next() == id);
             let reading = if in_order { Reading::InOrder } else { Reading::Alone };
             self.cached = None;
-            let entry = self.chunks.get(k).ok_or_else(not_indexed)?;
-            if let Some(hook) = &mut self.prefetch {
-                hook(std::slice::from_ref(&(entry.offset..entry.limit)));
-            }
-            let chunk = read_entry(&mut self.source, &self.options.chunks, entry, reading)?.gather();
-            let verify = self.options.chunks.verify_hashes;
+            let entry = self.index.entry(id)?;
             let needed = j as u64 + 1;
             let further = if cached.is_some() { u64::MAX } else { needed };
-            let records = match self.decoder.data_records_prefix(&chunk, verify, further) {
-                Err(_) if further > needed => self.decoder.data_records_prefix(&chunk, verify, needed)?,
+            let chunk = self.fetcher.read_one(&self.options.chunks, &entry, reading)?;
+            let verify = self.options.chunks.verify_hashes;
+            let records = match self.fetcher.decode(&chunk, verify, further) {
+                Err(_) if further > needed => self.fetcher.decode(&chunk, verify, needed)?,
                 result => result?,
             };
-            self.cached = Some((k, records));
+            self.cached = Some((id, records));
         }
         // A chunk's record count is checked against the index when it is decoded.
         self.cached.as_ref().and_then(|(_, records)| records.get(j)).ok_or_else(not_indexed)
@@ -346,10 +263,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// records), else on the calling thread. Every index is checked before
     /// anything is read.
     pub fn read_batch<'a>(&mut self, selection: impl Into<Selection<'a>>) -> Result<Vec<Bytes>> {
-        match selection.into() {
-            Selection::All => self.range_impl(0..self.num_records),
-            Selection::Range(range) => self.range_impl(range),
-            Selection::Indices(indices) => self.indices_impl(indices),
+        let selection = selection.into();
+        let plan = Plan::new(&self.index, &selection)?;
+        match selection {
+            Selection::All | Selection::Range(_) => self.collect_in_order(&plan),
+            Selection::Indices(_) => self.collect(&plan),
         }
     }
 
@@ -366,10 +284,11 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         selection: impl Into<Selection<'a>>,
         mut each: impl FnMut(&[(usize, Bytes)]),
     ) -> Result<()> {
+        let plan = Plan::new(&self.index, &selection.into())?;
         let mut records = Vec::new();
-        self.selection_each(selection.into(), &mut |decoded, run| {
+        self.plan_each(&plan, &mut |decoded, picks| {
             records.clear();
-            records.extend(run.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
+            records.extend(picks.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
             each(&records);
         })
     }
@@ -380,10 +299,9 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// what [`from_file`](ArrayRecordReader::from_file) does with a duplicate
     /// of the file handle, and a source in object storage does with its cache.
     pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
-        self.parallel.file = Some(shared);
         // Workers read through the source they were started with.
         self.ahead = None;
-        self.parallel.stream = None;
+        self.fetcher.set_read_at(Some(shared));
     }
 
     /// Installs `hook`, told the byte ranges of the data chunks a read is
@@ -395,7 +313,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// (Readers of local files opened with [`from_file`](ArrayRecordReader::from_file)
     /// read chunks on the decoding threads and do not call it.)
     pub fn set_prefetch(&mut self, hook: impl FnMut(&[Range<u64>]) + Send + Sync + 'static) {
-        self.prefetch = Some(Box::new(hook));
+        self.fetcher.set_prefetch(Box::new(hook));
     }
 
     /// The index of the record [`read_next`](Self::read_next) returns.
@@ -406,7 +324,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Makes [`record_index`](Self::record_index) `index`, or
     /// [`num_records`](Self::num_records) if `index` is past the end.
     pub fn seek_record(&mut self, index: u64) {
-        self.sequential.seek(index.min(self.num_records));
+        self.sequential.seek(index.min(self.index.num_records()));
     }
 
     /// Reads the record at [`record_index`](Self::record_index) and moves on;
@@ -436,7 +354,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// ```
     pub fn read_next(&mut self) -> Result<Option<Bytes>> {
         let mut sequential = std::mem::take(&mut self.sequential);
-        let (num_records, readahead) = (self.num_records, self.options.readahead_buffer_size);
+        let (num_records, readahead) = (self.index.num_records(), self.options.readahead_buffer_size);
         let mut fetched = false;
         let next = sequential.next(num_records, readahead, |range| {
             fetched = true;
@@ -446,7 +364,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             if let Some(records) = self.take_ahead(&range) {
                 return records;
             }
-            self.range_impl(range)
+            self.collect_in_order(&Plan::range(&self.index, range)?)
         });
         if fetched
             && next.is_ok()
@@ -458,23 +376,15 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         next
     }
 
-    /// Hands the chunks of `range` to the pool's threads, to be collected by
-    /// [`take_ahead`](Self::take_ahead) when `read_next` gets there: only
+    /// Hands the chunks of `range` to the decoding threads, to be collected
+    /// by [`take_ahead`](Self::take_ahead) when `read_next` gets there: only
     /// when the threads read their chunks themselves (a file, an object), so
     /// that the caller goes on at once, and the range is worth a parallel batch.
     fn start_ahead(&mut self, range: Range<u64>) {
         self.cancel_ahead();
-        if self.parallel.file.is_none() {
-            return;
-        }
-        let Ok((ks, needed)) = self.range_plan(&range) else { return };
-        let (projection, options, chunks) = (&self.projection, &self.options, &self.chunks);
-        let Some(stream) = self.parallel.stream_for(options, projection, chunks, &ks) else { return };
-        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), chunks, &ks, options.readahead_buffer_size);
-        let started =
-            super::batch::start(stream, &mut read_where_decoded(chunks, &mut prefetcher), chunks, &ks, &needed);
-        if let Ok(started) = started {
-            self.ahead = Some(Ahead { range, ks, started });
+        let Ok(plan) = Plan::range(&self.index, range.clone()) else { return };
+        if let Some(started) = self.fetcher.start(&self.options, &self.index, plan.steps()) {
+            self.ahead = Some(Ahead { plan, range, started });
         }
     }
 
@@ -484,48 +394,26 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// dropped).
     fn take_ahead(&mut self, range: &Range<u64>) -> Option<Result<Vec<Bytes>>> {
         let ahead = self.ahead.take()?;
-        let stream = self.parallel.stream.as_mut()?;
-        // In a child forked since, the read-ahead was lost with the parent's threads.
-        if stream.renew_if_forked() {
-            return None;
-        }
         if ahead.range != *range {
-            stream.abandon();
+            self.fetcher.abandon();
             return None;
         }
-        let mut out = Vec::with_capacity(usize::try_from(range.end - range.start).unwrap_or(0).min(1 << 16));
-        let chunks = &self.chunks;
-        let result = super::batch::finish(stream, ahead.started, &mut |i, records| {
-            if let Some(entry) = ahead.ks.get(i).and_then(|&k| chunks.get(k)) {
-                let (from, to) = span_in(entry, range);
-                out.extend((from..to).filter_map(|j| records.get(j)));
-            }
-        });
+        let mut out = Vec::with_capacity(ahead.plan.len().min(1 << 16));
+        let (index, plan) = (&self.index, &ahead.plan);
+        let mut picks = Vec::new();
+        let result = self.fetcher.finish(ahead.started, &mut |i, records| {
+            plan.picks(index, i, &mut picks);
+            out.extend(picks.iter().filter_map(|&(_, j)| records.get(j)));
+        })?;
         Some(result.map(|()| out))
     }
 
-    /// Forgets the read-ahead of `read_next`, if any, before the pool does
-    /// anything else: its tasks are abandoned.
+    /// Forgets the read-ahead of `read_next`, if any, before the decode
+    /// stream does anything else: its tasks are abandoned.
     fn cancel_ahead(&mut self) {
-        if self.ahead.take().is_some()
-            && let Some(stream) = &mut self.parallel.stream
-        {
-            stream.abandon();
+        if self.ahead.take().is_some() {
+            self.fetcher.abandon();
         }
-    }
-
-    /// The chunks holding the records of `range` (not empty), and how many
-    /// of each one's first records are needed: of the last, only those up
-    /// to the range's end.
-    fn range_plan(&self, range: &Range<u64>) -> Result<(Vec<usize>, Vec<u64>)> {
-        let (first, _) = self.locate(range.start)?;
-        let (last, _) = self.locate(range.end - 1)?;
-        let ks: Vec<usize> = (first..=last).collect();
-        let needed: Vec<u64> = ks
-            .iter()
-            .map(|&k| self.chunks.get(k).map_or(u64::MAX, |entry| range.end.saturating_sub(entry.first_record)))
-            .collect();
-        Ok((ks, needed))
     }
 
     /// [`read_next`](Self::read_next) if that record is decoded already: no
@@ -534,66 +422,36 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.sequential.next_decoded()
     }
 
-    /// Decodes the chunks holding `selection`, in file order, handing each
-    /// chunk's records to `each` with the (position in the selection, index
-    /// in the chunk) of those asked for.
-    fn selection_each(&mut self, selection: Selection<'_>, each: &mut ChunkRun<'_>) -> Result<()> {
-        match selection {
-            Selection::All => self.range_each(0..self.num_records, each),
-            Selection::Range(range) => self.range_each(range, each),
-            Selection::Indices(indices) => self.indices_each(indices, each),
-        }
+    /// Decodes the chunks holding the records `plan` selects, in file order,
+    /// handing each chunk's records to `each` with the (position in the
+    /// selection, index in the chunk) of those asked for.
+    fn plan_each(&mut self, plan: &Plan, each: &mut ChunkRun<'_>) -> Result<()> {
+        self.cancel_ahead();
+        let index = &self.index;
+        let mut picks = Vec::new();
+        self.fetcher.run(&self.options, index, plan.steps(), &mut |i, records| {
+            plan.picks(index, i, &mut picks);
+            each(&records, &picks);
+        })
     }
 
-    /// The records of a range, in order.
-    fn range_impl(&mut self, range: Range<u64>) -> Result<Vec<Bytes>> {
+    /// The records `plan` selects, in the order asked, sharing their chunks'
+    /// buffers: for plans of whole chunks in order (a range).
+    fn collect_in_order(&mut self, plan: &Plan) -> Result<Vec<Bytes>> {
         // Counts are checked against the limits, but reserve little up front anyway.
-        let mut out =
-            Vec::with_capacity(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 16));
-        self.range_each(range, &mut |records, run| out.extend(run.iter().filter_map(|&(_, j)| records.get(j))))?;
+        let mut out = Vec::with_capacity(plan.len().min(1 << 16));
+        self.plan_each(plan, &mut |records, picks| out.extend(picks.iter().filter_map(|&(_, j)| records.get(j))))?;
         Ok(out)
     }
 
-    /// Decodes the chunks of `range`, handing each chunk's records to `each`
-    /// with the (position in the range, index in the chunk) of those in it.
-    fn range_each(&mut self, range: Range<u64>, each: &mut ChunkRun<'_>) -> Result<()> {
-        self.cancel_ahead();
-        if range.start >= range.end {
-            return Ok(());
-        }
-        let (ks, needed) = self.range_plan(&range)?;
-        let chunks = &self.chunks;
-        let mut run = Vec::new();
-        let mut sink = |i: usize, records: DecodedRecords| {
-            let Some(entry) = ks.get(i).and_then(|&k| chunks.get(k)) else { return };
-            let (from, to) = span_in(entry, &range);
-            // Position in the range of record `j` of the chunk (`from..to` are in the range).
-            let position = |j: usize| (entry.first_record + j as u64 - range.start) as usize;
-            run.clear();
-            run.extend((from..to).map(|j| (position(j), j)));
-            each(&records, &run);
-        };
-        Self::decode_chunks(
-            &mut self.source,
-            &mut self.decoder,
-            &self.options,
-            &self.projection,
-            chunks,
-            &ks,
-            &needed,
-            &mut self.parallel,
-            self.prefetch.as_mut(),
-            &mut sink,
-        )
-    }
-
-    /// The records of `indices`, in the order asked.
-    fn indices_impl(&mut self, indices: &[u64]) -> Result<Vec<Bytes>> {
-        let mut out = vec![Bytes::new(); indices.len()];
-        self.indices_each(indices, &mut |records, run| {
-            let wanted: usize = run.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
+    /// The records `plan` selects, in the order asked: slices of their
+    /// chunks, or copied out of a chunk of which they are a small part.
+    fn collect(&mut self, plan: &Plan) -> Result<Vec<Bytes>> {
+        let mut out = vec![Bytes::new(); plan.len()];
+        self.plan_each(plan, &mut |records, picks| {
+            let wanted: usize = picks.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
             if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
-                for &(p, j) in run {
+                for &(p, j) in picks {
                     if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
                         *slot = record;
                     }
@@ -604,8 +462,8 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             // keep every chunk it touched alive (and the allocator can reuse
             // their buffers for the next chunks instead of faulting in new pages).
             let mut buffer = Vec::with_capacity(wanted);
-            let mut spans = Vec::with_capacity(run.len());
-            for &(p, j) in run {
+            let mut spans = Vec::with_capacity(picks.len());
+            for &(p, j) in picks {
                 if let Some(record) = records.get_slice(j) {
                     let begin = buffer.len();
                     buffer.extend_from_slice(record);
@@ -621,159 +479,6 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         })?;
         Ok(out)
     }
-
-    /// Decodes the chunks holding `indices`, in file order, handing each
-    /// chunk's records to `each` with the (position in `indices`, index in
-    /// the chunk) of those asked for.
-    fn indices_each(&mut self, indices: &[u64], each: &mut ChunkRun<'_>) -> Result<()> {
-        self.cancel_ahead();
-        let mut located = Vec::with_capacity(indices.len());
-        for &index in indices {
-            let (k, j) = self.locate(index)?;
-            located.push((k, j));
-        }
-        // Positions in `indices`, grouped by chunk in file order.
-        let mut order: Vec<usize> = (0..indices.len()).collect();
-        order.sort_unstable_by_key(|&p| located.get(p).map_or(0, |l| l.0));
-        let mut ks: Vec<usize> = order.iter().filter_map(|&p| located.get(p).map(|l| l.0)).collect();
-        ks.dedup();
-        // Per chunk, how many of its first records hold those asked for.
-        let mut needed = vec![0u64; ks.len()];
-        let mut i = 0;
-        for &(k, j) in order.iter().filter_map(|&p| located.get(p)) {
-            while ks.get(i).is_some_and(|&ki| ki != k) {
-                i += 1;
-            }
-            if let Some(n) = needed.get_mut(i) {
-                *n = (*n).max(j as u64 + 1);
-            }
-        }
-        let mut cursor = 0usize;
-        let mut run = Vec::new();
-        let mut sink = |i: usize, records: DecodedRecords| {
-            let Some(&k) = ks.get(i) else { return };
-            // The positions in `indices` of this chunk's records, and their indices in it.
-            run.clear();
-            while let Some((p, &(pk, j))) = order.get(cursor).and_then(|&p| Some((p, located.get(p)?)))
-                && pk == k
-            {
-                run.push((p, j));
-                cursor += 1;
-            }
-            each(&records, &run);
-        };
-        Self::decode_chunks(
-            &mut self.source,
-            &mut self.decoder,
-            &self.options,
-            &self.projection,
-            &self.chunks,
-            &ks,
-            &needed,
-            &mut self.parallel,
-            self.prefetch.as_mut(),
-            &mut sink,
-        )
-    }
-
-    /// Reads and decodes chunks `ks` (ascending), handing each chunk's records
-    /// to `sink` with its position in `ks`, in order; `needed[i]` is how many
-    /// of chunk `ks[i]`'s first records are needed (simple chunks are decoded
-    /// no further). With `parallel` (the
-    /// parallel reads), a batch worth it is decoded on the pool's threads and
-    /// the calling thread; the pool is started if it is not yet.
-    ///
-    /// Errors are those the serial reading would return: the first in file
-    /// order, whether reading or decoding failed.
-    #[allow(clippy::too_many_arguments, reason = "disjoint borrows of the reader's fields")]
-    fn decode_chunks(
-        source: &mut Source<R>,
-        decoder: &mut ChunkDecoder,
-        options: &ArrayRecordReaderOptions,
-        projection: &FieldProjection,
-        chunks: &[ChunkEntry],
-        ks: &[usize],
-        needed: &[u64],
-        parallel: &mut Parallel,
-        prefetch: Option<&mut PrefetchHook>,
-        sink: &mut dyn FnMut(usize, DecodedRecords),
-    ) -> Result<()> {
-        let mut prefetcher = Prefetcher::new(prefetch, chunks, ks, options.readahead_buffer_size);
-        if let positional = parallel.file.is_some()
-            && let Some(stream) = parallel.stream_for(options, projection, chunks, ks)
-        {
-            let window = options.readahead_buffer_size;
-            if positional {
-                let mut read = read_where_decoded(chunks, &mut prefetcher);
-                return super::batch::run(stream, &mut read, chunks, ks, needed, window, sink);
-            }
-            // The calling thread only reads: data hashes are checked where
-            // the chunks are decoded.
-            let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
-            let mut next = 0;
-            let mut read = |k: usize, wanted: u64| {
-                prefetcher.before(next);
-                next += 1;
-                let entry = chunks.get(k).ok_or_else(not_indexed)?;
-                let reading = Reading::before(entry, ks.get(next).and_then(|&n| chunks.get(n)));
-                read_entry(source, &read_options, entry, reading).map(|chunk| Piece::Read(chunk, wanted))
-            };
-            return super::batch::run(stream, &mut read, chunks, ks, needed, window, sink);
-        }
-        for (i, &k) in ks.iter().enumerate() {
-            prefetcher.before(i);
-            let entry = chunks.get(k).ok_or_else(not_indexed)?;
-            let reading = Reading::before(entry, ks.get(i + 1).and_then(|&n| chunks.get(n)));
-            let chunk = read_entry(source, &options.chunks, entry, reading)?.gather();
-            let wanted = needed.get(i).copied().unwrap_or(u64::MAX);
-            sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, wanted)?);
-        }
-        Ok(())
-    }
-}
-
-impl Parallel {
-    /// The decode stream (made if it is not yet), if a parallel read of
-    /// chunks `ks` is worth it: more than one thread, more than one chunk,
-    /// and at least [`MIN_PARALLEL_BYTES`] of records.
-    fn stream_for(
-        &mut self,
-        options: &ArrayRecordReaderOptions,
-        projection: &FieldProjection,
-        chunks: &[ChunkEntry],
-        ks: &[usize],
-    ) -> Option<&mut DecodeStream> {
-        let threads = options.effective_parallelism();
-        if threads <= 1 || ks.len() <= 1 || estimated_decoded_size(chunks, ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
-            return None;
-        }
-        let file = &self.file;
-        Some(self.stream.get_or_insert_with(|| {
-            DecodeStream::new("array-record-decode", threads - 1, &options.chunks, file.clone(), projection.clone())
-        }))
-    }
-}
-
-/// The `read` of a parallel batch whose threads read their chunks themselves:
-/// each chunk is left to be read where it is decoded, after telling the
-/// prefetcher it is next.
-fn read_where_decoded<'a>(
-    chunks: &'a [ChunkEntry],
-    prefetcher: &'a mut Prefetcher<'_>,
-) -> impl FnMut(usize, u64) -> Result<Piece> + 'a {
-    let mut next = 0;
-    move |k, wanted| {
-        prefetcher.before(next);
-        next += 1;
-        chunks.get(k).map(|entry| Piece::At(*entry, wanted)).ok_or_else(not_indexed)
-    }
-}
-
-/// The indices within the chunk of `entry` of its records in `range`.
-fn span_in(entry: &ChunkEntry, range: &Range<u64>) -> (usize, usize) {
-    let from = range.start.saturating_sub(entry.first_record) as usize;
-    let to = range.end.saturating_sub(entry.first_record).min(entry.num_records) as usize;
-    (from, to)
 }
 
 /// What a batch read does with one chunk's records: the chunk's records, and
@@ -797,14 +502,9 @@ impl ArrayRecordReader<PositionalFile> {
         let file = file.into();
         let shared = file.shared();
         let mut reader = Self::with_options(file, options)?;
-        reader.parallel.file = shared;
+        reader.fetcher.set_read_at(shared);
         Ok(reader)
     }
-}
-
-/// An index lookup that cannot fail: the index was checked when it was built.
-fn not_indexed() -> Error {
-    Error::internal("a chunk or record missing from the checked index")
 }
 
 #[cfg(all(test, feature = "zstd"))]
@@ -813,6 +513,8 @@ mod tests {
 
     use super::*;
     use crate::ArrayRecordWriter;
+    use crate::ErrorKind;
+    use crate::stream::DecodeStream;
 
     /// `num_records` records of 1000 bytes in chunks of 10.
     fn file(num_records: u32) -> Vec<u8> {
@@ -916,13 +618,13 @@ mod tests {
         // 100 records: 100 KB decoded, under MIN_PARALLEL_BYTES.
         assert_eq!(reader.read_batch(0..100).unwrap().len(), 100);
         assert_eq!(reader.read_batch(&[5, 999, 5]).unwrap().len(), 3);
-        assert!(reader.parallel.stream.is_none());
+        assert!(reader.fetcher.stream.is_none());
         assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 1000);
-        assert_eq!(reader.parallel.stream.as_mut().map(DecodeStream::threads), Some(2));
+        assert_eq!(reader.fetcher.stream.as_mut().map(DecodeStream::threads), Some(2));
         // Reads with one thread never start it.
         let mut single = open(&file, 1);
         assert_eq!(single.read_batch(Selection::All).unwrap().len(), 1000);
-        assert!(single.parallel.stream.is_none());
+        assert!(single.fetcher.stream.is_none());
     }
 
     #[test]
@@ -930,7 +632,7 @@ mod tests {
         let file = file(500);
         let mut reader = open(&file, 4);
         assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 500);
-        let stream = reader.parallel.stream.as_mut().unwrap();
+        let stream = reader.fetcher.stream.as_mut().unwrap();
         assert_eq!(stream.threads(), 3);
         // Every thread holds the pool's liveness token until it ends.
         let liveness = stream.alive().unwrap();
@@ -940,7 +642,7 @@ mod tests {
         // A new projection goes to the same threads with the next jobs.
         let mut reader = open(&file, 2);
         let all = reader.read_batch(Selection::All).unwrap();
-        let liveness = reader.parallel.stream.as_ref().unwrap().alive().unwrap();
+        let liveness = reader.fetcher.stream.as_ref().unwrap().alive().unwrap();
         reader.set_field_projection(FieldProjection::all());
         assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
         assert!(liveness.upgrade().is_some());

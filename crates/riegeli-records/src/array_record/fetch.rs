@@ -1,0 +1,223 @@
+//! Fetching and decoding the chunks of a [`Plan`](super::plan::Plan) for an
+//! [`ArrayRecordReader`](super::ArrayRecordReader): serially on the calling
+//! thread, or as tasks on the decode stream when the options give threads
+//! and the plan is worth them ([`batch`](super::batch)).
+
+use std::io::{Read, Seek};
+use std::sync::Arc;
+
+use riegeli_codec::{DecodedRecords, FieldProjection};
+
+use super::batch::{self, MIN_TASK_BYTES, Started};
+use super::options::ArrayRecordReaderOptions;
+use super::plan::{ChunkIndex, Step};
+use super::prefetch::{PrefetchHook, Prefetcher};
+use crate::chunk_reader::RawChunk;
+use crate::decode::ChunkDecoder;
+use crate::error::Result;
+use crate::indexed::{ChunkEntry, Reading, read_entry};
+use crate::options::ChunkReadOptions;
+use crate::positional::{ReadAt, SharedFile};
+use crate::source::Source;
+use crate::stream::{DecodeStream, Piece};
+
+/// Plans decode serially below this estimated decoded size (from the index),
+/// where handing work to another thread costs more than it saves.
+pub(crate) const MIN_PARALLEL_BYTES: u64 = 128 << 10;
+
+/// What reads and decodes an ArrayRecord reader's chunks.
+pub(crate) struct Fetcher<R> {
+    source: Source<R>,
+    /// Decodes on the calling thread.
+    decoder: ChunkDecoder,
+    projection: FieldProjection,
+    /// Decodes on worker threads, made by the first plan worth it (its
+    /// threads are joined on drop).
+    pub(super) stream: Option<DecodeStream>,
+    /// For a reader opened on a `File` (where the platform allows) or on an
+    /// object: what the decoding threads read their chunks from themselves.
+    file: Option<SharedFile>,
+    prefetch: Option<PrefetchHook>,
+}
+
+impl<R: Read + Seek> Fetcher<R> {
+    pub(crate) fn new(source: Source<R>, options: &ChunkReadOptions) -> Self {
+        Self {
+            source,
+            decoder: ChunkDecoder::new(options),
+            projection: FieldProjection::all(),
+            stream: None,
+            file: None,
+            prefetch: None,
+        }
+    }
+
+    pub(crate) fn source(&self) -> &Source<R> {
+        &self.source
+    }
+
+    pub(crate) fn into_source(self) -> Source<R> {
+        self.source
+    }
+
+    /// Decodes later chunks with `projection` (what the threads decode
+    /// already keeps the old one: abandon it first).
+    pub(crate) fn set_projection(&mut self, options: &ChunkReadOptions, projection: FieldProjection) {
+        self.decoder = ChunkDecoder::with_projection(options, projection.clone());
+        if let Some(stream) = &mut self.stream {
+            stream.set_projection(projection.clone());
+        }
+        self.projection = projection;
+    }
+
+    /// Lets the decoding threads read their chunks from `shared`; threads
+    /// already started are dropped (they read through the file they were
+    /// started with).
+    pub(crate) fn set_read_at(&mut self, shared: Option<Arc<dyn ReadAt>>) {
+        self.file = shared;
+        self.stream = None;
+    }
+
+    pub(crate) fn set_prefetch(&mut self, hook: PrefetchHook) {
+        self.prefetch = Some(hook);
+    }
+
+    /// Reads the chunk of `entry` by itself (`Alone`), or after the one before
+    /// it (`InOrder`), checked against its entry.
+    pub(crate) fn read_one(
+        &mut self,
+        options: &ChunkReadOptions,
+        entry: &ChunkEntry,
+        reading: Reading,
+    ) -> Result<RawChunk> {
+        if let Some(hook) = &mut self.prefetch {
+            hook(std::slice::from_ref(&(entry.offset..entry.limit)));
+        }
+        Ok(read_entry(&mut self.source, options, entry, reading)?.gather())
+    }
+
+    /// Decodes the first `needed` records of `chunk` on the calling thread.
+    pub(crate) fn decode(&mut self, chunk: &RawChunk, verify_hashes: bool, needed: u64) -> Result<DecodedRecords> {
+        self.decoder.data_records_prefix(chunk, verify_hashes, needed)
+    }
+
+    /// Reads and decodes the chunks of `steps` (ascending), handing each
+    /// chunk's records to `sink` with its position in `steps`, in order. A
+    /// plan worth it (more than one chunk, at least [`MIN_PARALLEL_BYTES`] of
+    /// records, more than one thread in the options) is decoded on the
+    /// decode stream's threads and the calling thread, the stream started if
+    /// it is not yet; at most `readahead_buffer_size` raw bytes are read ahead.
+    ///
+    /// Errors are those serial reading would return: the first in file
+    /// order, whether reading or decoding failed.
+    pub(crate) fn run(
+        &mut self,
+        options: &ArrayRecordReaderOptions,
+        index: &ChunkIndex,
+        steps: &[Step],
+        sink: &mut dyn FnMut(usize, DecodedRecords),
+    ) -> Result<()> {
+        let (source, decoder) = (&mut self.source, &mut self.decoder);
+        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
+        if let Some(stream) = stream_for(&mut self.stream, &self.file, &self.projection, options, index, steps) {
+            let window = options.readahead_buffer_size;
+            if self.file.is_some() {
+                let mut read = read_where_decoded(index, &mut prefetcher);
+                return batch::run(stream, &mut read, index, steps, window, sink);
+            }
+            // The calling thread only reads: data hashes are checked where
+            // the chunks are decoded.
+            let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
+            let mut next = 0;
+            let mut read = |step: Step| {
+                prefetcher.before(next);
+                next += 1;
+                let entry = index.entry(step.id)?;
+                let reading = Reading::before(&entry, steps.get(next).and_then(|n| index.entry(n.id).ok()).as_ref());
+                read_entry(source, &read_options, &entry, reading).map(|chunk| Piece::Read(chunk, step.needed))
+            };
+            return batch::run(stream, &mut read, index, steps, window, sink);
+        }
+        for (i, step) in steps.iter().enumerate() {
+            prefetcher.before(i);
+            let entry = index.entry(step.id)?;
+            let reading = Reading::before(&entry, steps.get(i + 1).and_then(|n| index.entry(n.id).ok()).as_ref());
+            let chunk = read_entry(source, &options.chunks, &entry, reading)?.gather();
+            sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, step.needed)?);
+        }
+        Ok(())
+    }
+
+    /// Hands the chunks of `steps` to the decoding threads without waiting,
+    /// to be collected by [`finish`](Self::finish): only when the threads read
+    /// their chunks themselves and the plan is worth them (`None` otherwise,
+    /// or when handing them out failed).
+    pub(crate) fn start(
+        &mut self,
+        options: &ArrayRecordReaderOptions,
+        index: &ChunkIndex,
+        steps: &[Step],
+    ) -> Option<Started> {
+        self.file.as_ref()?;
+        let stream = stream_for(&mut self.stream, &self.file, &self.projection, options, index, steps)?;
+        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
+        batch::start(stream, &mut read_where_decoded(index, &mut prefetcher), index, steps).ok()
+    }
+
+    /// Waits for what [`start`](Self::start) handed out and hands each
+    /// chunk's records to `sink`, as [`run`](Self::run) does; `None` if that
+    /// was lost (in a child forked since, with the parent's threads).
+    pub(crate) fn finish(
+        &mut self,
+        started: Started,
+        sink: &mut dyn FnMut(usize, DecodedRecords),
+    ) -> Option<Result<()>> {
+        let stream = self.stream.as_mut()?;
+        if stream.renew_if_forked() {
+            return None;
+        }
+        Some(batch::finish(stream, started, sink))
+    }
+
+    /// Drops what [`start`](Self::start) handed out.
+    pub(crate) fn abandon(&mut self) {
+        if let Some(stream) = &mut self.stream {
+            stream.abandon();
+        }
+    }
+}
+
+/// The decode stream (made if it is not yet), if decoding `steps` on it is
+/// worth it: more than one thread, more than one chunk, and at least
+/// [`MIN_PARALLEL_BYTES`] of records.
+fn stream_for<'a>(
+    stream: &'a mut Option<DecodeStream>,
+    file: &Option<SharedFile>,
+    projection: &FieldProjection,
+    options: &ArrayRecordReaderOptions,
+    index: &ChunkIndex,
+    steps: &[Step],
+) -> Option<&'a mut DecodeStream> {
+    let threads = options.effective_parallelism();
+    if threads <= 1 || steps.len() <= 1 || index.decoded_size(steps, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
+        return None;
+    }
+    Some(stream.get_or_insert_with(|| {
+        DecodeStream::new("array-record-decode", threads - 1, &options.chunks, file.clone(), projection.clone())
+    }))
+}
+
+/// The `read` of a batch whose threads read their chunks themselves: each
+/// chunk is left to be read where it is decoded, after telling the
+/// prefetcher it is next.
+fn read_where_decoded<'a>(
+    index: &'a ChunkIndex,
+    prefetcher: &'a mut Prefetcher<'_>,
+) -> impl FnMut(Step) -> Result<Piece> + 'a {
+    let mut next = 0;
+    move |step| {
+        prefetcher.before(next);
+        next += 1;
+        Ok(Piece::At(index.entry(step.id)?, step.needed))
+    }
+}
