@@ -1,17 +1,18 @@
-//! [`ChunkReader`]: a file read chunk by chunk, for inspection tools; with
-//! [`read_decoded`](ChunkReader::read_decoded), each chunk with its records,
-//! hash-checked and decoded on background threads if asked (the read-ahead
-//! of [`RecordReader`](crate::RecordReader), on the same pool).
+//! [`ChunkReader`]: a file read chunk by chunk, for inspection tools: the
+//! [`ChunkStream`] of [`RecordReader`](crate::RecordReader) with decoding
+//! optional; with [`read_decoded`](ChunkReader::read_decoded), each chunk
+//! with its records, hash-checked and decoded on the stream's threads if
+//! asked.
 
 use std::io::Read;
 
-use riegeli_codec::{DecodedRecords, FieldProjection};
+use riegeli_codec::DecodedRecords;
 
-use crate::chunk_reader::{Chunk, Pending, RawChunk, ReadError, read_chunk, verify_hash};
-use crate::decode::ChunkDecoder;
+use crate::chunk_reader::{Chunk, Pending, RawChunk, ReadError, verify_hash};
+use crate::chunk_stream::ChunkStream;
 use crate::error::Error;
 use crate::options::{ChunkReadOptions, RecordReaderOptions};
-use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
+use crate::read_ahead::Fetched;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 
@@ -31,14 +32,9 @@ type Checked = (RawChunk, Option<Records>);
 /// [`read_decoded`](Self::read_decoded) does.
 #[derive(Debug)]
 pub struct ChunkReader<R> {
-    source: Source<R>,
-    /// Chunk limits and hash checks; with decoding threads, their number too.
-    options: RecordReaderOptions,
+    /// The chunks; with decoding threads, read ahead, checked and decoded on them.
+    chunks: ChunkStream<R>,
     pending: Option<Pending>,
-    /// With decoding threads: chunks read ahead, checked and decoded on them.
-    ahead: Option<ReadAhead>,
-    /// Decodes on the calling thread (made on first use).
-    decoder: Option<ChunkDecoder>,
     /// The records `read_decoded` returned last (dropped at the next call,
     /// when their buffers go back to the decoder that made them).
     lent: Option<DecodedRecords>,
@@ -57,14 +53,13 @@ impl<R: Read> ChunkReader<R> {
     /// damage; chunks, errors and skipped regions are those of a reader
     /// without threads.
     pub fn with_decoding_threads(src: R, options: ChunkReadOptions, threads: usize) -> Self {
-        let ahead = (threads > 0).then(|| ReadAhead::new(threads, &options, FieldProjection::all()));
         let options = RecordReaderOptions { chunks: options, parallelism: threads, ..RecordReaderOptions::default() };
-        Self { source: Source::new(src, 0), options, pending: None, ahead, decoder: None, lent: None }
+        Self { chunks: ChunkStream::new(Source::new(src, 0), options), pending: None, lent: None }
     }
 
     /// The position of the next chunk.
     pub fn pos(&self) -> u64 {
-        self.ahead.as_ref().and_then(ReadAhead::front_begin).unwrap_or(self.source.pos())
+        self.chunks.pos()
     }
 
     /// Reads the next chunk, or `None` at the end of the file. After an error
@@ -86,10 +81,7 @@ impl<R: Read> ChunkReader<R> {
         let Some((raw, decoded)) = self.read_checked()? else { return Ok(None) };
         let records = match decoded {
             Some(records) => records,
-            None => {
-                let decoder = self.decoder.get_or_insert_with(|| ChunkDecoder::new(&self.options.chunks));
-                decoder.checked_decode(&raw, self.options.chunks.verify_hashes)
-            }
+            None => self.chunks.decode(&raw),
         };
         let records = match records {
             Ok(Some(records)) => Ok(Some(&*self.lent.insert(records))),
@@ -101,11 +93,7 @@ impl<R: Read> ChunkReader<R> {
 
     /// The next chunk, hash-checked, with its records if a thread decoded them.
     fn read_checked(&mut self) -> Result<Option<Checked>, Error> {
-        let fetched = match &mut self.ahead {
-            Some(ahead) => ahead.fetch(&mut self.source, &self.options),
-            None => read_chunk(&mut self.source, &self.options.chunks).map(|chunk| chunk.map(Fetched::serial)),
-        };
-        let damage = match fetched {
+        let damage = match self.chunks.next() {
             Ok(None) => return Ok(None),
             Ok(Some(Fetched { chunk, decoded: Some(Ok(decoded)) })) => match decoded.hash {
                 Ok(()) => return Ok(Some((chunk, Some(decoded.result)))),
@@ -113,7 +101,8 @@ impl<R: Read> ChunkReader<R> {
             },
             // Its outcome was lost (a fork), or its thread panicked: checked
             // (if a thread was to check it) and decoded here.
-            Ok(Some(Fetched { mut chunk, decoded: _ })) => match verify_hash(&mut chunk, &self.options.chunks) {
+            Ok(Some(Fetched { mut chunk, decoded: _ })) => match verify_hash(&mut chunk, &self.chunks.options().chunks)
+            {
                 Ok(()) => return Ok(Some((chunk, None))),
                 Err(damage) => damage,
             },
@@ -128,6 +117,6 @@ impl<R: Read> ChunkReader<R> {
     /// Skips the damage the last error reported; returns the skipped region.
     pub fn recover(&mut self) -> Result<Option<SkippedRegion>, Error> {
         let Some(pending) = self.pending.take() else { return Ok(None) };
-        skip_damage_ahead(self.ahead.as_mut(), &mut self.source, pending).map(Some)
+        self.chunks.skip(pending).map(Some)
     }
 }

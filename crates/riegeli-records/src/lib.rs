@@ -55,6 +55,7 @@
 
 mod array_record;
 mod chunk_reader;
+mod chunk_stream;
 mod chunker;
 mod chunks;
 mod decode;

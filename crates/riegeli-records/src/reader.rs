@@ -7,14 +7,15 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
 
-use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume, read_chunk};
+use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume};
+use crate::chunk_stream::ChunkStream;
 use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
 use crate::error::{Corruption, Error, ErrorKind, Result};
 use crate::hints::ReadHints;
 use crate::metadata::RecordsMetadata;
 use crate::options::RecordReaderOptions;
 use crate::position::RecordPosition;
-use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
+use crate::read_ahead::Fetched;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::trailer::{Disposition, TrailerDetector};
@@ -94,9 +95,9 @@ enum Which {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RecordReader<R> {
-    source: Source<R>,
-    options: RecordReaderOptions,
-    decoder: ChunkDecoder,
+    /// The file's chunks in order (read ahead and decoded on threads with
+    /// `parallelism > 0`), and the options.
+    chunks: ChunkStream<R>,
     records: DecodedRecords,
     /// Where the chunk of `records` begins (meaningful when `records` is non-empty).
     chunk_begin: u64,
@@ -114,8 +115,6 @@ pub struct RecordReader<R> {
     /// Recognises an ArrayRecord footer and postscript, to skip them.
     trailer: TrailerDetector,
     last_pos: Option<RecordPosition>,
-    /// With `parallelism > 0`: chunks read ahead and decoded on worker threads.
-    ahead: Option<ReadAhead>,
     /// Reading ends before the first chunk beginning at or after this
     /// (see [`set_byte_range`](Self::set_byte_range)).
     range_end: u64,
@@ -127,7 +126,7 @@ pub struct RecordReader<R> {
 impl<R> std::fmt::Debug for RecordReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecordReader")
-            .field("pos", &self.source.pos())
+            .field("pos", &self.chunks.pos())
             .field("chunk_begin", &self.chunk_begin)
             .field("index", &self.index)
             .finish_non_exhaustive()
@@ -148,13 +147,8 @@ impl<R: Read> RecordReader<R> {
     /// A reader of a stream that starts at file position `pos` (which must be a
     /// chunk boundary, e.g. from an earlier [`pos`](Self::pos)`.chunk_begin()`).
     pub fn at_position(src: R, pos: u64, options: RecordReaderOptions) -> Self {
-        let projection = options.field_projection.clone();
-        let ahead =
-            (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, &options.chunks, projection.clone()));
         Self {
-            source: Source::new(src, pos),
-            decoder: ChunkDecoder::with_projection(&options.chunks, projection),
-            options,
+            chunks: ChunkStream::new(Source::new(src, pos), options),
             records: DecodedRecords::default(),
             chunk_begin: pos,
             index: 0,
@@ -165,7 +159,6 @@ impl<R: Read> RecordReader<R> {
             pending: None,
             trailer: TrailerDetector::new(),
             last_pos: None,
-            ahead,
             range_end: u64::MAX,
             footer_without_postscript: None,
         }
@@ -179,17 +172,17 @@ impl<R: Read> RecordReader<R> {
 
     /// The options.
     pub fn options(&self) -> &RecordReaderOptions {
-        &self.options
+        self.chunks.options()
     }
 
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
-        self.source.get_ref()
+        self.chunks.source().get_ref()
     }
 
     /// Returns the underlying reader (its position is unspecified).
     pub fn into_inner(self) -> R {
-        self.source.into_inner()
+        self.chunks.into_source().into_inner()
     }
 
     /// Reads the next record, or `None` at the end of the file.
@@ -263,24 +256,13 @@ impl<R: Read> RecordReader<R> {
         match (&self.peeked, &self.peeked_damage) {
             (Some(fetched), _) => fetched.chunk.begin,
             (None, Some(damage)) => damage.begin,
-            (None, None) => self.ahead.as_ref().and_then(ReadAhead::front_begin).unwrap_or(self.source.pos()),
+            (None, None) => self.chunks.pos(),
         }
     }
 
-    /// Reads the next chunk: from the read-ahead queue (which it tops up) or
-    /// from the source.
+    /// Reads the next chunk.
     fn fetch(&mut self) -> std::result::Result<Option<Fetched>, ReadError> {
-        match &mut self.ahead {
-            Some(ahead) => ahead.fetch(&mut self.source, &self.options),
-            None => read_chunk(&mut self.source, &self.options.chunks).map(|chunk| chunk.map(Fetched::serial)),
-        }
-    }
-
-    /// Forgets the chunks read ahead (before the source moves elsewhere).
-    fn discard_ahead(&mut self) {
-        if let Some(ahead) = &mut self.ahead {
-            ahead.discard();
-        }
+        self.chunks.next()
     }
 
     /// The position of the record last read, until the next seek.
@@ -365,7 +347,7 @@ impl<R: Read> RecordReader<R> {
             }
         }
         match &self.metadata {
-            MetadataState::Present(chunk) => self.decoder.metadata(chunk).map(Some),
+            MetadataState::Present(chunk) => self.chunks.metadata(chunk).map(Some),
             _ => Ok(None),
         }
     }
@@ -404,7 +386,7 @@ impl<R: Read> RecordReader<R> {
                 None => match self.fetch() {
                     Ok(Some(fetched)) => fetched,
                     Ok(None) => {
-                        self.chunk_begin = self.source.pos();
+                        self.chunk_begin = self.chunks.pos();
                         return Ok(false);
                     }
                     Err(ReadError::Io(e)) => return Err(e),
@@ -439,7 +421,7 @@ impl<R: Read> RecordReader<R> {
     /// records, rather than an ArrayRecord footer or postscript to skip. A
     /// possible footer is decided by the data chunk after it, read ahead.
     fn keeps_records(&mut self, header: &riegeli_framing::ChunkHeader) -> Result<bool> {
-        if self.options.read_array_record_trailer {
+        if self.chunks.options().read_array_record_trailer {
             return Ok(true);
         }
         let records = &self.records;
@@ -501,7 +483,7 @@ impl<R: Read> RecordReader<R> {
             // Decoded here even if a worker decodes it too: this is rare (a
             // chunk that looks like a footer) and the chunk is small if it is
             // a postscript.
-            let options = &self.options.chunks;
+            let options = &self.chunks.options().chunks;
             let decode = || ChunkDecoder::new(options).checked_decode(chunk, options.verify_hashes).ok().flatten();
             let step = self.trailer.feed(chunk.begin, &chunk.header, decode, || None::<DecodedRecords>);
             if !step.release_held {
@@ -542,7 +524,7 @@ impl<R: Read> RecordReader<R> {
                 decoded.result
             }
             Some(Err(_)) => return Err(Failure::Panicked(Box::new(Fetched::serial(chunk)))),
-            None => self.decoder.checked_decode(&chunk, self.options.chunks.verify_hashes),
+            None => self.chunks.decode(&chunk),
         };
         match decoded {
             Ok(Some(records)) => {
@@ -591,7 +573,7 @@ impl<R: Read> RecordReader<R> {
         self.index = 0;
         self.peeked = None;
         self.peeked_damage = None;
-        let region = skip_damage_ahead(self.ahead.as_mut(), &mut self.source, pending)?;
+        let region = self.chunks.skip(pending)?;
         self.chunk_begin = region.end();
         Ok(region)
     }
@@ -608,13 +590,14 @@ enum Failure {
 impl<R: Read + Seek> RecordReader<R> {
     /// The size of the file in bytes.
     pub fn size(&mut self) -> Result<u64> {
-        Ok(self.source.size()?)
+        Ok(self.chunks.size()?)
     }
 
     /// Fails if file position `pos` is past the end of the file (C++ `Seek` fails there,
     /// with this message); the size is asked only if `pos` is past the bytes buffered.
     fn check_within_file(&mut self, pos: u64) -> Result<()> {
-        if pos <= self.source.pos().saturating_add(self.source.buffered().len() as u64) {
+        let source = self.chunks.source();
+        if pos <= source.pos().saturating_add(source.buffered().len() as u64) {
             return Ok(());
         }
         let size = self.size()?;
@@ -627,7 +610,6 @@ impl<R: Read + Seek> RecordReader<R> {
 
     /// Moves to chunk boundary `pos` without reading.
     fn jump_to(&mut self, pos: u64) -> Result<()> {
-        self.discard_ahead();
         self.records = DecodedRecords::default();
         self.index = 0;
         self.peeked = None;
@@ -635,7 +617,7 @@ impl<R: Read + Seek> RecordReader<R> {
         self.pending = None;
         self.trailer = TrailerDetector::new();
         self.chunk_begin = pos;
-        self.source.seek(pos)?;
+        self.chunks.seek(pos)?;
         if pos > 0 && matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
@@ -647,15 +629,11 @@ impl<R: Read + Seek> RecordReader<R> {
     /// [`RecordReaderOptions::field_projection`] does from the start: if the
     /// current chunk has records left, it is read and decoded again.
     pub fn set_field_projection(&mut self, projection: FieldProjection) -> Result<()> {
-        if let Some(ahead) = &mut self.ahead {
-            // Chunks already handed to the workers are decoded again, here.
-            ahead.set_projection(projection.clone());
-            if let Some(peeked) = &mut self.peeked {
-                peeked.decoded = None;
-            }
+        // Chunks already handed to the workers are decoded again, here.
+        if let Some(peeked) = &mut self.peeked {
+            peeked.decoded = None;
         }
-        self.decoder.set_field_projection(projection.clone());
-        self.options.field_projection = projection;
+        self.chunks.set_projection(projection);
         if self.index >= self.records.len() {
             return Ok(());
         }
@@ -711,18 +689,17 @@ impl<R: Read + Seek> RecordReader<R> {
     where
         R: ReadHints,
     {
-        self.source.get_ref().will_stop_at(range.end);
+        self.chunks.source().get_ref().will_stop_at(range.end);
         let first = self.locate_chunk(range.start, Which::AtOrAfter)?;
         self.jump_to(first)?;
         self.last_pos = None;
         self.range_end = range.end;
-        if let Some(ahead) = &mut self.ahead {
-            ahead.stop_at(range.end);
-        }
+        self.chunks.stop_at(range.end);
         // The source is read next past what the reader holds of it (the block where the
         // first chunk was looked for).
-        let next = self.source.pos().saturating_add(self.source.buffered().len() as u64);
-        self.source.get_ref().will_read(next..range.end.max(next));
+        let source = self.chunks.source();
+        let next = source.pos().saturating_add(source.buffered().len() as u64);
+        source.get_ref().will_read(next..range.end.max(next));
         Ok(())
     }
 
@@ -794,8 +771,8 @@ impl<R: Read + Seek> RecordReader<R> {
 
     /// Loads the chunk at the current position; `true` if it has records.
     fn load_chunk_here(&mut self) -> Result<bool> {
-        let begin = self.source.pos();
-        let chunk = match read_chunk(&mut self.source, &self.options.chunks) {
+        let begin = self.chunks.pos();
+        let chunk = match self.chunks.read_here() {
             Ok(Some(chunk)) => chunk,
             Ok(None) => return Ok(false),
             Err(ReadError::Io(e)) => return Err(e),
@@ -817,12 +794,11 @@ impl<R: Read + Seek> RecordReader<R> {
         // a possible footer is judged by the chunk after it.
         self.trailer = TrailerDetector::new();
         let keep = self.keeps_records(&header);
-        if self.peeked.is_some() || self.peeked_damage.is_some() || self.source.pos() != end {
+        if self.peeked.is_some() || self.peeked_damage.is_some() || self.chunks.pos() != end {
             // Back to the end of this chunk, whatever was read ahead.
             self.peeked = None;
             self.peeked_damage = None;
-            self.discard_ahead();
-            self.source.seek(end)?;
+            self.chunks.seek(end)?;
         }
         if !keep? {
             self.drop_records();
@@ -834,16 +810,16 @@ impl<R: Read + Seek> RecordReader<R> {
     /// Finds a chunk by position using block headers, then chunk headers
     /// within one block: never a scan of the whole file.
     fn locate_chunk(&mut self, target: u64, which: Which) -> Result<u64> {
-        // The source moves: what was read ahead would no longer follow it.
-        self.discard_ahead();
+        // The source moves: what was read ahead is forgotten.
+        let source = self.chunks.source_mut();
         let mut block = block_begin(target);
         let mut chunk = loop {
             if block == 0 {
                 break 0;
             }
-            self.source.seek(block)?;
-            self.source.fill(BLOCK_HEADER_SIZE as usize)?;
-            match BlockHeader::parse(self.source.buffered(), block) {
+            source.seek(block)?;
+            source.fill(BLOCK_HEADER_SIZE as usize)?;
+            match BlockHeader::parse(source.buffered(), block) {
                 Ok((header, _)) if header.previous_chunk == 0 => break block,
                 Ok((header, _)) => {
                     let next = header.chunk_end(block);
@@ -860,12 +836,12 @@ impl<R: Read + Seek> RecordReader<R> {
             if chunk >= target {
                 return Ok(chunk);
             }
-            self.source.seek(chunk)?;
-            let have = self.source.fill(64)?;
+            source.seek(chunk)?;
+            let have = source.fill(64)?;
             if have == 0 {
                 return Ok(chunk);
             }
-            let header = match parse_chunk_header(self.source.buffered(), chunk) {
+            let header = match parse_chunk_header(source.buffered(), chunk) {
                 Ok((header, _)) => header,
                 Err(e) if e.is_incomplete() => {
                     return Err(Error::corrupt(chunk, Corruption::Truncated { end: chunk + have as u64 }));
@@ -982,7 +958,7 @@ impl<R: Read + Seek> RecordReader<R> {
                 }
                 self.jump_to(chunk)?;
                 if !self.load_chunk_here()? {
-                    let next = self.source.pos();
+                    let next = self.chunks.pos();
                     if next <= chunk {
                         high = first;
                         continue 'bisect;
@@ -990,7 +966,7 @@ impl<R: Read + Seek> RecordReader<R> {
                     chunk = next;
                     continue;
                 }
-                let next = self.source.pos();
+                let next = self.chunks.pos();
                 let mut verdict = None;
                 for i in 0..self.records.len() {
                     if let Some(ordering) = judge(self, chunk, i)? {
