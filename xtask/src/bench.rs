@@ -30,11 +30,16 @@
 //!   package (`riegeli.array_record`) against array-record 0.8.6's `array_record_module` (C++) on
 //!   the same files, from Python (`xtask/bench/python/bench_python.py`): batch reads,
 //!   `read()` and `data_source[i]` loops, a Grain pipeline, two threads against one; a table on
-//!   stdout and in `target/bench-python/table.md`.
+//!   stdout and in `target/bench-python/table.md`. With `--baseline-ref REF [--alternations N]`
+//!   the package as it was at REF is built into a venv of its own and the script runs N times
+//!   in each venv, alternately: a before → now table of the medians (ours' records/s and
+//!   ours/C++, C++ being timed in the same process) in `target/bench-python/baseline.md`.
 //! - `bench objects [--megabytes N] [--latency-ms N] [--rounds N] [--servers s3,http]`: ~100 MB
 //!   ArrayRecord and Riegeli files read from S3 (`xtask/s3-server`) and HTTP (nginx) on loopback, every
 //!   request delayed by a proxy, against the same reads from local disk; a table in
-//!   `target/object-bench/table.md`.
+//!   `target/object-bench/table.md`. `--baseline-ref REF [--alternations N]`: `object_bench` as
+//!   it was at REF and ours, N times each, alternately, against the same servers; a before → now
+//!   table of the medians in `target/object-bench/baseline.md`.
 //! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
 //!   in the engines venv (`xtask/bench/python/bench_engines.py`), on the same records
 //!   (1 GB of ~4 KiB text-like records by default, kept under /dev/shm): Beam's DirectRunner
@@ -343,13 +348,35 @@ fn render_baseline(rows: &[(String, Value, Value)], baseline: &str) -> String {
     out
 }
 
-/// `bench python`: installs our package (release) into the oracle venv and runs the script,
-/// which prints the table and writes it to `target/bench-python/table.md`.
+/// `bench python [--baseline-ref REF] [--alternations N] ...`: installs our package (release)
+/// into the oracle venv and runs the script, which prints the table and writes it to
+/// `target/bench-python/table.md`. With a baseline, the package as it was at `REF` goes into a
+/// venv of its own (`target/bench-baseline-venv`), the same script runs N times (default 3) in
+/// each venv, alternately, and a before → now table of the medians is added.
 fn python(sh: &Shell, args: &[String]) -> Result<()> {
+    let (baseline, alternations, args) = alternation_args(args)?;
     crate::common::step("installing riegeli (Python, release) into the oracle venv");
     let python = crate::python::install_package(sh)?;
-    crate::common::step("timing ours against array_record_module (C++), from Python");
-    cmd!(sh, "{python} xtask/bench/python/bench_python.py {args...}").run()?;
+    let Some(git_ref) = baseline else {
+        crate::common::step("timing ours against array_record_module (C++), from Python");
+        cmd!(sh, "{python} xtask/bench/python/bench_python.py {args...}").run()?;
+        return Ok(());
+    };
+    let before = build_at(sh, &git_ref, Benchmark::Python)?;
+    let work = crate::common::project_root().join("target/bench-python");
+    sh.create_dir(&work)?;
+    let script = crate::common::project_root().join("xtask/bench/python/bench_python.py");
+    let tables = alternate(alternations, |round, which| {
+        let program = if which == Which::Now { python.clone() } else { before.program.clone() };
+        let out = work.join(format!("{}-{round}.md", which.name()));
+        crate::common::step(&format!("round {}/{alternations}: {} ({})", round + 1, which.name(), program.display()));
+        cmd!(sh, "{program} {script} --out {out}").args(&args).ignore_stdout().run()?;
+        Ok(sh.read_file(&out)?)
+    })?;
+    // Ours' records/s and ours/C++ (C++ timed in the same process: the ratio sheds machine noise).
+    let report = compare_tables(&tables, &[(4, "ours rec/s"), (5, "ours/C++")], &before.name);
+    println!("{report}");
+    sh.write_file(work.join("baseline.md"), &report)?;
     Ok(())
 }
 
@@ -364,17 +391,154 @@ fn engines(sh: &Shell, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `bench objects`: reads from S3 (`xtask/s3-server`) and HTTP (nginx), on loopback behind a
-/// proxy adding latency, against the same reads from local disk (`object_bench`).
+/// `bench objects [--baseline-ref REF] [--alternations N] ...`: reads from S3
+/// (`xtask/s3-server`) and HTTP (nginx), on loopback behind a proxy adding latency, against the
+/// same reads from local disk (`object_bench`). With a baseline, `object_bench` as it was at
+/// `REF` and ours run N times (default 3) each, alternately, against the same servers, and a
+/// before → now table of the medians is added.
 fn objects(sh: &Shell, args: &[String]) -> Result<()> {
+    let (baseline, alternations, args) = alternation_args(args)?;
+    crate::common::step("building object_bench (release)");
+    cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin object_bench").run()?;
+    let now = target_dir().join("release/object_bench");
+    let before = baseline.map(|git_ref| build_at(sh, &git_ref, Benchmark::Objects)).transpose()?;
     let (_servers, env) = crate::objects::serve_for_bench(sh)?;
-    crate::common::step("S3 and HTTP with latency against local disk");
-    let mut bench = cmd!(sh, "cargo run --release --locked -p riegeli-bench --bin object_bench -- {args...}");
-    for (key, value) in &env {
-        bench = bench.env(key, value);
-    }
-    bench.run()?;
+    let run = |program: &Path| -> Result<String> {
+        let mut bench = cmd!(sh, "{program}").args(&args);
+        for (key, value) in &env {
+            bench = bench.env(key, value);
+        }
+        Ok(bench.read()?)
+    };
+    let Some(before) = before else {
+        crate::common::step("S3 and HTTP with latency against local disk");
+        println!("{}", run(&now)?);
+        return Ok(());
+    };
+    let tables = alternate(alternations, |round, which| {
+        let program = if which == Which::Now { &now } else { &before.program };
+        crate::common::step(&format!("round {}/{alternations}: {} ({})", round + 1, which.name(), program.display()));
+        run(program.as_path())
+    })?;
+    // The columns of the local and the remote reads.
+    let report = compare_tables(&tables, &[(1, "local"), (2, "remote")], &before.name);
+    println!("{report}");
+    let work = crate::common::project_root().join("target/object-bench");
+    sh.create_dir(&work)?;
+    sh.write_file(work.join("baseline.md"), &report)?;
     Ok(())
+}
+
+/// This workspace's target directory (`CARGO_TARGET_DIR`, or `target/`).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| crate::common::project_root().join("target"), PathBuf::from)
+}
+
+/// Takes `--baseline-ref REF` and `--alternations N` (default 3) out of `args`; the rest is the
+/// benchmark's own.
+fn alternation_args(args: &[String]) -> Result<(Option<String>, usize, Vec<String>)> {
+    let (mut baseline, mut alternations, mut rest) = (None, 3, Vec::new());
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{arg} needs a value")).cloned();
+        match arg.as_str() {
+            "--baseline-ref" => baseline = Some(value()?),
+            "--alternations" => alternations = value()?.parse().context("--alternations")?,
+            _ => rest.push(arg.clone()),
+        }
+    }
+    Ok((baseline, alternations.max(1), rest))
+}
+
+/// Which build a round of [`alternate`] runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Before,
+    Now,
+}
+
+impl Which {
+    fn name(self) -> &'static str {
+        match self {
+            Which::Before => "before",
+            Which::Now => "now",
+        }
+    }
+}
+
+/// Runs `round(i, which)` for the baseline and for ours, alternately (ours first in even rounds,
+/// the baseline first in odd ones, so that neither always runs on a warmer machine), `n` times
+/// each; returns the outputs, before's and now's.
+fn alternate(n: usize, mut round: impl FnMut(usize, Which) -> Result<String>) -> Result<[Vec<String>; 2]> {
+    let (mut before, mut now) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let order = if i % 2 == 0 { [Which::Now, Which::Before] } else { [Which::Before, Which::Now] };
+        for which in order {
+            let output = round(i, which)?;
+            if which == Which::Now { now.push(output) } else { before.push(output) }
+        }
+    }
+    Ok([before, now])
+}
+
+/// A row of a markdown table: its first cell, and the first number of each other cell.
+type Row = (String, Vec<Option<f64>>);
+
+/// The rows of the markdown tables in `text`: each row's first cell, and the first number of
+/// each cell (`None` where it has none; thousands separators ignored).
+fn markdown_rows(text: &str) -> Vec<Row> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix('|')?.strip_suffix('|'))
+        .map(|row| row.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|cells| cells.len() > 1 && !cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':'))))
+        .filter_map(|cells| {
+            let (label, rest) = cells.split_first()?;
+            let numbers = rest.iter().map(|cell| first_number(cell)).collect();
+            Some(((*label).to_owned(), numbers))
+        })
+        .collect()
+}
+
+/// The first number in `cell` (`1,234.5` is 1234.5).
+fn first_number(cell: &str) -> Option<f64> {
+    let start = cell.find(|c: char| c.is_ascii_digit())?;
+    let digits: String = cell[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, ',' | '.'))
+        .filter(|&c| c != ',')
+        .collect();
+    digits.trim_end_matches('.').parse().ok()
+}
+
+/// A before → now table: for each row label found in every table of both runs and each of
+/// `columns` (index after the label, name), the median over the runs of before and of now, and
+/// the change.
+fn compare_tables(tables: &[Vec<String>; 2], columns: &[(usize, &str)], baseline: &str) -> String {
+    let [before, now] = tables.each_ref().map(|runs| runs.iter().map(|t| markdown_rows(t)).collect::<Vec<_>>());
+    let median_of = |runs: &[Vec<Row>], label: &str, column: usize| -> Option<f64> {
+        let mut values: Vec<f64> = runs
+            .iter()
+            .map(|rows| rows.iter().find(|(l, _)| l == label).and_then(|(_, v)| v.get(column).copied().flatten()))
+            .collect::<Option<_>>()?;
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    let mut out = format!(
+        "Against the baseline `{baseline}`: medians of {} alternating runs each (before → now, change)\n\n",
+        now.len()
+    );
+    let _ = writeln!(out, "| row | measure | before | now | change |\n|---|---|---:|---:|---:|");
+    let labels: Vec<&String> = now.first().map(|rows| rows.iter().map(|(l, _)| l).collect()).unwrap_or_default();
+    for label in labels {
+        for &(column, name) in columns {
+            let (Some(b), Some(n)) = (median_of(&before, label, column), median_of(&now, label, column)) else {
+                continue;
+            };
+            let change = if b > 0.0 { format!("{:+.1}%", 100.0 * (n / b - 1.0)) } else { "-".to_owned() };
+            let _ = writeln!(out, "| {label} | {name} | {b} | {n} | {change} |");
+        }
+    }
+    out
 }
 
 /// One timing line: `<impl> <name> <seconds> <records> <payload bytes>`.
@@ -520,6 +684,11 @@ enum Benchmark {
     Records,
     /// `array_record_bench` (before: an example of riegeli-records).
     ArrayRecord,
+    /// The Python package, installed into `target/bench-baseline-venv` (its `program` is that
+    /// venv's python).
+    Python,
+    /// `object_bench` (before: an example of riegeli-object-store).
+    Objects,
 }
 
 /// `--baseline BIN` or `--baseline-ref REF`, as given.
@@ -613,6 +782,63 @@ fn build_at(sh: &Shell, git_ref: &str, benchmark: Benchmark) -> Result<Baseline>
                 .run()?;
             (target.join("release/examples/array_record_bench"), Vec::new())
         }
+        (Benchmark::Objects, true) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin object_bench")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()?;
+            (target.join("release/object_bench"), Vec::new())
+        }
+        (Benchmark::Objects, false) => {
+            cmd!(sh, "cargo build --release --locked -p riegeli-object-store --example object_bench")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()?;
+            (target.join("release/examples/object_bench"), Vec::new())
+        }
+        (Benchmark::Python, _) => {
+            // The oracle venv's packages, and the package as it was, built from its tree.
+            let python = crate::python::venv_with(sh, "bench-baseline-venv", &crate::python::oracle_packages())?;
+            let wheels = target.join("python-wheel");
+            let _ = std::fs::remove_dir_all(&wheels);
+            cmd!(sh, "{python} -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir {wheels} ./crates/riegeli-python")
+                .env("CARGO_TARGET_DIR", &target)
+                .run()
+                .context("building the baseline's Python package failed")?;
+            let wheel = std::fs::read_dir(&wheels)?
+                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+                .context("pip wheel left no wheel")?;
+            cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps {wheel}")
+                .run()?;
+            (python, Vec::new())
+        }
     };
     Ok(Baseline { program, prefix, name: format!("{git_ref} ({short})") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_read_from_cells() {
+        assert_eq!(first_number("12,345 rec/s"), Some(12345.0));
+        assert_eq!(first_number("page cache 1.5 MB/s"), Some(1.5));
+        assert_eq!(first_number("3.25×"), Some(3.25));
+        assert_eq!(first_number("-"), None);
+        let rows = markdown_rows("text\n| a | b |\n|---|---:|\n| read | 7 ms |\n| open | - |\n");
+        assert_eq!(
+            rows,
+            [("a".to_owned(), vec![None]), ("read".to_owned(), vec![Some(7.0)]), ("open".to_owned(), vec![None])]
+        );
+    }
+
+    #[test]
+    fn the_comparison_takes_medians_of_each_side() {
+        let table = |x: u32, y: u32| format!("| w | x | y |\n|---|---|---|\n| read | {x} | {y} rec/s |\n");
+        let before = vec![table(10, 100), table(30, 300), table(20, 200)];
+        let now = vec![table(11, 90), table(12, 110), table(50, 100)];
+        let report = compare_tables(&[before, now], &[(0, "x"), (1, "y")], "old");
+        assert!(report.contains("| read | x | 20 | 12 | -40.0% |"), "{report}");
+        assert!(report.contains("| read | y | 200 | 100 | -50.0% |"), "{report}");
+    }
 }

@@ -25,7 +25,12 @@ const PYPROJECT: &str = "crates/riegeli-python/pyproject.toml";
 /// Creates (once) `target/oracle-venv` with the oracle and the Python test dependencies
 /// installed; returns its python.
 pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
-    venv_with(sh, "oracle-venv", &[&[ORACLE], PYTHON_TEST_DEPS].concat())
+    venv_with(sh, "oracle-venv", &oracle_packages())
+}
+
+/// What the oracle venv holds: the oracle and the Python test dependencies.
+pub(crate) fn oracle_packages() -> Vec<&'static str> {
+    [&[ORACLE], PYTHON_TEST_DEPS].concat()
 }
 
 /// Creates (once) `target/<name>` with `packages` installed (again when the list changes,
