@@ -9,7 +9,9 @@ use std::io::{Read, Seek};
 use riegeli_codec::ChunkType;
 use riegeli_framing::CHUNK_HEADER_SIZE;
 
+use super::compact::EliasFanoBuilder;
 use super::options::ArrayRecordReaderOptions;
+use super::plan::ChunkIndex;
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error, IndexCorruption, Result};
@@ -74,9 +76,8 @@ pub fn find_array_record_trailer<R: Read + Seek>(mut src: R) -> Result<Option<Ar
 /// A file's index, as [`load`] found it.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    /// Every data chunk, in file order, with its first record's index.
-    pub(crate) chunks: Vec<ChunkEntry>,
-    pub(crate) num_records: u64,
+    /// Every data chunk, in file order, and the record count.
+    pub(crate) index: ChunkIndex,
     pub(crate) index_source: IndexSource,
     /// With [`IndexSource::Scanned`]: why the footer was not used.
     pub(crate) fallback_reason: Option<String>,
@@ -92,8 +93,7 @@ impl Loaded {
     /// No chunks yet, from `index_source`.
     fn empty(index_source: IndexSource) -> Self {
         Self {
-            chunks: Vec::new(),
-            num_records: 0,
+            index: ChunkIndex::default(),
             index_source,
             fallback_reason: None,
             writer_options: None,
@@ -112,8 +112,7 @@ pub(crate) fn load<R: Read + Seek>(source: &mut Source<R>, options: &ArrayRecord
     let size = source.size()?;
     match read_index(source, &options.chunks, size) {
         Ok(footer) => Ok(Loaded {
-            chunks: footer.chunks,
-            num_records: footer.num_records,
+            index: footer.index,
             writer_options: footer.writer_options,
             ..Loaded::empty(IndexSource::Footer)
         }),
@@ -129,8 +128,7 @@ pub(crate) fn load<R: Read + Seek>(source: &mut Source<R>, options: &ArrayRecord
 
 /// The index read from the footer.
 struct FooterIndex {
-    chunks: Vec<ChunkEntry>,
-    num_records: u64,
+    index: ChunkIndex,
     writer_options: Option<String>,
 }
 
@@ -222,9 +220,16 @@ fn read_footer<R: Read + Seek>(
     if num_chunks != present {
         return Err(bad(IndexCorruption::ChunkCount { announced: num_chunks, present }));
     }
-    // At most `max_num_records` entries: a chunk of the decoder's output.
-    let mut chunks: Vec<ChunkEntry> = Vec::with_capacity(records.len().saturating_sub(1));
-    let mut first_record = 0u64;
+    // At most `max_num_records` entries (a chunk of the decoder's output), and
+    // offsets below the footer's: the compressed offsets take about
+    // `2 + log2(footer_offset / entries)` bits each.
+    let mut bounds = EliasFanoBuilder::new(records.len(), footer_offset);
+    let (mut first_record, mut group, mut last_count) = (0u64, 0u64, 0u64);
+    // The first chunk before the last whose count is not the first chunk's.
+    let mut odd_chunk = None;
+    let (mut previous, mut raw_with_size, mut decoded) = (None::<u64>, 0u64, 0u64);
+    // The decoded size the entry before gave, if it did.
+    let mut parsed_size: Option<u64> = None;
     for (k, record) in records.iter().enumerate().skip(1) {
         let entry = (k - 1) as u64;
         let parsed = <FooterEntry as prost::Message>::decode(record)
@@ -236,36 +241,42 @@ fn read_footer<R: Read + Seek>(
             let max = options.max_num_records;
             return Err(bad(IndexCorruption::EntryRecordCount { entry, offset, count, max }));
         }
-        let previous = chunks.last().map_or(CHUNK_HEADER_SIZE, |c| c.offset + 1);
-        if offset < previous || offset >= footer_offset {
-            return Err(bad(IndexCorruption::OffsetsOutOfOrder { entry, offset, previous }));
+        let lowest = previous.map_or(CHUNK_HEADER_SIZE, |p| p + 1);
+        if offset < lowest || offset >= footer_offset {
+            return Err(bad(IndexCorruption::OffsetsOutOfOrder { entry, offset, previous: lowest }));
         }
-        if let Some(last) = chunks.last_mut() {
-            last.limit = offset;
+        if let (Some(p), Some(size)) = (previous, parsed_size) {
+            raw_with_size = raw_with_size.saturating_add(offset - p);
+            decoded = decoded.saturating_add(size);
         }
-        chunks.push(ChunkEntry {
-            offset,
-            limit: footer_offset,
-            num_records: count,
-            decoded_data_size: parsed.decoded_data_size.unwrap_or(u64::MAX),
-            first_record,
-        });
+        parsed_size = parsed.decoded_data_size;
+        bounds.push(offset).map_err(|_| bad(IndexCorruption::OffsetsOutOfOrder { entry, offset, previous: lowest }))?;
+        if entry == 0 {
+            group = count;
+        } else if last_count != group && odd_chunk.is_none() {
+            odd_chunk = Some((entry - 1, previous.unwrap_or(0), last_count));
+        }
+        (previous, last_count) = (Some(offset), count);
         first_record = first_record.checked_add(count).ok_or_else(|| bad(IndexCorruption::RecordCountOverflow))?;
+    }
+    if let (Some(p), Some(size)) = (previous, parsed_size) {
+        raw_with_size = raw_with_size.saturating_add(footer_offset - p);
+        decoded = decoded.saturating_add(size);
     }
     if first_record != num_records {
         return Err(bad(IndexCorruption::RecordCountMismatch { sum: first_record, footer: num_records }));
     }
-    if let Some(group) = chunks.first().map(|c| c.num_records) {
-        let body = chunks.get(..chunks.len() - 1).unwrap_or_default();
-        if let Some((k, c)) = body.iter().enumerate().find(|(_, c)| c.num_records != group) {
-            let (chunk, offset, count) = (k as u64, c.offset, c.num_records);
-            return Err(bad(IndexCorruption::GroupSize { chunk, offset, count, group }));
-        }
-        if chunks.last().is_some_and(|c| c.num_records > group) {
-            return Err(bad(IndexCorruption::LastChunkOverGroupSize { group }));
-        }
+    if let Some((chunk, offset, count)) = odd_chunk {
+        return Err(bad(IndexCorruption::GroupSize { chunk, offset, count, group }));
     }
-    Ok(FooterIndex { chunks, num_records, writer_options })
+    if last_count > group {
+        return Err(bad(IndexCorruption::LastChunkOverGroupSize { group }));
+    }
+    // Where the last chunk's room ends.
+    bounds.push(footer_offset).map_err(|_| Error::internal("the footer's offset refused by the index"))?;
+    let decoded_per_raw = if raw_with_size > 0 { decoded as f64 / raw_with_size as f64 } else { 0.0 };
+    let index = ChunkIndex::footer(bounds.build(), group, num_records, decoded_per_raw);
+    Ok(FooterIndex { index, writer_options })
 }
 
 /// Builds the index from the chunk headers, reading the file from the
@@ -291,6 +302,7 @@ fn scan<R: Read + Seek>(source: &mut Source<R>, options: &ChunkReadOptions) -> R
     let mut trailer = TrailerDetector::lazy();
     let mut held: Option<RawChunk> = None;
     let mut loaded = Loaded::empty(IndexSource::Scanned);
+    let mut chunks = Vec::new();
     loop {
         match read_chunk(source, options) {
             Ok(Some(chunk)) if chunk.is_data() => {
@@ -298,10 +310,10 @@ fn scan<R: Read + Seek>(source: &mut Source<R>, options: &ChunkReadOptions) -> R
                     trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
                 let previous = held.take();
                 if step.release_held {
-                    loaded.chunks.extend(previous.as_ref().map(entry));
+                    chunks.extend(previous.as_ref().map(entry));
                 }
                 match step.this {
-                    Disposition::Keep => loaded.chunks.push(entry(&chunk)),
+                    Disposition::Keep => chunks.push(entry(&chunk)),
                     Disposition::Hold => held = Some(chunk),
                     Disposition::Drop => {}
                 }
@@ -330,14 +342,14 @@ fn scan<R: Read + Seek>(source: &mut Source<R>, options: &ChunkReadOptions) -> R
             loaded.footer_without_postscript = Some(footer.begin);
         }
     } else {
-        loaded.chunks.extend(held.as_ref().map(entry));
+        chunks.extend(held.as_ref().map(entry));
     }
     let mut first_record = 0u64;
-    for chunk in &mut loaded.chunks {
+    for chunk in &mut chunks {
         chunk.first_record = first_record;
         first_record = first_record.saturating_add(chunk.num_records);
     }
-    loaded.num_records = first_record;
+    loaded.index = ChunkIndex::scanned(chunks, first_record);
     Ok(loaded)
 }
 
@@ -346,6 +358,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
+    use crate::array_record::plan::ChunkId;
     use crate::{ArrayRecordWriter, RecordWriter};
 
     /// `records` records of 3 bytes each, `group_size:4`, uncompressed.
@@ -383,11 +396,15 @@ mod tests {
     fn a_valid_footer_gives_every_chunk() {
         let loaded = load_bytes(&array_record_file(10), false, true).unwrap();
         assert_eq!(loaded.index_source, IndexSource::Footer);
-        assert_eq!(loaded.num_records, 10);
-        let counts: Vec<(u64, u64)> = loaded.chunks.iter().map(|c| (c.first_record, c.num_records)).collect();
+        assert_eq!(loaded.index.num_records(), 10);
+        let chunks: Vec<ChunkEntry> =
+            (0..loaded.index.num_chunks()).map(|k| loaded.index.entry(ChunkId(k)).unwrap()).collect();
+        let counts: Vec<(u64, u64)> = chunks.iter().map(|c| (c.first_record, c.num_records)).collect();
         assert_eq!(counts, [(0, 4), (4, 4), (8, 2)]);
-        // Each chunk's room ends where the next begins.
-        assert!(loaded.chunks.windows(2).all(|w| w[0].offset < w[1].offset && w[0].limit == w[1].offset));
+        // Each chunk's room ends where the next begins, the last's at the footer.
+        assert!(chunks.windows(2).all(|w| w[0].offset < w[1].offset && w[0].limit == w[1].offset));
+        let trailer = find_array_record_trailer(Cursor::new(&array_record_file(10))).unwrap().unwrap();
+        assert_eq!(chunks.last().map(|c| c.limit), Some(trailer.footer_offset));
         assert_eq!(loaded.writer_options.as_deref().map(|o| o.contains("group_size:4")), Some(true));
         assert!(loaded.fallback_reason.is_none() && loaded.skipped.is_empty());
     }
@@ -419,7 +436,7 @@ mod tests {
         assert!(error.to_string().contains("no postscript at size - 65536"), "{error}");
         let loaded = load_bytes(&bytes, true, true).unwrap();
         assert_eq!(loaded.index_source, IndexSource::Scanned);
-        assert_eq!(loaded.num_records, 100);
+        assert_eq!(loaded.index.num_records(), 100);
         assert!(loaded.fallback_reason.unwrap().contains("ArrayRecord index: no postscript"));
     }
 
@@ -446,6 +463,6 @@ mod tests {
             "{error}"
         );
         let loaded = load_bytes(&damaged, true, false).unwrap();
-        assert_eq!((loaded.index_source, loaded.num_records), (IndexSource::Scanned, 10));
+        assert_eq!((loaded.index_source, loaded.index.num_records()), (IndexSource::Scanned, 10));
     }
 }

@@ -17,6 +17,7 @@
 //! `from_plain` turns a plain Riegeli/records file into an ArrayRecord file.
 
 mod batch;
+mod compact;
 mod fetch;
 mod from_plain;
 mod load;

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use super::compact::EliasFano;
 use crate::error::{Error, ErrorKind, Result};
 use crate::indexed::ChunkEntry;
 
@@ -49,7 +50,7 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 
 /// A data chunk's place in its file's index: the `n`th data chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct ChunkId(usize);
+pub(crate) struct ChunkId(pub(crate) usize);
 
 impl ChunkId {
     /// The chunk after this one.
@@ -60,30 +61,79 @@ impl ChunkId {
 
 /// The data chunks of an ArrayRecord file, in file order, and its record count.
 ///
-/// Built from a checked footer or a scan (`load`): consecutive records, each
-/// chunk's `first_record` the sum of the counts before it.
-#[derive(Debug, Default)]
+/// From a footer (checked by `load`: offsets increase, every chunk but the
+/// last holds the same number of records, the counts add up), only the
+/// offsets are kept, compressed ([`EliasFano`]: about 12 bits a chunk of
+/// 1 KiB), with the group size: a record's chunk is a division, its room
+/// ends where the next chunk begins, and the decoded sizes the footer gives
+/// are left to the chunk headers (one average ratio is kept, for planning).
+/// From a scan, each chunk's entry as its header gave it.
+#[derive(Debug)]
 pub(crate) struct ChunkIndex {
-    entries: Vec<ChunkEntry>,
+    storage: Storage,
     num_records: u64,
 }
 
+#[derive(Debug)]
+enum Storage {
+    /// Chunk offsets, then the footer's offset (where the last chunk's room
+    /// ends); every chunk but the last holds `group` records.
+    Footer { bounds: EliasFano, group: u64, decoded_per_raw: f64 },
+    /// Each chunk's entry (`first_record` the sum of the counts before it).
+    Scanned(Vec<ChunkEntry>),
+}
+
+impl Default for ChunkIndex {
+    fn default() -> Self {
+        Self::scanned(Vec::new(), 0)
+    }
+}
+
 impl ChunkIndex {
-    pub(crate) fn new(entries: Vec<ChunkEntry>, num_records: u64) -> Self {
-        Self { entries, num_records }
+    /// The index of a checked footer: `bounds` holds each chunk's offset and
+    /// then the footer's; every chunk but the last holds `group` records.
+    /// `decoded_per_raw` estimates a chunk's decoded size from its bytes (0: unknown).
+    pub(crate) fn footer(bounds: EliasFano, group: u64, num_records: u64, decoded_per_raw: f64) -> Self {
+        Self { storage: Storage::Footer { bounds, group: group.max(1), decoded_per_raw }, num_records }
+    }
+
+    /// The index a scan found: entries in file order, `first_record` set.
+    pub(crate) fn scanned(entries: Vec<ChunkEntry>, num_records: u64) -> Self {
+        Self { storage: Storage::Scanned(entries), num_records }
     }
 
     pub(crate) fn num_chunks(&self) -> usize {
-        self.entries.len()
+        match &self.storage {
+            Storage::Footer { bounds, .. } => bounds.len().saturating_sub(1),
+            Storage::Scanned(entries) => entries.len(),
+        }
     }
 
     pub(crate) fn num_records(&self) -> u64 {
         self.num_records
     }
 
+    /// The bytes the index holds on the heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match &self.storage {
+            Storage::Footer { bounds, .. } => bounds.heap_bytes(),
+            Storage::Scanned(entries) => entries.capacity() * std::mem::size_of::<ChunkEntry>(),
+        }
+    }
+
     /// The entry of chunk `id`; an id this index did not give is an internal error.
     pub(crate) fn entry(&self, id: ChunkId) -> Result<ChunkEntry> {
-        self.entries.get(id.0).copied().ok_or_else(not_indexed)
+        match &self.storage {
+            Storage::Footer { bounds, group, .. } => {
+                let (Some(offset), Some(limit)) = (bounds.get(id.0), bounds.get(id.0 + 1)) else {
+                    return Err(not_indexed());
+                };
+                let first_record = (id.0 as u64).saturating_mul(*group);
+                let num_records = self.num_records.saturating_sub(first_record).min(*group);
+                Ok(ChunkEntry { offset, limit, num_records, decoded_data_size: u64::MAX, first_record })
+            }
+            Storage::Scanned(entries) => entries.get(id.0).copied().ok_or_else(not_indexed),
+        }
     }
 
     /// The chunk holding record `index`, and the record's index within it;
@@ -96,18 +146,35 @@ impl ChunkIndex {
             ))
             .into());
         }
-        let k = self.entries.partition_point(|c| c.first_record + c.num_records <= index);
-        let entry = self.entries.get(k).ok_or_else(not_indexed)?;
-        Ok((ChunkId(k), (index - entry.first_record) as usize))
+        match &self.storage {
+            Storage::Footer { group, .. } => {
+                let k = usize::try_from(index / group).map_err(|_| not_indexed())?;
+                Ok((ChunkId(k), (index % group) as usize))
+            }
+            Storage::Scanned(entries) => {
+                let k = entries.partition_point(|c| c.first_record + c.num_records <= index);
+                let entry = entries.get(k).ok_or_else(not_indexed)?;
+                Ok((ChunkId(k), (index - entry.first_record) as usize))
+            }
+        }
     }
 
-    /// The decoded size the index gives for `steps`' chunks; a chunk whose
-    /// size the index lacks counts as `unknown`.
+    /// The decoded size of `steps`' chunks as far as the index tells: a
+    /// chunk whose size it does not keep counts as its bytes times the
+    /// footer's average ratio, or as `unknown` without one.
     pub(crate) fn decoded_size(&self, steps: &[Step], unknown: u64) -> u64 {
+        let ratio = match &self.storage {
+            Storage::Footer { decoded_per_raw, .. } => *decoded_per_raw,
+            Storage::Scanned(_) => 0.0,
+        };
         steps
             .iter()
-            .filter_map(|step| self.entries.get(step.id.0))
-            .map(|c| if c.decoded_data_size == u64::MAX { unknown } else { c.decoded_data_size })
+            .filter_map(|step| self.entry(step.id).ok())
+            .map(|c| match c.decoded_data_size {
+                u64::MAX if ratio > 0.0 => (c.raw_bytes() as f64 * ratio) as u64,
+                u64::MAX => unknown,
+                size => size,
+            })
             .fold(0, u64::saturating_add)
     }
 }
@@ -242,7 +309,7 @@ mod tests {
             decoded_data_size: 10 * num_records,
             first_record,
         };
-        ChunkIndex::new(vec![entry(0, 0, 3), entry(1, 3, 3), entry(2, 6, 2)], 8)
+        ChunkIndex::scanned(vec![entry(0, 0, 3), entry(1, 3, 3), entry(2, 6, 2)], 8)
     }
 
     fn all_picks(plan: &Plan, index: &ChunkIndex) -> Vec<Vec<(usize, usize)>> {
@@ -299,10 +366,41 @@ mod tests {
 
     #[test]
     fn decoded_size_counts_unknown_sizes_as_asked() {
-        let mut entries = index().entries;
+        let Storage::Scanned(mut entries) = index().storage else { unreachable!() };
         entries[1].decoded_data_size = u64::MAX;
-        let index = ChunkIndex::new(entries, 8);
+        let index = ChunkIndex::scanned(entries, 8);
         let plan = Plan::new(&index, &Selection::All).unwrap();
         assert_eq!(index.decoded_size(plan.steps(), 1000), 30 + 1000 + 20);
+    }
+
+    /// The same chunks as [`index`], as a footer gives them.
+    fn footer_index(decoded_per_raw: f64) -> ChunkIndex {
+        let mut bounds = super::super::compact::EliasFanoBuilder::new(4, 300);
+        for offset in [0, 100, 200, 300] {
+            bounds.push(offset).unwrap();
+        }
+        ChunkIndex::footer(bounds.build(), 3, 8, decoded_per_raw)
+    }
+
+    #[test]
+    fn a_footer_index_gives_the_entries_a_scan_does_without_sizes() {
+        let (scanned, footer) = (index(), footer_index(0.0));
+        assert_eq!(footer.num_chunks(), 3);
+        for k in 0..3 {
+            let (s, f) = (scanned.entry(ChunkId(k)).unwrap(), footer.entry(ChunkId(k)).unwrap());
+            assert_eq!(
+                (f.offset, f.limit, f.num_records, f.first_record),
+                (s.offset, s.limit, s.num_records, s.first_record)
+            );
+            assert_eq!(f.decoded_data_size, u64::MAX);
+        }
+        assert!(footer.entry(ChunkId(3)).is_err());
+        for i in 0..8 {
+            assert_eq!(footer.locate(i).unwrap(), scanned.locate(i).unwrap(), "record {i}");
+        }
+        assert!(footer.locate(8).is_err());
+        let all = [Step { id: ChunkId(0), needed: 1 }, Step { id: ChunkId(2), needed: 1 }];
+        assert_eq!(footer.decoded_size(&all, 1000), 2000);
+        assert_eq!(footer_index(1.5).decoded_size(&all, 1000), 300);
     }
 }

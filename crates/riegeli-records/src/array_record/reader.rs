@@ -118,6 +118,7 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
         f.debug_struct("ArrayRecordReader")
             .field("num_records", &self.index.num_records())
             .field("num_chunks", &self.index.num_chunks())
+            .field("index_heap_bytes", &self.index.heap_bytes())
             .field("index_source", &self.index_source)
             .finish_non_exhaustive()
     }
@@ -140,7 +141,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let loaded = load(&mut source, &options)?;
         Ok(Self {
             fetcher: Fetcher::new(source, &options.chunks),
-            index: ChunkIndex::new(loaded.chunks, loaded.num_records),
+            index: loaded.index,
             index_source: loaded.index_source,
             fallback_reason: loaded.fallback_reason,
             writer_options: loaded.writer_options,
@@ -528,6 +529,33 @@ mod tests {
     fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
         let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
         ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
+    }
+
+    #[test]
+    fn a_footer_index_holds_under_two_bytes_a_record_at_group_size_1() {
+        // 20,000 records of 1 KiB that do not compress: a chunk each.
+        let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:1,uncompressed".parse().unwrap()).unwrap();
+        let mut state = 1u64;
+        for _ in 0..20_000 {
+            let record: Vec<u8> = (0..1024)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (state >> 56) as u8
+                })
+                .collect();
+            writer.write_record(&record).unwrap();
+        }
+        let file = writer.close().unwrap();
+        let mut reader = ArrayRecordReader::new(Cursor::new(&file[..])).unwrap();
+        let per_record = reader.index.heap_bytes() as f64 / 20_000.0;
+        assert!(per_record < 2.0, "{per_record} bytes per record");
+        // Every record still reads, at the right place.
+        for i in [0, 1, 1023, 1024, 19_999] {
+            assert_eq!(reader.read(i).unwrap().len(), 1024);
+        }
+        let all = reader.read_batch(Selection::All).unwrap();
+        assert_eq!(all.len(), 20_000);
+        assert_eq!(reader.read(12_345).unwrap(), all[12_345]);
     }
 
     #[test]
