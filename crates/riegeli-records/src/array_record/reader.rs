@@ -16,10 +16,11 @@ use crate::decode::ChunkDecoder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
+use crate::pool::Plug;
 use crate::positional::{PositionalFile, ReadAt, SharedFile};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::{DecodeStream, Piece};
+use crate::stream::{DecodeStream, DecodeWorker, Piece};
 
 /// Parallel reads decode serially below this estimated decoded size (from the
 /// index), where handing work to another thread costs more than it saves.
@@ -168,6 +169,8 @@ struct Parallel {
     /// For a reader opened on a `File` (where the platform allows): the file,
     /// which the decoding threads read their chunks from themselves.
     file: Option<SharedFile>,
+    /// What the decoding workers run in (see [`DecodeStream::new`]).
+    plug: Plug<DecodeWorker>,
 }
 
 impl<R> std::fmt::Debug for ArrayRecordReader<R> {
@@ -747,9 +750,10 @@ impl Parallel {
         if threads <= 1 || ks.len() <= 1 || estimated_decoded_size(chunks, ks, MIN_TASK_BYTES) < MIN_PARALLEL_BYTES {
             return None;
         }
-        let file = &self.file;
+        let (file, plug) = (&self.file, &self.plug);
         Some(self.stream.get_or_insert_with(|| {
-            DecodeStream::new("array-record-decode", threads - 1, &options.chunks, file.clone(), projection.clone())
+            let name = "array-record-decode";
+            DecodeStream::new(name, threads - 1, &options.chunks, file.clone(), projection.clone(), plug.clone())
         }))
     }
 }
@@ -929,21 +933,26 @@ mod tests {
     fn dropping_the_reader_joins_its_workers() {
         let file = file(500);
         let mut reader = open(&file, 4);
+        let (plug, watch) = crate::stream::tests::plug();
+        reader.parallel.plug = plug;
         assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 500);
         let stream = reader.parallel.stream.as_mut().unwrap();
         assert_eq!(stream.threads(), 3);
-        // Every thread holds the pool's liveness token until it ends.
-        let liveness = stream.alive().unwrap();
+        // Every thread's worker exists until its thread ends.
+        assert!(watch.alive());
         drop(reader);
-        assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
+        assert!(!watch.alive(), "a worker thread outlived the reader");
 
         // A new projection goes to the same threads with the next jobs.
         let mut reader = open(&file, 2);
+        let (plug, watch) = crate::stream::tests::plug();
+        reader.parallel.plug = plug;
         let all = reader.read_batch(Selection::All).unwrap();
-        let liveness = reader.parallel.stream.as_ref().unwrap().alive().unwrap();
         reader.set_field_projection(FieldProjection::all());
         assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
-        assert!(liveness.upgrade().is_some());
+        assert_eq!(watch.dropped(), 0, "the threads were replaced");
+        drop(reader);
+        assert!(watch.dropped() > 0);
     }
 
     #[test]
@@ -973,8 +982,10 @@ mod tests {
         let file = writer.close().unwrap();
         for threads in [2, 3] {
             let mut reader = open(&file, threads);
+            let (plug, watch) = crate::stream::tests::plug();
+            reader.parallel.plug = plug;
             {
-                let _hook = crate::decode::tests::panic_on_decoded(10 * 1041 + 1);
+                watch.panic_on(Some(10 * 1041 + 1));
                 let error = reader.read_batch(Selection::All).unwrap_err();
                 assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
                 assert!(!error.is_corruption());
@@ -982,6 +993,7 @@ mod tests {
                 let indices: Vec<u64> = (400..700).rev().collect();
                 let error = reader.read_batch(&indices).unwrap_err();
                 assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+                watch.panic_on(None);
             }
             // The threads go on: the next batches read whole.
             let all = reader.read_batch(Selection::All).unwrap();
