@@ -273,19 +273,6 @@ impl<W: Worker> Pool<W> {
         self.book.in_flight
     }
 
-    /// Submits a job and runs it at once on the calling thread; its outcome
-    /// is handed out in its ticket's turn.
-    #[cfg(test)]
-    pub(crate) fn submit_here(&mut self, job: W::Job) -> u64 {
-        let (_, book, _) = self.crew();
-        let ticket = book.next_ticket;
-        book.next_ticket += 1;
-        book.ready.push_back(None);
-        let outcome = book.run_here(job);
-        book.file(ticket, outcome);
-        ticket
-    }
-
     /// Makes progress on the jobs in flight: runs the oldest queued job here
     /// (with [`Help::Always`]: the one whose outcome is wanted soonest), or
     /// else waits for one outcome to arrive. Does nothing if no job is in flight.
@@ -529,11 +516,7 @@ mod tests {
             let (mut pool, _) = pool(threads, help);
             let mut expected = Vec::new();
             for i in (0..30u64).filter(|&i| i != 13) {
-                if i % 3 == 0 {
-                    pool.submit_here(i);
-                } else {
-                    pool.submit(i);
-                }
+                pool.submit(i);
                 expected.push(i * i);
                 if pool.in_flight() > 2 {
                     pool.step();
