@@ -984,17 +984,15 @@ mod tests {
             let mut reader = open(&file, threads);
             let (plug, watch) = crate::stream::tests::plug();
             reader.parallel.plug = plug;
-            {
-                watch.panic_on(Some(10 * 1041 + 1));
-                let error = reader.read_batch(Selection::All).unwrap_err();
-                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
-                assert!(!error.is_corruption());
-                // Enough chunks to go to the threads (a small batch is decoded serially).
-                let indices: Vec<u64> = (400..700).rev().collect();
-                let error = reader.read_batch(&indices).unwrap_err();
-                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
-                watch.panic_on(None);
-            }
+            watch.panic_on(Some(10 * 1041 + 1));
+            let error = reader.read_batch(Selection::All).unwrap_err();
+            assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+            assert!(!error.is_corruption());
+            // Enough chunks to go to the threads (a small batch is decoded serially).
+            let indices: Vec<u64> = (400..700).rev().collect();
+            let error = reader.read_batch(&indices).unwrap_err();
+            assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+            watch.panic_on(None);
             // The threads go on: the next batches read whole.
             let all = reader.read_batch(Selection::All).unwrap();
             assert!(all.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
