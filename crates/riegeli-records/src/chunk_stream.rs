@@ -17,9 +17,11 @@ use crate::chunk_reader::{Pending, RawChunk, ReadError, read_chunk};
 use crate::decode::ChunkDecoder;
 use crate::error::Result;
 use crate::options::RecordReaderOptions;
+use crate::pool::Plug;
 use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::stream::DecodeWorker;
 
 /// A file's chunks in order: the source, the read-ahead (with
 /// `parallelism > 0`) and the decoder of the calling thread.
@@ -42,9 +44,15 @@ impl<R> std::fmt::Debug for ChunkStream<R> {
 impl<R> ChunkStream<R> {
     /// The chunks of `source` from its position on.
     pub(crate) fn new(source: Source<R>, options: RecordReaderOptions) -> Self {
+        Self::with_plug(source, options, Plug::default())
+    }
+
+    /// [`new`](Self::new), the read-ahead's decoding workers running in what
+    /// `plug` makes of them (see [`DecodeStream::new`](crate::stream::DecodeStream::new)).
+    pub(crate) fn with_plug(source: Source<R>, options: RecordReaderOptions, plug: Plug<DecodeWorker>) -> Self {
         let projection = options.field_projection.clone();
-        let ahead =
-            (options.parallelism > 0).then(|| ReadAhead::new(options.parallelism, &options.chunks, projection.clone()));
+        let ahead = (options.parallelism > 0)
+            .then(|| ReadAhead::with_plug(options.parallelism, &options.chunks, projection.clone(), plug));
         let decoder = ChunkDecoder::with_projection(&options.chunks, projection);
         Self { source, options, ahead, decoder }
     }

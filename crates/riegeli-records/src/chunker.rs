@@ -12,7 +12,7 @@ use riegeli_codec::{ChunkType, CodecError, CompressorOptions, Recycler, SimpleCh
 use riegeli_framing::{CHUNK_HEADER_SIZE, ChunkHeader, add_with_overhead, chunk_end};
 
 use crate::error::{EncodeError, Error, ErrorKind, Result};
-use crate::pool::{Help, Pool, Worker};
+use crate::pool::{Help, Plug, Plugged, Pool, Worker};
 use crate::sink::{ChunkSink, FORKED, encode_error};
 
 /// How data chunks are encoded.
@@ -132,8 +132,6 @@ impl ChunkEncoder {
     /// A deferred chunk's records are fed to `helper`, the encoding thread's
     /// transposed encoder (made on first use, dropped if encoding fails).
     fn encode(&mut self, data: Vec<u8>, helper: &mut Option<Immediate>, config: &EncoderConfig) -> Encoded {
-        #[cfg(test)]
-        tests::maybe_panic(self.decoded_data_size());
         let deferred = match self {
             Self::Now(e) => return e.encode(data),
             Self::Deferred(deferred) => deferred,
@@ -200,6 +198,25 @@ const BATCH_BYTES: u64 = 1 << 20;
 /// few chunks whatever the parallelism.
 const MAX_IN_FLIGHT_BYTES: u64 = 256 << 20;
 
+/// What a [`Chunker`] is built with besides its encoding: production uses
+/// [`Tuning::default`]; tests vary it to reach what sizes and timing decide
+/// otherwise, and to plug in a worker of their own.
+pub(crate) struct Tuning {
+    /// [`MAX_IN_FLIGHT_BYTES`].
+    in_flight_budget: u64,
+    /// Whether the pool starts its threads; without them the caller encodes
+    /// every batch, as when no thread can be started.
+    start_threads: bool,
+    /// What the encoding workers run in.
+    plug: Plug<Encoding>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self { in_flight_budget: MAX_IN_FLIGHT_BYTES, start_threads: true, plug: Plug::default() }
+    }
+}
+
 /// A pool thread's state: its transposed encoder for deferred chunks.
 struct Encoding {
     helper: Option<Immediate>,
@@ -222,7 +239,7 @@ impl Worker for Encoding {
 
 /// Parallel encoding: the pool, and the batch being gathered for it.
 struct Parallel {
-    pool: Pool<Encoding>,
+    pool: Pool<Plugged<Encoding>>,
     /// Encoders of chunks written, to reuse.
     spare: Vec<ChunkEncoder>,
     /// Batches encoded at once at most (besides the one the caller may encode).
@@ -230,10 +247,6 @@ struct Parallel {
     /// Closed chunks not yet handed over, and their decoded size.
     batch: Vec<(ChunkEncoder, Vec<u8>)>,
     batch_bytes: u64,
-    /// Every batch is encoded by the caller (tests: the caller's share of the
-    /// work, whatever the timing).
-    #[cfg(test)]
-    all_here: bool,
 }
 
 /// Encodes chunks and writes them, in order, to a [`ChunkSink`].
@@ -256,15 +269,12 @@ pub(crate) struct Chunker<W: Write, L> {
     /// their decoded sizes: for [`estimated_end`](Self::estimated_end).
     pending_chunks: u64,
     pending_decoded: u64,
-    /// [`MAX_IN_FLIGHT_BYTES`] (smaller in tests).
+    /// [`MAX_IN_FLIGHT_BYTES`] (smaller in tests: [`Tuning`]).
     in_flight_budget: u64,
     /// Decoded and encoded (`data_size`) bytes of the data chunks this
     /// chunker encoded and wrote: their ratio estimates the open chunk's size.
     written_decoded: u64,
     written_encoded: u64,
-    /// Chunks written by [`write_single`](Self::write_single) (tests).
-    #[cfg(test)]
-    pub(crate) single_chunks: u64,
 }
 
 impl<W: Write, L: Layout> Chunker<W, L> {
@@ -277,21 +287,23 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         config: EncoderConfig,
         parallelism: usize,
         chunk_size: u64,
+        tuning: Tuning,
     ) -> Self {
+        let Tuning { in_flight_budget, start_threads, plug } = tuning;
         let parallel = (parallelism > 0).then(|| {
             // The caller encodes a batch itself when every thread is busy, if
             // the machine has a core left for it besides theirs (with none,
             // that measured slower: three encoders on two cores).
             let spare_core = crate::pool::cores() > parallelism;
             let help = if spare_core { Help::Always } else { Help::WantedOnly };
+            let threads = if start_threads { parallelism } else { 0 };
+            let factory = move || plug.wrap(Encoding { helper: None, config });
             Parallel {
-                pool: Pool::new("riegeli-encode", parallelism, help, move || Encoding { helper: None, config }),
+                pool: Pool::new("riegeli-encode", threads, help, factory),
                 spare: Vec::new(),
                 parallelism,
                 batch: Vec::new(),
                 batch_bytes: 0,
-                #[cfg(test)]
-                all_here: false,
             }
         });
         Self {
@@ -309,11 +321,9 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             ),
             pending_chunks: 0,
             pending_decoded: 0,
-            in_flight_budget: MAX_IN_FLIGHT_BYTES,
+            in_flight_budget,
             written_decoded: 0,
             written_encoded: 0,
-            #[cfg(test)]
-            single_chunks: 0,
         }
     }
 
@@ -384,11 +394,6 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         }
         let chunks = std::mem::take(&mut parallel.batch);
         parallel.batch_bytes = 0;
-        #[cfg(test)]
-        if parallel.all_here {
-            parallel.pool.submit_here(chunks);
-            return Ok(());
-        }
         parallel.pool.submit(chunks);
         Ok(())
     }
@@ -507,10 +512,6 @@ impl<W: Write, L: Layout> Chunker<W, L> {
             Err(e) => Err(EncodeError::Codec(e)),
         };
         self.write_encoded(seq, encoded)?;
-        #[cfg(test)]
-        {
-            self.single_chunks += 1;
-        }
         Ok(seq)
     }
 
@@ -547,37 +548,53 @@ impl<W: Write, L: Layout> Chunker<W, L> {
         self.spare_data.give(chunk.data);
         self.layout.chunk_written(&mut self.sink, seq, begin, &chunk.header)
     }
-
-    /// Closed chunks not yet written (tests).
-    #[cfg(test)]
-    pub(crate) fn pending_chunks(&self) -> u64 {
-        self.pending_chunks
-    }
-
-    /// Lowers [`MAX_IN_FLIGHT_BYTES`] (tests).
-    #[cfg(test)]
-    pub(crate) fn set_in_flight_budget(&mut self, bytes: u64) {
-        self.in_flight_budget = bytes;
-    }
-
-    /// Makes the caller encode every batch (tests).
-    #[cfg(test)]
-    pub(crate) fn encode_all_here(&mut self) {
-        if let Some(parallel) = &mut self.parallel {
-            parallel.all_here = true;
-        }
-    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    /// Encoding a chunk of this decoded size panics (tests of what the threads
-    /// do with a panicking job: give it a size no other test's chunk has).
-    pub(crate) static PANIC_ON_DECODED_SIZE: AtomicU64 = AtomicU64::new(u64::MAX);
+    use super::*;
 
-    pub(super) fn maybe_panic(decoded_data_size: u64) {
-        assert_ne!(decoded_data_size, PANIC_ON_DECODED_SIZE.load(Ordering::SeqCst), "an encoder bug (test hook)");
+    impl Tuning {
+        /// Lowers [`MAX_IN_FLIGHT_BYTES`] to `bytes`.
+        pub(crate) fn in_flight_budget(self, bytes: u64) -> Self {
+            Self { in_flight_budget: bytes, ..self }
+        }
+
+        /// Starts no encoding thread: the caller encodes every batch, as
+        /// when no thread can be started (the caller's share of the work,
+        /// whatever the timing).
+        pub(crate) fn without_threads(self) -> Self {
+            Self { start_threads: false, ..self }
+        }
+
+        /// Encoding workers that count the chunks they encode into `encoded`
+        /// and panic (an injected bug) on a batch holding a chunk of
+        /// `panic_on` decoded bytes, if given.
+        pub(crate) fn faulty(self, panic_on: Option<u64>, encoded: Arc<AtomicU64>) -> Self {
+            let plug = Plug::new(move |inner| Box::new(Faulty { inner, panic_on, encoded: Arc::clone(&encoded) }));
+            Self { plug, ..self }
+        }
+    }
+
+    /// See [`Tuning::faulty`].
+    struct Faulty {
+        inner: Encoding,
+        panic_on: Option<u64>,
+        encoded: Arc<AtomicU64>,
+    }
+
+    impl Worker for Faulty {
+        type Job = <Encoding as Worker>::Job;
+        type Output = <Encoding as Worker>::Output;
+
+        fn run(&mut self, chunks: Self::Job) -> Self::Output {
+            for (encoder, _) in &chunks {
+                assert_ne!(Some(encoder.decoded_data_size()), self.panic_on, "an encoder bug (injected by a test)");
+            }
+            self.encoded.fetch_add(chunks.len() as u64, Ordering::SeqCst);
+            self.inner.run(chunks)
+        }
     }
 }

@@ -96,8 +96,6 @@ impl ChunkDecoder {
         wanted: u64,
     ) -> std::result::Result<Option<DecodedRecords>, CodecError> {
         let header = &chunk.header;
-        #[cfg(test)]
-        tests::maybe_panic(header.decoded_data_size());
         let data = chunk.data.clone();
         let (n, size) = (header.num_records(), header.decoded_data_size());
         match ChunkType::from_byte(header.chunk_type()) {
@@ -191,24 +189,6 @@ pub(crate) fn check_signature(chunk: &RawChunk) -> Result<()> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Mutex, MutexGuard, PoisonError};
-
-    /// A chunk header with this decoded size makes the decoder panic (to test
-    /// what the threads do with a panicking job).
-    pub(crate) const PANIC_ON_DECODED_SIZE: u64 = 0xdead_beef;
-
-    /// A chunk of this decoded size makes the decoder panic too: for tests
-    /// whose files are real (see [`panic_on_decoded`]).
-    static PANIC_ON_DECODED: AtomicU64 = AtomicU64::new(PANIC_ON_DECODED_SIZE);
-    /// Held by the test that sets [`PANIC_ON_DECODED`].
-    static HOOK: Mutex<()> = Mutex::new(());
-
-    pub(super) fn maybe_panic(decoded_data_size: u64) {
-        assert_ne!(decoded_data_size, PANIC_ON_DECODED_SIZE, "a decoder bug (test hook)");
-        assert_ne!(decoded_data_size, PANIC_ON_DECODED.load(Ordering::SeqCst), "a decoder bug (test hook)");
-    }
-
     /// The decoded sizes of a file's data chunks, in file order.
     pub(crate) fn data_chunk_sizes(file: &[u8]) -> Vec<u64> {
         let mut chunks = crate::ChunkReader::new(file, crate::ChunkReadOptions::default());
@@ -216,19 +196,5 @@ pub(crate) mod tests {
             .filter(crate::Chunk::is_data)
             .map(|chunk| chunk.header().decoded_data_size())
             .collect()
-    }
-
-    /// Makes decoding a chunk of `size` decoded bytes panic until the guard
-    /// drops (one test at a time; give it a size no other test's chunk has).
-    pub(crate) fn panic_on_decoded(size: u64) -> impl Drop {
-        struct Reset(#[allow(dead_code, reason = "held for its drop")] MutexGuard<'static, ()>);
-        impl Drop for Reset {
-            fn drop(&mut self) {
-                PANIC_ON_DECODED.store(PANIC_ON_DECODED_SIZE, Ordering::SeqCst);
-            }
-        }
-        let guard = HOOK.lock().unwrap_or_else(PoisonError::into_inner);
-        PANIC_ON_DECODED.store(size, Ordering::SeqCst);
-        Reset(guard)
     }
 }

@@ -55,6 +55,50 @@ pub(crate) trait Worker: Send + 'static {
     fn run(&mut self, job: Self::Job) -> Self::Output;
 }
 
+/// A worker behind a pointer, as a client runs it when it lets tests plug in
+/// a worker of their own (see [`Plug`]): one dynamic call per job. `Sync`, so
+/// that a pool keeping one for the caller stays `Sync` (as readers are).
+pub(crate) type Plugged<W> = Box<dyn Worker<Job = <W as Worker>::Job, Output = <W as Worker>::Output> + Sync>;
+
+impl<J: Send + 'static, O: Send + 'static> Worker for Box<dyn Worker<Job = J, Output = O> + Sync> {
+    type Job = J;
+    type Output = O;
+    fn run(&mut self, job: J) -> O {
+        (**self).run(job)
+    }
+}
+
+/// What a client's worker runs in: the worker as it is ([`Plug::default`],
+/// production), or a worker a test wraps around it, which sees every job
+/// and the end of its thread (to make a chosen job panic, count jobs, see
+/// the thread end). Faults come into the pool this way, never through
+/// branches of the production worker.
+pub(crate) struct Plug<W: Worker>(Arc<dyn Fn(W) -> Plugged<W> + Send + Sync>);
+
+impl<W: Worker> Plug<W> {
+    /// Runs each worker inside the one `wrap` makes of it.
+    pub(crate) fn new(wrap: impl Fn(W) -> Plugged<W> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(wrap))
+    }
+
+    /// `worker` as the pool is to run it.
+    pub(crate) fn wrap(&self, worker: W) -> Plugged<W> {
+        (self.0)(worker)
+    }
+}
+
+impl<W: Worker + Sync> Default for Plug<W> {
+    fn default() -> Self {
+        Self::new(|worker| Box::new(worker))
+    }
+}
+
+impl<W: Worker> Clone for Plug<W> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
 /// A job panicked (a bug): its output is lost and its worker state rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Panicked;
@@ -108,9 +152,6 @@ struct Book<W: Worker> {
     ready: VecDeque<Option<Outcome<W>>>,
     /// Jobs submitted whose outcome has not arrived (queued or running).
     in_flight: usize,
-    /// Each thread holds a clone while it runs (tests of thread shutdown).
-    #[cfg(test)]
-    alive: Arc<()>,
 }
 
 impl<W: Worker> std::fmt::Debug for Pool<W> {
@@ -134,15 +175,9 @@ impl<W: Worker> Crew<W> {
                 let queue = Arc::clone(&queue);
                 let done = done.clone();
                 let factory = Arc::clone(&book.factory);
-                #[cfg(test)]
-                let alive = Arc::clone(&book.alive);
                 thread::Builder::new()
                     .name(format!("{}-{i}", book.name))
-                    .spawn(move || {
-                        #[cfg(test)]
-                        let _alive = alive;
-                        work(&queue, &done, &factory);
-                    })
+                    .spawn(move || work(&queue, &done, &factory))
                     .ok()
             })
             .collect();
@@ -179,8 +214,6 @@ impl<W: Worker> Pool<W> {
             floor: 0,
             ready: VecDeque::new(),
             in_flight: 0,
-            #[cfg(test)]
-            alive: Arc::new(()),
         };
         Self { crew: ProcessBound::new(Crew::start(&book)), book }
     }
@@ -238,19 +271,6 @@ impl<W: Worker> Pool<W> {
     /// Jobs submitted whose outcome has not arrived yet (queued or running).
     pub(crate) fn in_flight(&self) -> usize {
         self.book.in_flight
-    }
-
-    /// Submits a job and runs it at once on the calling thread; its outcome
-    /// is handed out in its ticket's turn.
-    #[cfg(test)]
-    pub(crate) fn submit_here(&mut self, job: W::Job) -> u64 {
-        let (_, book, _) = self.crew();
-        let ticket = book.next_ticket;
-        book.next_ticket += 1;
-        book.ready.push_back(None);
-        let outcome = book.run_here(job);
-        book.file(ticket, outcome);
-        ticket
     }
 
     /// Makes progress on the jobs in flight: runs the oldest queued job here
@@ -325,12 +345,6 @@ impl<W: Worker> Pool<W> {
         drop(dropped);
         book.ready.clear();
         book.floor = book.next_ticket;
-    }
-
-    /// The liveness token every thread holds while it runs (tests of thread shutdown).
-    #[cfg(test)]
-    pub(crate) fn alive(&self) -> std::sync::Weak<()> {
-        Arc::downgrade(&self.book.alive)
     }
 }
 
@@ -407,8 +421,8 @@ mod tests {
 
     use super::*;
 
-    /// Squares numbers; panics on 13.
-    struct Squarer;
+    /// Squares numbers; panics on 13. Holds a token of the test while it exists.
+    struct Squarer(#[allow(dead_code, reason = "held for its drop")] Arc<()>);
 
     impl Worker for Squarer {
         type Job = u64;
@@ -420,13 +434,21 @@ mod tests {
     }
 
     fn pool(threads: usize, help: Help) -> (Pool<Squarer>, Arc<AtomicUsize>) {
+        let (pool, made, _) = watched_pool(threads, help);
+        (pool, made)
+    }
+
+    /// A pool, the number of worker states it made, and the token they hold.
+    fn watched_pool(threads: usize, help: Help) -> (Pool<Squarer>, Arc<AtomicUsize>, std::sync::Weak<()>) {
         let made = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&made);
+        let token = Arc::new(());
+        let alive = Arc::downgrade(&token);
         let pool = Pool::new("test", threads, help, move || {
             counter.fetch_add(1, Ordering::SeqCst);
-            Squarer
+            Squarer(Arc::clone(&token))
         });
-        (pool, made)
+        (pool, made, alive)
     }
 
     #[test]
@@ -494,11 +516,7 @@ mod tests {
             let (mut pool, _) = pool(threads, help);
             let mut expected = Vec::new();
             for i in (0..30u64).filter(|&i| i != 13) {
-                if i % 3 == 0 {
-                    pool.submit_here(i);
-                } else {
-                    pool.submit(i);
-                }
+                pool.submit(i);
                 expected.push(i * i);
                 if pool.in_flight() > 2 {
                     pool.step();
@@ -518,11 +536,11 @@ mod tests {
 
     #[test]
     fn dropping_joins_the_threads() {
-        let (mut pool, _) = pool(3, Help::Always);
+        let (mut pool, _, alive) = watched_pool(3, Help::Always);
         for i in 0..100 {
             pool.submit(i);
         }
-        let alive = pool.alive();
+        // Each thread's state holds the token until its thread ends.
         assert!(alive.upgrade().is_some());
         drop(pool);
         assert!(alive.upgrade().is_none(), "a thread outlived its pool");

@@ -23,10 +23,10 @@ use crate::chunk_reader::{Pending, RawChunk, ReadError, Resume, read_chunk, veri
 use crate::error::Error;
 use crate::options::ChunkReadOptions;
 use crate::options::RecordReaderOptions;
-use crate::pool::Panicked;
+use crate::pool::{Panicked, Plug};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::{DecodeStream, Decoded, Piece};
+use crate::stream::{DecodeStream, DecodeWorker, Decoded, Piece};
 
 /// A chunk as the reader gets it: read, and if a worker decoded it, its
 /// hash check and records (or [`Panicked`]). A chunk without them has its
@@ -163,11 +163,17 @@ impl std::fmt::Debug for ReadAhead {
 
 impl ReadAhead {
     /// Read-ahead decoding on `parallelism` threads (at least one), within
-    /// the limits of `options`.
-    pub(crate) fn new(parallelism: usize, options: &ChunkReadOptions, projection: FieldProjection) -> Self {
+    /// the limits of `options`, its decoding workers running in what `plug`
+    /// makes of them (see [`DecodeStream::new`]).
+    pub(crate) fn with_plug(
+        parallelism: usize,
+        options: &ChunkReadOptions,
+        projection: FieldProjection,
+        plug: Plug<DecodeWorker>,
+    ) -> Self {
         let parallelism = parallelism.max(1);
         // Chunks come to the threads unchecked: they check the hashes if asked.
-        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection);
+        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection, plug);
         Self { parallelism, queue: VecDeque::new(), queued_bytes: 0, on_stream: 0, stream, stop: u64::MAX }
     }
 
@@ -301,7 +307,7 @@ mod tests {
 
     use crate::{RecordWriter, RecordWriterOptions};
 
-    use crate::decode::tests::PANIC_ON_DECODED_SIZE;
+    use crate::stream::tests::plug;
 
     fn file() -> Vec<u8> {
         file_with("zstd:1,chunk_size:4k")
@@ -321,7 +327,8 @@ mod tests {
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(3, &options.chunks, FieldProjection::all());
+        let (plug, watch) = plug();
+        let mut ahead = ReadAhead::with_plug(3, &options.chunks, FieldProjection::all(), plug);
         let mut decoded = 0;
         for _ in 0..4 {
             let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
@@ -329,11 +336,10 @@ mod tests {
         }
         assert!(decoded > 0);
         assert!(ahead.on_stream > 0, "chunks in flight when the reader drops");
-        let alive = ahead.stream.alive().unwrap();
-        assert!(alive.upgrade().is_some());
+        assert!(watch.alive());
         // Dropped with jobs in flight: every worker has exited when drop returns.
         drop(ahead);
-        assert!(alive.upgrade().is_none(), "a decoder thread outlived its reader");
+        assert!(!watch.alive(), "a decoder thread outlived its reader");
     }
 
     #[test]
@@ -341,7 +347,7 @@ mod tests {
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
+        let mut ahead = ReadAhead::with_plug(2, &options.chunks, FieldProjection::all(), Plug::default());
         let mut fetched = 0;
         while let Some(chunk) = ahead.fetch(&mut source, &options).unwrap() {
             assert!(ahead.on_stream <= 3, "{ahead:?}");
@@ -367,7 +373,7 @@ mod tests {
         let file = writer.close().unwrap();
         let options = RecordReaderOptions::default();
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(4, &options.chunks, FieldProjection::all());
+        let mut ahead = ReadAhead::with_plug(4, &options.chunks, FieldProjection::all(), Plug::default());
         let mut records = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
             // 64 MiB ahead at most: two such chunks being decoded, then the third waits.
@@ -387,7 +393,7 @@ mod tests {
         for (min, dispatched) in [(RecordReaderOptions::default().parallel_min_chunk_size, false), (1 << 10, true)] {
             let options = RecordReaderOptions { parallel_min_chunk_size: min, ..Default::default() };
             let mut source = Source::new(&file[..], 0);
-            let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
+            let mut ahead = ReadAhead::with_plug(2, &options.chunks, FieldProjection::all(), Plug::default());
             let mut handed_over = 0;
             while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
                 handed_over += usize::from(fetched.decoded.is_some());
@@ -403,7 +409,7 @@ mod tests {
         // Hashes checked: each data chunk goes to a worker, which checks its hash and splits it.
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
+        let mut ahead = ReadAhead::with_plug(2, &options.chunks, FieldProjection::all(), Plug::default());
         let mut handed_over = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
             if fetched.chunk.header.num_records() > 0 {
@@ -421,7 +427,7 @@ mod tests {
         let mut options = options;
         options.chunks.verify_hashes = false;
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(2, &options.chunks, FieldProjection::all());
+        let mut ahead = ReadAhead::with_plug(2, &options.chunks, FieldProjection::all(), Plug::default());
         let mut with_records = 0;
         while let Some(fetched) = ahead.fetch(&mut source, &options).unwrap() {
             assert!(fetched.decoded.is_none());
@@ -438,10 +444,14 @@ mod tests {
 
     #[test]
     fn a_panicking_decoder_is_reported_and_the_worker_goes_on() {
+        /// Decoding a chunk header saying this size panics (a size no chunk of the file has).
+        const PANIC_ON_DECODED_SIZE: u64 = 0xdead_beef;
         let file = file();
         let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
         let mut source = Source::new(&file[..], 0);
-        let mut ahead = ReadAhead::new(1, &options.chunks, FieldProjection::all());
+        let (plug, watch) = plug();
+        watch.panic_on(Some(PANIC_ON_DECODED_SIZE));
+        let mut ahead = ReadAhead::with_plug(1, &options.chunks, FieldProjection::all(), plug);
         let chunk = loop {
             let fetched = ahead.fetch(&mut source, &options).unwrap().unwrap();
             if fetched.decoded.is_some() {
@@ -461,40 +471,5 @@ mod tests {
         let good = stream.next().unwrap().unwrap();
         assert!(matches!(good.as_slice(), [Decoded { hash: Ok(()), result: Ok(Some(_)) }]));
         assert!(stream.next().is_none());
-    }
-
-    #[test]
-    fn a_panicking_decoding_thread_is_an_internal_error_and_the_chunk_is_read_again() {
-        // Records of 1039 bytes, one of 1040: the chunk holding it has a size of its own.
-        let records: Vec<Vec<u8>> = (0..600u32)
-            .map(|i| format!("{i:>width$}", width = if i == 300 { 1040 } else { 1039 }).into_bytes())
-            .collect();
-        let options: RecordWriterOptions = "zstd:1,chunk_size:64k".parse().unwrap();
-        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
-        for record in &records {
-            writer.write_record(record).unwrap();
-        }
-        let file = writer.close().unwrap();
-        let sizes = crate::decode::tests::data_chunk_sizes(&file);
-        let size = sizes.into_iter().find(|size| size % 1039 == 1).unwrap();
-        let options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
-        let mut reader = crate::RecordReader::with_options(&file[..], options);
-        let mut got = Vec::new();
-        let hook = crate::decode::tests::panic_on_decoded(size);
-        let error = loop {
-            match reader.read_record() {
-                Ok(Some(record)) => got.push(record),
-                Ok(None) => panic!("no chunk panicked"),
-                Err(e) => break e,
-            }
-        };
-        assert!(matches!(error.kind(), crate::ErrorKind::Internal(_)), "{error}");
-        assert!(!error.is_corruption());
-        drop(hook);
-        // The chunk whose decoding panicked is decoded again by the next read.
-        while let Some(record) = reader.read_record().unwrap() {
-            got.push(record);
-        }
-        assert!(got.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
     }
 }

@@ -1058,3 +1058,46 @@ impl<R: Read> Iterator for Records<'_, R> {
         self.reader.read_record().transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RecordWriter, RecordWriterOptions};
+
+    #[test]
+    fn a_panicking_decoding_thread_is_an_internal_error_and_the_chunk_is_read_again() {
+        // Records of 1039 bytes, one of 1040: the chunk holding it has a size of its own.
+        let records: Vec<Vec<u8>> = (0..600u32)
+            .map(|i| format!("{i:>width$}", width = if i == 300 { 1040 } else { 1039 }).into_bytes())
+            .collect();
+        let options: RecordWriterOptions = "zstd:1,chunk_size:64k".parse().unwrap();
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        let file = writer.close().unwrap();
+        let sizes = crate::decode::tests::data_chunk_sizes(&file);
+        let size = sizes.into_iter().find(|size| size % 1039 == 1).unwrap();
+        let options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
+        let mut reader = RecordReader::with_options(&file[..], options.clone());
+        // Its decoding thread panics on that chunk (the reader decodes it right).
+        let (plug, watch) = crate::stream::tests::plug();
+        watch.panic_on(Some(size));
+        reader.chunks = ChunkStream::with_plug(Source::new(&file[..], 0), options, plug);
+        let mut got = Vec::new();
+        let error = loop {
+            match reader.read_record() {
+                Ok(Some(record)) => got.push(record),
+                Ok(None) => panic!("no chunk panicked"),
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+        assert!(!error.is_corruption());
+        // The chunk whose decoding panicked is decoded again by the next read.
+        while let Some(record) = reader.read_record().unwrap() {
+            got.push(record);
+        }
+        assert!(got.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));
+    }
+}

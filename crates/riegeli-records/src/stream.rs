@@ -39,7 +39,7 @@ use crate::decode::ChunkDecoder;
 use crate::error::{Error, Result};
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
-use crate::pool::{Help, Panicked, Pool, Worker};
+use crate::pool::{Help, Panicked, Plug, Plugged, Pool, Worker};
 use crate::positional::{AtCursor, SharedFile};
 use crate::source::Source;
 
@@ -163,8 +163,10 @@ pub(crate) struct DecodeStream {
     /// For readers whose threads read their chunks themselves ([`Piece::At`]).
     file: Option<SharedFile>,
     projection: Arc<FieldProjection>,
+    /// What the workers run in (production: [`Plug::default`]).
+    plug: Plug<DecodeWorker>,
     /// Started by the first job.
-    pool: Option<Pool<DecodeWorker>>,
+    pool: Option<Pool<Plugged<DecodeWorker>>>,
     /// The tickets of the jobs whose outcomes are not taken yet, oldest first.
     tickets: VecDeque<u64>,
 }
@@ -184,12 +186,16 @@ impl DecodeStream {
     /// A stream decoding on up to `threads` threads named `name-i` (started
     /// by the first job) and on the calling thread while it waits, within the
     /// limits of `options`; threads read [`Piece::At`] chunks from `file`.
+    /// Each [`DecodeWorker`] runs in what `plug` makes of it (production:
+    /// itself; tests: a worker that panics on a chosen chunk, or that shows
+    /// when its thread ends).
     pub(crate) fn new(
         name: &'static str,
         threads: usize,
         options: &ChunkReadOptions,
         file: Option<SharedFile>,
         projection: FieldProjection,
+        plug: Plug<DecodeWorker>,
     ) -> Self {
         Self {
             name,
@@ -197,6 +203,7 @@ impl DecodeStream {
             options: options.clone(),
             file,
             projection: Arc::new(projection),
+            plug,
             pool: None,
             tickets: VecDeque::new(),
         }
@@ -207,15 +214,17 @@ impl DecodeStream {
         self.projection = Arc::new(projection);
     }
 
-    fn pool(&mut self) -> &mut Pool<DecodeWorker> {
+    fn pool(&mut self) -> &mut Pool<Plugged<DecodeWorker>> {
         let (threads, options, file) = (self.threads, &self.options, &self.file);
         self.pool.get_or_insert_with(|| {
-            let (options, file) = (options.clone(), file.clone());
-            Pool::new(self.name, threads, Help::Always, move || DecodeWorker {
-                decoder: ChunkDecoder::new(&options),
-                projection: Arc::new(FieldProjection::all()),
-                options: options.clone(),
-                reading: file.as_ref().map(|file| Source::new(AtCursor::new(Arc::clone(file)), 0)),
+            let (options, file, plug) = (options.clone(), file.clone(), self.plug.clone());
+            Pool::new(self.name, threads, Help::Always, move || {
+                plug.wrap(DecodeWorker {
+                    decoder: ChunkDecoder::new(&options),
+                    projection: Arc::new(FieldProjection::all()),
+                    options: options.clone(),
+                    reading: file.as_ref().map(|file| Source::new(AtCursor::new(Arc::clone(file)), 0)),
+                })
             })
         })
     }
@@ -295,10 +304,90 @@ impl DecodeStream {
             pool.abandon();
         }
     }
+}
 
-    /// The liveness token of the threads (tests of thread shutdown).
-    #[cfg(test)]
-    pub(crate) fn alive(&self) -> Option<std::sync::Weak<()>> {
-        self.pool.as_ref().map(Pool::alive)
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Weak;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A decoding worker of the tests: decodes as the one it wraps, but
+    /// panics (an injected bug) on a job holding a chunk of the decoded size
+    /// its [`Watch`] says, and shows the test when it is dropped.
+    struct Faulty {
+        inner: DecodeWorker,
+        panic_on: Arc<AtomicU64>,
+        dropped: Arc<AtomicUsize>,
+        _token: Arc<()>,
+    }
+
+    impl Worker for Faulty {
+        type Job = Job;
+        type Output = Vec<Decoded>;
+
+        fn run(&mut self, job: Job) -> Vec<Decoded> {
+            let panic_on = self.panic_on.load(Ordering::SeqCst);
+            for piece in &job.pieces {
+                let size = match piece {
+                    Piece::Scanned(chunk) => chunk.header.decoded_data_size(),
+                    Piece::Read(chunk, _) => chunk.header().decoded_data_size(),
+                    Piece::At(entry, _) => entry.decoded_data_size,
+                };
+                assert_ne!(size, panic_on, "a decoder bug (injected by a test)");
+            }
+            self.inner.run(job)
+        }
+    }
+
+    impl Drop for Faulty {
+        fn drop(&mut self) {
+            self.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// What a test sees of the workers of a [`plug`], and the fault it injects.
+    pub(crate) struct Watch {
+        /// Held by every worker and by the plug itself.
+        token: Weak<()>,
+        dropped: Arc<AtomicUsize>,
+        panic_on: Arc<AtomicU64>,
+    }
+
+    impl Watch {
+        /// Makes decoding a chunk of `size` decoded bytes panic from the next
+        /// job on (`None`: no chunk).
+        pub(crate) fn panic_on(&self, size: Option<u64>) {
+            self.panic_on.store(size.unwrap_or(u64::MAX), Ordering::SeqCst);
+        }
+
+        /// Whether a worker, or the plug, still exists (a thread that
+        /// outlived its reader holds both).
+        pub(crate) fn alive(&self) -> bool {
+            self.token.upgrade().is_some()
+        }
+
+        /// Workers dropped so far (with their thread, or rebuilt after a panic).
+        pub(crate) fn dropped(&self) -> usize {
+            self.dropped.load(Ordering::SeqCst)
+        }
+    }
+
+    /// Decoding workers that decode as production's, with what the test
+    /// sees of them; no chunk panics until [`Watch::panic_on`] says one.
+    pub(crate) fn plug() -> (Plug<DecodeWorker>, Watch) {
+        let token = Arc::new(());
+        let watch = Watch {
+            token: Arc::downgrade(&token),
+            dropped: Arc::new(AtomicUsize::new(0)),
+            panic_on: Arc::new(AtomicU64::new(u64::MAX)),
+        };
+        let (dropped, panic_on) = (Arc::clone(&watch.dropped), Arc::clone(&watch.panic_on));
+        let plug = Plug::new(move |inner| {
+            let (panic_on, dropped, _token) = (Arc::clone(&panic_on), Arc::clone(&dropped), Arc::clone(&token));
+            Box::new(Faulty { inner, panic_on, dropped, _token })
+        });
+        (plug, watch)
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use riegeli_codec::{ChunkType, CompressorOptions, TransposedChunkEncoder};
 use riegeli_framing::ChunkHeader;
 
-use crate::chunker::{Chunker, EncoderConfig, Layout};
+use crate::chunker::{Chunker, EncoderConfig, Layout, Tuning};
 use crate::error::{EncodeError, Error, ErrorKind, Result};
 use crate::flush::{FlushType, SyncWrite};
 use crate::options::RecordWriterOptions;
@@ -99,13 +99,13 @@ impl<W: Write + Send + 'static> RecordWriter<W> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_io_thread(dest: W, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(Dest::Behind(WriteBehind::new(dest)?), 0, options)
+        Self::start(Dest::Behind(WriteBehind::new(dest)?), 0, options, Tuning::default())
     }
 
     /// [`append`](Self::append), writing to `dest` on a thread of its own
     /// (see [`with_io_thread`](Self::with_io_thread)).
     pub fn append_with_io_thread(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(Dest::Behind(WriteBehind::new(dest)?), existing_size, options)
+        Self::start(Dest::Behind(WriteBehind::new(dest)?), existing_size, options, Tuning::default())
     }
 }
 
@@ -113,17 +113,19 @@ impl<W: Write> RecordWriter<W> {
     /// Starts a new file: writes the file signature and, if the options carry
     /// metadata, the metadata chunk.
     pub fn new(dest: W, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(Dest::Direct(dest), 0, options)
+        Self::start(Dest::Direct(dest), 0, options, Tuning::default())
     }
 
     /// Appends to an existing file of `existing_size` bytes, with `dest`
     /// positioned at its end (e.g. a file opened in append mode). Writes no
     /// second signature; honours `initial_padding`. An empty file gets a signature.
     pub fn append(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(Dest::Direct(dest), existing_size, options)
+        Self::start(Dest::Direct(dest), existing_size, options, Tuning::default())
     }
 
-    fn start(dest: Dest<W>, pos: u64, options: RecordWriterOptions) -> Result<Self> {
+    /// A writer of `options` at `pos` of `dest`; its chunker is built with
+    /// `tuning` (production: the default).
+    fn start(dest: Dest<W>, pos: u64, options: RecordWriterOptions, tuning: Tuning) -> Result<Self> {
         let mut sink = ChunkSink::new(dest, pos);
         let metadata = options.serialized_metadata();
         start_file(&mut sink, metadata.as_deref(), options.compressor_options(), options.initial_padding())?;
@@ -133,7 +135,8 @@ impl<W: Write> RecordWriter<W> {
             compressor: options.compressor_options(),
             bucket_size: options.bucket_size(),
         };
-        let chunker = Chunker::new(sink, Positions::default(), config, options.parallelism(), desired_chunk_size);
+        let chunker =
+            Chunker::new(sink, Positions::default(), config, options.parallelism(), desired_chunk_size, tuning);
         Ok(Self { chunker, options, desired_chunk_size, chunk_size_so_far: 0, last_record: None })
     }
 
@@ -241,12 +244,6 @@ impl<W: Write> RecordWriter<W> {
         self.flush()?;
         self.chunker.sink.take_dest()
     }
-
-    /// Makes the caller encode every batch (tests of the caller's share).
-    #[cfg(test)]
-    fn encode_all_here(&mut self) {
-        self.chunker.encode_all_here();
-    }
 }
 
 impl<W: SyncWrite> RecordWriter<W> {
@@ -307,6 +304,9 @@ impl<W: Write> Drop for RecordWriter<W> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
 
     fn records() -> Vec<Vec<u8>> {
@@ -324,30 +324,41 @@ mod tests {
             .collect()
     }
 
+    /// A writer to memory whose chunker is built with `tuning`.
+    fn tuned(options: &str, tuning: Tuning) -> RecordWriter<Vec<u8>> {
+        RecordWriter::start(Dest::Direct(Vec::new()), 0, options.parse().unwrap(), tuning).unwrap()
+    }
+
+    /// Chunks closed and not written yet: those before the open one, less
+    /// those whose position the layout was told.
+    fn closed_not_written(writer: &RecordWriter<Vec<u8>>) -> u64 {
+        let written = writer.chunker.layout.chunk_begins.last_key_value().map_or(0, |(&seq, _)| seq + 1);
+        writer.chunker.open_seq() - written
+    }
+
     /// Chunks larger than the in-flight budget are written one at a time:
     /// when a write returns, no closed chunk is waiting (its records would
     /// stay in memory); smaller chunks are still encoded several at a time.
     #[test]
     fn chunks_over_the_in_flight_budget_are_written_before_the_next_is_gathered() {
-        // Chunks of 1.5 MiB: each its own batch (over BATCH_BYTES).
-        let records: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 3 << 19]).collect();
-        let mut serial = RecordWriter::new(Vec::new(), "zstd:1,chunk_size:4096".parse().unwrap()).unwrap();
-        let options = "zstd:1,chunk_size:4096,parallelism:2";
-        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
-        writer.chunker.set_in_flight_budget(4 << 20);
+        // Chunks of about 1.5 MiB: each its own batch (over BATCH_BYTES), of
+        // records of 3 KiB (too small to be written alone).
+        let records: Vec<Vec<u8>> = (0..6000u16).map(|i| vec![i as u8; 3 << 10]).collect();
+        let mut serial = RecordWriter::new(Vec::new(), "zstd:1,chunk_size:1572864".parse().unwrap()).unwrap();
+        let options = "zstd:1,chunk_size:1572864,parallelism:2";
+        let mut writer = tuned(options, Tuning::default().in_flight_budget(4 << 20));
         let mut most_pending = 0;
         for record in &records {
             serial.write_record(record).unwrap();
             writer.write_record(record).unwrap();
-            most_pending = most_pending.max(writer.chunker.pending_chunks());
+            most_pending = most_pending.max(closed_not_written(&writer));
         }
         // 1.5 MiB chunks against 4 MiB: up to 2 closed and not written (3 would be over).
         assert!(most_pending <= 2, "{most_pending} chunks pending");
-        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
-        writer.chunker.set_in_flight_budget(1 << 20);
+        let mut writer = tuned(options, Tuning::default().in_flight_budget(1 << 20));
         for record in &records {
             writer.write_record(record).unwrap();
-            assert_eq!(writer.chunker.pending_chunks(), 0, "a chunk over the budget is written at once");
+            assert_eq!(closed_not_written(&writer), 0, "a chunk over the budget is written at once");
         }
         assert_eq!(writer.close().unwrap(), serial.close().unwrap(), "the same bytes as serially");
     }
@@ -357,31 +368,44 @@ mod tests {
         // Records over a quarter of a 1 MiB budget are written alone; mixed with small ones.
         let records: Vec<Vec<u8>> =
             (0..20u8).map(|i| vec![i; if i % 3 == 0 { 300_000 + usize::from(i) } else { 1000 }]).collect();
-        let options =
-            ["uncompressed,chunk_size:64k", "zstd:1,chunk_size:64k", "snappy,parallelism:1", "brotli:1,parallelism:2"];
+        let options = [
+            "uncompressed,chunk_size:64k",
+            "zstd:1,chunk_size:64k",
+            "snappy,parallelism:1",
+            "brotli:1,parallelism:2",
+            "uncompressed,chunk_size:64k,parallelism:1",
+            "zstd:1,chunk_size:64k,parallelism:2",
+        ];
         for options in options {
             let mut plain = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
-            let mut alone = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
-            alone.chunker.set_in_flight_budget(1 << 20);
+            // Its pool's workers count the chunks they encode.
+            let encoded = Arc::new(AtomicU64::new(0));
+            let tuning = Tuning::default().in_flight_budget(1 << 20).faulty(None, Arc::clone(&encoded));
+            let mut alone = tuned(options, tuning);
             let chunk_size = plain.desired_chunk_size;
             for record in &records {
                 plain.write_record(record).unwrap();
                 alone.write_record(record).unwrap();
                 assert_eq!(alone.last_pos().unwrap(), plain.last_pos().unwrap(), "{options}");
             }
-            let singles = alone.chunker.single_chunks;
-            // Those that fill a chunk alone: all the large ones unless chunks are larger.
-            let large = records.iter().filter(|r| r.len() >= 300_000 && r.len() as u64 + 16 > chunk_size).count();
-            assert_eq!(singles, large as u64, "{options}");
-            assert_eq!(alone.close().unwrap(), plain.close().unwrap(), "{options}: the same bytes");
+            let parallel = alone.options().parallelism() > 0;
+            let file = alone.close().unwrap();
+            assert_eq!(file, plain.close().unwrap(), "{options}: the same bytes");
+            // With a pool, the chunks its workers did not encode were written
+            // alone: those that fill a chunk alone, all the large ones unless
+            // chunks are larger. (Serially no chunk goes to a worker: there
+            // the bytes and positions above are what is checked.)
+            if parallel {
+                let chunks = crate::decode::tests::data_chunk_sizes(&file).len() as u64;
+                let singles = chunks - encoded.load(Ordering::SeqCst);
+                let large = records.iter().filter(|r| r.len() >= 300_000 && r.len() as u64 + 16 > chunk_size).count();
+                assert_eq!(singles, large as u64, "{options}");
+            }
         }
     }
 
-    fn write(records: &[Vec<u8>], options: &str, all_here: bool) -> Vec<u8> {
-        let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
-        if all_here {
-            writer.encode_all_here();
-        }
+    fn write(records: &[Vec<u8>], options: &str, tuning: Tuning) -> Vec<u8> {
+        let mut writer = tuned(options, tuning);
         for record in records {
             writer.write_record(record).unwrap();
         }
@@ -392,9 +416,10 @@ mod tests {
     fn batches_the_caller_encodes_give_the_serial_bytes() {
         let records = records();
         for options in ["uncompressed", "snappy,chunk_size:100k", "transpose,zstd:1,chunk_size:300k"] {
-            let serial = write(&records, options, false);
+            let serial = write(&records, options, Tuning::default());
             for all_here in [true, false] {
-                let parallel = write(&records, &format!("{options},parallelism:1"), all_here);
+                let tuning = if all_here { Tuning::default().without_threads() } else { Tuning::default() };
+                let parallel = write(&records, &format!("{options},parallelism:1"), tuning);
                 let (got, want) = (parallel.len(), serial.len());
                 assert!(parallel == serial, "{options}, all here {all_here}: {got} bytes, serially {want}");
             }
@@ -403,34 +428,30 @@ mod tests {
 
     /// Records of an odd size (1037 bytes, one of 1038), so that the
     /// decoded size of the chunk holding the longer one is a size no other
-    /// chunk of any test has.
+    /// chunk has.
     fn odd_records() -> Vec<Vec<u8>> {
         (0..3000u32).map(|i| format!("{i:>width$}", width = if i == 1000 { 1038 } else { 1037 }).into_bytes()).collect()
     }
 
     #[test]
     fn a_panicking_encoding_thread_is_an_internal_error_not_a_hang() {
-        use std::sync::atomic::Ordering;
         use std::time::Duration;
 
         let records = odd_records();
         let options = "zstd:3,chunk_size:64k";
-        let serial = write(&records, options, false);
+        let serial = write(&records, options, Tuning::default());
         // Encoding the one chunk holding the longer record panics; the others
         // are encoded (on the threads that did not panic, among others).
         let sizes = crate::decode::tests::data_chunk_sizes(&serial);
         let size = sizes.into_iter().find(|size| size % 1037 == 1).unwrap();
-        crate::chunker::tests::PANIC_ON_DECODED_SIZE.store(size, Ordering::SeqCst);
         for threads in [1, 2] {
             for all_here in [false, true] {
                 let (done, result) = std::sync::mpsc::channel();
                 let records = records.clone();
                 std::thread::spawn(move || {
-                    let options = format!("{options},parallelism:{threads}").parse().unwrap();
-                    let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
-                    if all_here {
-                        writer.encode_all_here();
-                    }
+                    let tuning = Tuning::default().faulty(Some(size), Arc::new(AtomicU64::new(0)));
+                    let tuning = if all_here { tuning.without_threads() } else { tuning };
+                    let mut writer = tuned(&format!("{options},parallelism:{threads}"), tuning);
                     let written = records.iter().try_for_each(|r| writer.write_record(r));
                     let error = written.and_then(|()| writer.close().map(drop)).unwrap_err();
                     let _ = done.send(error);
@@ -442,6 +463,5 @@ mod tests {
                 assert!(!error.is_corruption() && error.position().is_none());
             }
         }
-        crate::chunker::tests::PANIC_ON_DECODED_SIZE.store(u64::MAX, Ordering::SeqCst);
     }
 }

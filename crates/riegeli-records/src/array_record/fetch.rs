@@ -17,9 +17,10 @@ use crate::decode::ChunkDecoder;
 use crate::error::Result;
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
+use crate::pool::Plug;
 use crate::positional::{ReadAt, SharedFile};
 use crate::source::Source;
-use crate::stream::{DecodeStream, Piece};
+use crate::stream::{DecodeStream, DecodeWorker, Piece};
 
 /// Plans decode serially below this estimated decoded size (from the index),
 /// where handing work to another thread costs more than it saves.
@@ -38,6 +39,8 @@ pub(crate) struct Fetcher<R> {
     /// object: what the decoding threads read their chunks from themselves.
     file: Option<SharedFile>,
     prefetch: Option<PrefetchHook>,
+    /// What the decoding workers run in (see [`DecodeStream::new`]).
+    pub(super) plug: Plug<DecodeWorker>,
 }
 
 impl<R: Read + Seek> Fetcher<R> {
@@ -49,6 +52,7 @@ impl<R: Read + Seek> Fetcher<R> {
             stream: None,
             file: None,
             prefetch: None,
+            plug: Plug::default(),
         }
     }
 
@@ -119,7 +123,8 @@ impl<R: Read + Seek> Fetcher<R> {
     ) -> Result<()> {
         let (source, decoder) = (&mut self.source, &mut self.decoder);
         let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
-        if let Some(stream) = stream_for(&mut self.stream, &self.file, &self.projection, options, index, steps) {
+        let threads = (&self.file, &self.projection, &self.plug);
+        if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
             if self.file.is_some() {
                 let mut read = read_where_decoded(index, &mut prefetcher);
@@ -159,7 +164,7 @@ impl<R: Read + Seek> Fetcher<R> {
         steps: &[Step],
     ) -> Option<Started> {
         self.file.as_ref()?;
-        let stream = stream_for(&mut self.stream, &self.file, &self.projection, options, index, steps)?;
+        let stream = stream_for(&mut self.stream, (&self.file, &self.projection, &self.plug), options, index, steps)?;
         let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
         batch::start(stream, &mut read_where_decoded(index, &mut prefetcher), index, steps).ok()
     }
@@ -192,8 +197,7 @@ impl<R: Read + Seek> Fetcher<R> {
 /// [`MIN_PARALLEL_BYTES`] of records.
 fn stream_for<'a>(
     stream: &'a mut Option<DecodeStream>,
-    file: &Option<SharedFile>,
-    projection: &FieldProjection,
+    (file, projection, plug): (&Option<SharedFile>, &FieldProjection, &Plug<DecodeWorker>),
     options: &ArrayRecordReaderOptions,
     index: &ChunkIndex,
     steps: &[Step],
@@ -203,7 +207,8 @@ fn stream_for<'a>(
         return None;
     }
     Some(stream.get_or_insert_with(|| {
-        DecodeStream::new("array-record-decode", threads - 1, &options.chunks, file.clone(), projection.clone())
+        let name = "array-record-decode";
+        DecodeStream::new(name, threads - 1, &options.chunks, file.clone(), projection.clone(), plug.clone())
     }))
 }
 

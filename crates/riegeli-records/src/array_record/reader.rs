@@ -659,21 +659,26 @@ mod tests {
     fn dropping_the_reader_joins_its_workers() {
         let file = file(500);
         let mut reader = open(&file, 4);
+        let (plug, watch) = crate::stream::tests::plug();
+        reader.fetcher.plug = plug;
         assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 500);
         let stream = reader.fetcher.stream.as_mut().unwrap();
         assert_eq!(stream.threads(), 3);
-        // Every thread holds the pool's liveness token until it ends.
-        let liveness = stream.alive().unwrap();
+        // Every thread's worker exists until its thread ends.
+        assert!(watch.alive());
         drop(reader);
-        assert!(liveness.upgrade().is_none(), "a worker thread outlived the reader");
+        assert!(!watch.alive(), "a worker thread outlived the reader");
 
         // A new projection goes to the same threads with the next jobs.
         let mut reader = open(&file, 2);
+        let (plug, watch) = crate::stream::tests::plug();
+        reader.fetcher.plug = plug;
         let all = reader.read_batch(Selection::All).unwrap();
-        let liveness = reader.fetcher.stream.as_ref().unwrap().alive().unwrap();
         reader.set_field_projection(FieldProjection::all());
         assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
-        assert!(liveness.upgrade().is_some());
+        assert_eq!(watch.dropped(), 0, "the threads were replaced");
+        drop(reader);
+        assert!(watch.dropped() > 0);
     }
 
     #[test]
@@ -703,16 +708,17 @@ mod tests {
         let file = writer.close().unwrap();
         for threads in [2, 3] {
             let mut reader = open(&file, threads);
-            {
-                let _hook = crate::decode::tests::panic_on_decoded(10 * 1041 + 1);
-                let error = reader.read_batch(Selection::All).unwrap_err();
-                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
-                assert!(!error.is_corruption());
-                // Enough chunks to go to the threads (a small batch is decoded serially).
-                let indices: Vec<u64> = (400..700).rev().collect();
-                let error = reader.read_batch(&indices).unwrap_err();
-                assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
-            }
+            let (plug, watch) = crate::stream::tests::plug();
+            reader.fetcher.plug = plug;
+            watch.panic_on(Some(10 * 1041 + 1));
+            let error = reader.read_batch(Selection::All).unwrap_err();
+            assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+            assert!(!error.is_corruption());
+            // Enough chunks to go to the threads (a small batch is decoded serially).
+            let indices: Vec<u64> = (400..700).rev().collect();
+            let error = reader.read_batch(&indices).unwrap_err();
+            assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
+            watch.panic_on(None);
             // The threads go on: the next batches read whole.
             let all = reader.read_batch(Selection::All).unwrap();
             assert!(all.iter().map(|r| &r[..]).eq(records.iter().map(|r| &r[..])));

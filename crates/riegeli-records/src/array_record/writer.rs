@@ -6,7 +6,7 @@ use riegeli_codec::{ChunkType, CompressorOptions, SimpleChunkEncoder};
 use riegeli_framing::ChunkHeader;
 
 use super::options::ArrayRecordWriterOptions;
-use crate::chunker::{Chunker, EncoderConfig, Layout};
+use crate::chunker::{Chunker, EncoderConfig, Layout, Tuning};
 use crate::error::{EncodeError, Error, ErrorKind, Result};
 use crate::sink::{ChunkSink, Dest, encode_error};
 use crate::trailer::{ArrayRecordMetadata, FooterEntry, FooterMetadata, POSTSCRIPT_COPIES, VERSION, encode_postscript};
@@ -116,7 +116,7 @@ impl<W: Write> ArrayRecordWriter<W> {
         let threads = if parallelism > 1 { parallelism } else { 0 };
         let layout = Indexed { written: Vec::new(), pad_to_block_boundary: options.pad_to_block_boundary() };
         // Chunks hold `group_size` records: their size is unknown here.
-        let chunker = Chunker::new(sink, layout, config, threads, 0);
+        let chunker = Chunker::new(sink, layout, config, threads, 0, Tuning::default());
         Ok(Self { chunker, options, num_records: 0, closed: false })
     }
 
