@@ -135,12 +135,15 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         .run()?;
     let baseline = baseline.resolve(sh, Benchmark::Records)?;
     let python = crate::python::venv(sh)?;
-    let ours_bench = root.join("target/release/records_bench");
+    let ours_bench = target_dir().join("release/records_bench");
     if configs.is_empty() {
         // records_benchmark's default option sets, as `records_bench` knows them.
         configs = cmd!(sh, "{ours_bench} --list-configs").read()?.lines().map(str::to_owned).collect();
     }
-    let peer = root.join("xtask/bench/peers/target/release/riegeli_rs_table");
+    // The peers' workspace builds into CARGO_TARGET_DIR too when it is set.
+    let peer = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("xtask/bench/peers/target"), PathBuf::from)
+        .join("release/riegeli_rs_table");
     let script = root.join("xtask/bench/python/cxx_records_bench.py");
     let records = work.join("records.delimited");
     let mut rows = Vec::new();
@@ -429,7 +432,7 @@ fn objects(sh: &Shell, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// This workspace's target directory (`CARGO_TARGET_DIR`, or `target/`).
+/// Where this workspace's builds go (`CARGO_TARGET_DIR`, or `target/`).
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| crate::common::project_root().join("target"), PathBuf::from)
 }
@@ -603,7 +606,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     crate::common::step("building array_record_bench (release)");
     cmd!(sh, "cargo build --release --quiet --locked -p riegeli-bench --bin array_record_bench").run()?;
     let example = Baseline {
-        program: crate::common::project_root().join("target/release/array_record_bench"),
+        program: target_dir().join("release/array_record_bench"),
         prefix: Vec::new(),
         name: "now".to_owned(),
     };
