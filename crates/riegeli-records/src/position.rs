@@ -11,7 +11,7 @@ use std::str::FromStr;
 /// record because a chunk occupies at least as many bytes as it has records.
 /// The text form is `chunk_begin/record_index`; the binary forms are C++'s
 /// ordered-varint form ([`to_bytes`](Self::to_bytes)) and its older 16-byte
-/// big-endian form ([`to_bytes_be16`](Self::to_bytes_be16)).
+/// big-endian form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct RecordPosition {
     chunk_begin: u64,
@@ -50,8 +50,10 @@ impl RecordPosition {
         self.chunk_begin.wrapping_add(self.record_index)
     }
 
-    /// The 16-byte big-endian binary form (C++'s older `ToBytes` format).
-    pub fn to_bytes_be16(&self) -> [u8; 16] {
+    /// The 16-byte big-endian binary form (C++'s older `ToBytes` format),
+    /// which [`from_bytes`](Self::from_bytes) reads (tests write it).
+    #[cfg(test)]
+    pub(crate) fn to_bytes_be16(self) -> [u8; 16] {
         let mut out = [0u8; 16];
         out[..8].copy_from_slice(&self.chunk_begin.to_be_bytes());
         out[8..].copy_from_slice(&self.record_index.to_be_bytes());

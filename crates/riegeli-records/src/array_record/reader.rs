@@ -8,7 +8,9 @@ use bytes::Bytes;
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
 use super::batch::{MIN_TASK_BYTES, Started};
-use super::load::{IndexSource, load};
+#[cfg(doc)]
+use super::load::IndexSource;
+use super::load::{IndexInfo, load};
 use super::options::ArrayRecordReaderOptions;
 use super::prefetch::{PrefetchHook, Prefetcher, estimated_decoded_size};
 use super::sequential::Sequential;
@@ -17,7 +19,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
 use crate::positional::{PositionalFile, ReadAt, SharedFile};
-use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 use crate::stream::{DecodeStream, Piece};
 
@@ -84,10 +85,10 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 /// array_record's reader does, unless
 /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asks to read the
 /// file as plain Riegeli/records instead: one sequential scan of the chunk
-/// headers builds the index ([`index_source`](Self::index_source) is then
-/// [`IndexSource::Scanned`] and [`fallback_reason`](Self::fallback_reason)
+/// headers builds the index ([`index`](Self::index) says
+/// [`IndexSource::Scanned`] and [`fallback_reason`](IndexInfo::fallback_reason)
 /// says why); damaged regions met by the scan are skipped and listed in
-/// [`skipped_regions`](Self::skipped_regions), and so is a footer that no
+/// [`skipped_regions`](IndexInfo::skipped_regions), and so is a footer that no
 /// postscript follows (a file cut short after its footer).
 ///
 /// Records are [`Bytes`] slices of the decoded chunk, without copying; a
@@ -100,15 +101,14 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 ///
 /// The batch reads ([`read_batch`](Self::read_batch),
 /// [`read_batch_each`](Self::read_batch_each)) decode on
-/// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads, the
-/// calling thread included, which the reader starts on the first batch
+/// [`parallelism`](ArrayRecordReaderOptions::parallelism) background threads
+/// and the calling thread, which the reader starts on the first batch
 /// touching at least 128 KiB of decoded data (smaller batches are read
 /// serially: handing them to another thread costs more than it saves) and
 /// joins when it is dropped. The calling thread reads the raw chunks, hands them out in
 /// tasks of consecutive chunks and decodes too; records come back in the
 /// order asked, and an error is the one the serial read would return. A
-/// reader of a file opened with [`open`](Self::open) or
-/// [`from_file`](Self::from_file) leaves the reading to the decoding threads
+/// reader of a file opened with [`open`](Self::open) leaves the reading to the decoding threads
 /// too (positional reads, on Unix and Windows): use these for files.
 ///
 /// ```
@@ -120,7 +120,7 @@ impl<'a> From<&'a Vec<u64>> for Selection<'a> {
 ///     writer.write_record(format!("record {i}").as_bytes())?;
 /// }
 /// let mut reader = ArrayRecordReader::new(Cursor::new(writer.close()?))?;
-/// assert_eq!(reader.index_source(), IndexSource::Footer);
+/// assert_eq!(reader.index().index_source, IndexSource::Footer);
 /// assert_eq!(reader.num_records(), 100);
 /// assert_eq!(reader.read(42)?, &b"record 42"[..]);
 /// assert_eq!(reader.read_batch(98..100)?, [&b"record 98"[..], b"record 99"]);
@@ -133,12 +133,7 @@ pub struct ArrayRecordReader<R> {
     options: ArrayRecordReaderOptions,
     chunks: Vec<ChunkEntry>,
     num_records: u64,
-    index_source: IndexSource,
-    fallback_reason: Option<String>,
-    writer_options: Option<String>,
-    skipped: Vec<SkippedRegion>,
-    /// Where the scan found a footer ending the file, no postscript after it.
-    footer_without_postscript: Option<u64>,
+    index: IndexInfo,
     projection: FieldProjection,
     decoder: ChunkDecoder,
     /// The chunk [`read`](Self::read) decoded last.
@@ -175,7 +170,7 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
         f.debug_struct("ArrayRecordReader")
             .field("num_records", &self.num_records)
             .field("num_chunks", &self.chunks.len())
-            .field("index_source", &self.index_source)
+            .field("index_source", &self.index.index_source)
             .finish_non_exhaustive()
     }
 }
@@ -195,17 +190,21 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     pub fn with_options(src: R, options: ArrayRecordReaderOptions) -> Result<Self> {
         let mut source = Source::new(src, 0);
         let loaded = load(&mut source, &options)?;
+        let num_chunks = loaded.chunks.len();
         Ok(Self {
             source,
             chunks: loaded.chunks,
             num_records: loaded.num_records,
-            index_source: loaded.index_source,
-            fallback_reason: loaded.fallback_reason,
-            writer_options: loaded.writer_options,
-            skipped: loaded.skipped,
-            footer_without_postscript: loaded.footer_without_postscript,
-            projection: FieldProjection::all(),
-            decoder: ChunkDecoder::new(&options.chunks),
+            index: IndexInfo {
+                index_source: loaded.index_source,
+                num_chunks,
+                writer_options: loaded.writer_options,
+                fallback_reason: loaded.fallback_reason,
+                footer_without_postscript: loaded.footer_without_postscript,
+                skipped_regions: loaded.skipped,
+            },
+            projection: options.field_projection.clone(),
+            decoder: ChunkDecoder::with_projection(&options.chunks, options.field_projection.clone()),
             cached: None,
             parallel: Parallel::default(),
             sequential: Sequential::default(),
@@ -215,8 +214,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         })
     }
 
-    /// Reads only the given fields of transposed chunks (simple chunks are read whole).
-    pub fn set_field_projection(&mut self, projection: FieldProjection) {
+    /// Reads only the given fields of transposed chunks from now on (simple
+    /// chunks are read whole).
+    #[cfg(test)]
+    pub(crate) fn set_field_projection(&mut self, projection: FieldProjection) {
         self.decoder = ChunkDecoder::with_projection(&self.options.chunks, projection.clone());
         self.projection = projection;
         self.cached = None;
@@ -233,54 +234,10 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         self.num_records
     }
 
-    /// The number of data chunks.
-    pub fn num_chunks(&self) -> usize {
-        self.chunks.len()
-    }
-
-    /// Where the index comes from: the footer, or a scan of the file.
-    pub fn index_source(&self) -> IndexSource {
-        self.index_source
-    }
-
-    /// Why the file was scanned rather than read through its footer, if it
-    /// was: what opening it without
-    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) fails with.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.fallback_reason.as_deref()
-    }
-
-    /// Where the scan found an ArrayRecord footer that ends the file with no
-    /// postscript after it: an ArrayRecord file cut short after its footer
-    /// (also listed in [`skipped_regions`](Self::skipped_regions)). `None`
-    /// unless [`IndexSource::Scanned`].
-    pub fn footer_without_postscript(&self) -> Option<u64> {
-        self.footer_without_postscript
-    }
-
-    /// Damaged regions the scan skipped (empty unless [`IndexSource::Scanned`]).
-    pub fn skipped_regions(&self) -> &[SkippedRegion] {
-        &self.skipped
-    }
-
-    /// The writer options stored in the footer, if any.
-    pub fn writer_options(&self) -> Option<&str> {
-        self.writer_options.as_deref()
-    }
-
-    /// The options.
-    pub fn options(&self) -> &ArrayRecordReaderOptions {
-        &self.options
-    }
-
-    /// The underlying reader.
-    pub fn get_ref(&self) -> &R {
-        self.source.get_ref()
-    }
-
-    /// Returns the underlying reader (its position is unspecified).
-    pub fn into_inner(self) -> R {
-        self.source.into_inner()
+    /// How the index was found (footer or scan, and what a scan skipped),
+    /// and the writer options the footer stores.
+    pub fn index(&self) -> &IndexInfo {
+        &self.index
     }
 
     /// The chunk holding record `index`, and the record's index within it.
@@ -341,7 +298,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Reads the records `selection` names (a range, a list of indices in
     /// any order with repeats, or all), decoding each chunk once; returns
     /// them in the order asked. Chunks are decoded on
-    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads when
+    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads (and the calling one) when
     /// the batch is worth it (more than one chunk, at least 128 KiB of
     /// records), else on the calling thread. Every index is checked before
     /// anything is read.
@@ -377,7 +334,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Lets the decoding threads of the parallel reads read their chunks
     /// themselves, at offsets of `shared` (which must hold the same bytes as
     /// the reader's source), instead of the calling thread reading them all:
-    /// what [`from_file`](ArrayRecordReader::from_file) does with a duplicate
+    /// what [`open`](ArrayRecordReader::open) does with a duplicate
     /// of the file handle, and a source in object storage does with its cache.
     pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
         self.parallel.file = Some(shared);
@@ -392,7 +349,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// bytes of chunks at a time, the next ones once half of those are read.
     /// A source with latency (object storage) fetches them concurrently,
     /// each chunk's exact range, so that the reads then find them at hand.
-    /// (Readers of local files opened with [`from_file`](ArrayRecordReader::from_file)
+    /// (Readers of local files opened with [`open`](ArrayRecordReader::open)
     /// read chunks on the decoding threads and do not call it.)
     pub fn set_prefetch(&mut self, hook: impl FnMut(&[Range<u64>]) + Send + Sync + 'static) {
         self.prefetch = Some(Box::new(hook));
@@ -417,7 +374,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// bytes of records; a jump starts over from one record, and
     /// `readahead_buffer_size` 0 reads one record at a time. When the
     /// threads read their chunks themselves (a reader opened with
-    /// [`from_file`](ArrayRecordReader::from_file), or on an object), the
+    /// [`open`](ArrayRecordReader::open), or on an object), the
     /// next batch is decoded on them while the caller consumes this one.
     ///
     /// ```
@@ -781,20 +738,16 @@ fn span_in(entry: &ChunkEntry, range: &Range<u64>) -> (usize, usize) {
 type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 
 impl ArrayRecordReader<PositionalFile> {
-    /// Opens the ArrayRecord file at `path` (see
-    /// [`from_file`](Self::from_file)).
-    pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        Self::from_file(PositionalFile::open(path)?, options)
-    }
-
-    /// Opens an ArrayRecord file: [`with_options`](Self::with_options) on
-    /// positional reads of it (no file position shared with other handles
+    /// Opens the ArrayRecord file at `path`: [`with_options`](Self::with_options)
+    /// on positional reads of it (no file position shared with other handles
     /// or a forked process), and then the parallel reads' decoding threads
     /// read their chunks themselves, from the same handle (on Unix and
     /// Windows; on other platforms the calling thread reads every chunk, as
-    /// for any `R`). Takes a [`File`](std::fs::File) too.
-    pub fn from_file(file: impl Into<PositionalFile>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        let file = file.into();
+    /// for any `R`). For a file opened already, give a
+    /// [`PositionalFile`] to [`with_options`](Self::with_options) and its
+    /// [`shared`](PositionalFile::shared) handle to [`set_read_at`](Self::set_read_at).
+    pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let file = PositionalFile::open(path)?;
         let shared = file.shared();
         let mut reader = Self::with_options(file, options)?;
         reader.parallel.file = shared;
@@ -824,7 +777,8 @@ mod tests {
     }
 
     fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism.saturating_sub(1), ..Default::default() };
         ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
     }
 
@@ -834,7 +788,7 @@ mod tests {
         check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
     }
 
-    /// The file's bytes, read at offsets as a file opened with `from_file` is.
+    /// The file's bytes, read at offsets as a file opened with `open` is.
     struct Mem(Vec<u8>);
 
     impl ReadAt for Mem {

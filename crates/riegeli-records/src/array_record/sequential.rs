@@ -86,6 +86,7 @@ impl Sequential {
     }
 
     /// Forgets the records decoded ahead (after their decoding changed).
+    #[cfg(test)]
     pub(super) fn clear(&mut self) {
         self.records = Vec::new();
         self.window = 0;
