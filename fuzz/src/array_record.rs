@@ -40,10 +40,12 @@ fn options(parallelism: usize, readahead_buffer_size: u64) -> ArrayRecordReaderO
             max_num_records: 1 << 14,
             ..ChunkReadOptions::default()
         },
-        parallelism: Some(parallelism),
+        // `parallelism` threads, the calling one included.
+        parallelism: parallelism - 1,
         readahead_buffer_size,
         // A damaged trailer sends the reader to a scan, which is fuzzed too.
         scan_fallback: true,
+        ..ArrayRecordReaderOptions::default()
     }
 }
 

@@ -29,9 +29,7 @@ use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use riegeli_records::{
-    ChunkDecoder, ChunkReadOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter, RecordsMetadata,
-};
+use riegeli_records::{ChunkDecoder, ChunkReadOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter};
 
 /// Whether riegeli-framing was built with its hash checks off (it follows `cfg(fuzzing)`).
 const HASH_CHECKS_DISABLED: bool = cfg!(fuzzing);
@@ -98,8 +96,8 @@ fn seeds() -> &'static [Vec<u8>] {
             let mut options: riegeli_records::RecordWriterOptions =
                 options.parse().unwrap_or_else(|e| panic!("{options}: {e}"));
             if metadata {
-                let metadata = RecordsMetadata { file_comment: "fuzz seed".into(), ..RecordsMetadata::default() };
-                options = options.set_metadata(Some(metadata));
+                // A serialized `RecordsMetadata` whose `file_comment` (field 1) is "fuzz seed".
+                options.metadata = Some(b"\x0a\x09fuzz seed".to_vec());
             }
             let mut writer = RecordWriter::new(Vec::new(), options).expect("writer");
             for i in 0..800u32 {
@@ -161,7 +159,7 @@ fn check_recovery(file: &[u8]) {
 /// chunk begin (`None`: the chunk does not decode).
 fn reference_chunks(file: &[u8]) -> BTreeMap<u64, Option<Vec<Vec<u8>>>> {
     let options = chunk_options();
-    let mut reader = ChunkReader::new(Cursor::new(file), options.clone());
+    let mut reader = ChunkReader::new(Cursor::new(file), options.clone(), 0);
     let mut decoder = ChunkDecoder::new(&options);
     let mut chunks = BTreeMap::new();
     // Every chunk takes at least its header, every recovery moves on.
@@ -172,7 +170,7 @@ fn reference_chunks(file: &[u8]) -> BTreeMap<u64, Option<Vec<Vec<u8>>>> {
                 if chunk.is_data() {
                     let records =
                         decoder.records(&chunk).ok().flatten().map(|r| r.iter().map(|b| b.to_vec()).collect());
-                    chunks.insert(chunk.begin(), records);
+                    chunks.insert(chunk.begin, records);
                 }
             }
             Ok(None) => return chunks,
@@ -201,7 +199,7 @@ fn read_with_recovery(file: &[u8], parallelism: usize, chunks: &BTreeMap<u64, Op
         let skipped = Arc::clone(&skipped);
         reader.set_recovery(move |region| {
             let mut skipped = skipped.lock().unwrap_or_else(PoisonError::into_inner);
-            let (begin, end) = (region.begin(), region.end());
+            let (begin, end) = (region.begin, region.end);
             assert!(begin <= end, "skipped region {begin}..{end} is reversed");
             if let Some(&(_, previous_end)) = skipped.last() {
                 assert!(

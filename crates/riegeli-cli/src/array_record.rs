@@ -76,19 +76,20 @@ pub(crate) fn open(input: &Input, trailer: Option<Trailer>) -> Result<(ArrayReco
     let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
     let options = ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
     let reader = riegeli_object_store::array_record_reader(file, options).with_context(|| name.to_owned())?;
-    let footer_offset = trailer.map(|t| t.footer_offset).or_else(|| reader.footer_without_postscript());
-    let damage = reader.skipped_regions().iter().filter(|r| Some(r.begin()) != footer_offset).cloned().collect();
-    let footer_problem = match (trailer, reader.fallback_reason()) {
+    let index = reader.index();
+    let footer_offset = trailer.map(|t| t.footer_offset).or(index.footer_without_postscript);
+    let damage = index.skipped_regions.iter().filter(|r| Some(r.begin) != footer_offset).cloned().collect();
+    let footer_problem = match (trailer, &index.fallback_reason) {
         (Some(_), Some(reason)) => Some(format!("ArrayRecord footer unusable: {reason}")),
         (Some(_), None) => None,
-        (None, _) => reader.footer_without_postscript().map(cut_after_footer),
+        (None, _) => index.footer_without_postscript.map(cut_after_footer),
     };
     let summary = Summary {
         num_records: reader.num_records(),
-        num_chunks: reader.num_chunks(),
-        writer_options: reader.writer_options().map(str::to_owned),
-        index_source: reader.index_source(),
-        fallback_reason: reader.fallback_reason().map(str::to_owned),
+        num_chunks: index.num_chunks,
+        writer_options: index.writer_options.clone(),
+        index_source: index.index_source,
+        fallback_reason: index.fallback_reason.clone(),
         footer_problem,
         damage,
     };

@@ -536,7 +536,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
             let skip = args.skip_corrupted;
             let name = name.clone();
             reader.set_recovery(move |region| {
-                if footer_damaged && region.begin() == trailer.footer_offset {
+                if footer_damaged && region.begin == trailer.footer_offset {
                     // The notice above told of it; the footer holds no records.
                     return true;
                 }
@@ -641,7 +641,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
 /// that ends the file, no postscript after it, is a problem, as damage is.
 fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, bool)> {
     let input = input.with_progress(name, true);
-    let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+    let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), 0);
     let mut count = 0u64;
     let mut failed = false;
     let decode =
@@ -652,21 +652,21 @@ fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, 
     loop {
         match reader.read_chunk() {
             Ok(Some(chunk)) if chunk.is_data() => {
-                count += chunk.header().num_records();
+                count += chunk.header.num_records();
                 if args.plain {
                     continue;
                 }
                 let step =
-                    detector.feed(chunk.begin(), chunk.header(), || decode(&chunk), || held.as_ref().and_then(decode));
+                    detector.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
                 if let Some(previous) = held.take()
                     && !step.release_held
                 {
-                    count -= previous.header().num_records();
+                    count -= previous.header.num_records();
                 }
                 match step.this {
                     Disposition::Keep => {}
                     Disposition::Hold => held = Some(chunk),
-                    Disposition::Drop => count -= chunk.header().num_records(),
+                    Disposition::Drop => count -= chunk.header.num_records(),
                 }
             }
             Ok(Some(_)) => {}
@@ -686,8 +686,8 @@ fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, 
     if let Some(last) = &held
         && detector.finish(|| decode(last))
     {
-        count -= last.header().num_records();
-        progress::note(&format!("riegeli: {name}: {}", array_record::cut_after_footer(last.begin())));
+        count -= last.header.num_records();
+        progress::note(&format!("riegeli: {name}: {}", array_record::cut_after_footer(last.begin)));
         failed |= !args.skip_corrupted;
     }
     Ok((count, failed))

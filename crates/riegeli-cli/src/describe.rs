@@ -87,13 +87,13 @@ fn decoder() -> ChunkDecoder {
 /// file's group size), reading chunks from the beginning of `input`.
 fn first_group_size(input: &io::Input, end: u64) -> Result<Option<u64>> {
     let Some(file) = input.seekable() else { return Ok(None) };
-    let mut reader = ChunkReader::new(file, ChunkReadOptions::default());
+    let mut reader = ChunkReader::new(file, ChunkReadOptions::default(), 0);
     while let Some(chunk) = reader.read_chunk().ok().flatten() {
-        if chunk.begin() >= end {
+        if chunk.begin >= end {
             break;
         }
         if chunk.is_data() {
-            return Ok(Some(chunk.header().num_records()));
+            return Ok(Some(chunk.header.num_records()));
         }
     }
     Ok(None)
@@ -340,10 +340,10 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             problems |= unusable;
             format.entry(&mut out, &file, &Entry::ArrayRecord(facts))?;
         }
-        let mut reader = ChunkReader::new(input, ChunkReadOptions::default());
+        let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), 0);
         let mut decoder = decoder();
         // Without a known trailer (standard input), the postscript is known by its records.
-        let mut detector = TrailerDetector::new();
+        let mut detector = TrailerDetector::default();
         // Where the chunk the detector holds back begins (maybe a footer).
         let mut held = None;
         loop {
@@ -359,12 +359,12 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 }
                 Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
-            let h = chunk.header();
+            let h = &chunk.header;
             let mut problem = None;
             let records = match decoder.records(&chunk) {
                 Ok(records) => records,
                 Err(e) => {
-                    problem = Some(format!("cannot decode chunk at {}: {e}", chunk.begin()));
+                    problem = Some(format!("cannot decode chunk at {}: {e}", chunk.begin));
                     None
                 }
             };
@@ -372,7 +372,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 match decoder.serialized_metadata(&chunk) {
                     Ok(m) => Some(m.to_vec()),
                     Err(e) => {
-                        problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin()));
+                        problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin));
                         None
                     }
                 }
@@ -383,11 +383,11 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             // The ArrayRecord footer and postscript (on standard input, where the file's end
             // cannot be read first, the postscript is known by its records).
             let role = match (trailer, &records) {
-                (Some(t), _) if chunk.begin() == t.footer_offset => Some("FOOTER"),
-                (Some(t), _) if chunk.begin() == t.postscript_pos => Some("POSTSCRIPT"),
+                (Some(t), _) if chunk.begin == t.footer_offset => Some("FOOTER"),
+                (Some(t), _) if chunk.begin == t.postscript_pos => Some("POSTSCRIPT"),
                 (None, Some(decoded)) if !args.plain && !decoded.is_empty() => {
-                    let step = detector.feed(chunk.begin(), h, || Some(decoded), || None::<DecodedRecords>);
-                    held = (step.this == Disposition::Hold).then_some(chunk.begin());
+                    let step = detector.feed(chunk.begin, h, || Some(decoded), || None::<DecodedRecords>);
+                    held = (step.this == Disposition::Hold).then_some(chunk.begin);
                     (step.this == Disposition::Drop).then_some("POSTSCRIPT")
                 }
                 _ => None,
@@ -396,9 +396,9 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 ChunkType::from_byte(h.chunk_type()),
                 Some(ChunkType::Simple | ChunkType::Transposed | ChunkType::FileMetadata)
             )
-            .then(|| compression_name(chunk.data()));
+            .then(|| compression_name(&chunk.data));
             let facts = ChunkFacts {
-                begin: chunk.begin(),
+                begin: chunk.begin,
                 chunk_type: chunk_type_name(h.chunk_type()),
                 data_size: h.data_size(),
                 num_records: h.num_records(),
@@ -414,7 +414,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                     .filter(|_| args.show_records)
                     .map(|records| records.iter().map(|r| crate::text::escape_text(&r)).collect()),
                 metadata,
-                damaged_block_headers: chunk.damaged_block_headers().to_vec(),
+                damaged_block_headers: chunk.damaged_block_headers.to_vec(),
                 problem,
             };
             format.entry(&mut out, &file, &Entry::Chunk(Box::new(facts)))?;
@@ -461,15 +461,17 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         let footer_input = input.again();
         let input = input.with_progress(&name, true);
         let threads = crate::cat::decoding_threads(args.threads);
-        let mut reader = ChunkReader::with_decoding_threads(input, ChunkReadOptions::default(), threads);
+        let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), threads);
         let mut decoder = decoder();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
         // Records of the ArrayRecord footer and postscript, which are not data.
         let mut trailer_records = 0u64;
         // Without a known trailer (standard input), the detector finds one; the
         // records of the chunk it holds back.
-        let mut detector = TrailerDetector::new();
+        let mut detector = TrailerDetector::default();
         let (mut held_records, mut held_begin) = (0u64, 0u64);
+        // Whether the detector holds a chunk back: its last step said `Hold`.
+        let mut holding = false;
         let mut what = String::new();
         let found = "; an ArrayRecord trailer (its footer is checked only in a file)";
         loop {
@@ -488,15 +490,14 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 Err(e) => return Err(anyhow::Error::new(e).context(name.clone())),
             };
             chunks += 1;
-            for block in chunk.damaged_block_headers() {
+            for block in &chunk.damaged_block_headers {
                 problems += 1;
                 progress::out(&format!(
                     "{name}: block header at {block}: hash mismatch (ignored; its chunk is intact)"
                 ));
             }
-            if chunk.begin() == 0
-                && (chunk.header().chunk_type() != ChunkType::FileSignature.to_byte()
-                    || chunk.header().data_size() != 0)
+            if chunk.begin == 0
+                && (chunk.header.chunk_type() != ChunkType::FileSignature.to_byte() || chunk.header.data_size() != 0)
             {
                 problems += 1;
                 progress::out(&format!("{name}: position 0: missing file signature"));
@@ -505,18 +506,18 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 Ok(Some(decoded)) => {
                     let n = decoded.len() as u64;
                     records += n;
-                    if trailer.is_some_and(|t| chunk.begin() == t.footer_offset || chunk.begin() == t.postscript_pos) {
+                    if trailer.is_some_and(|t| chunk.begin == t.footer_offset || chunk.begin == t.postscript_pos) {
                         trailer_records += n;
                     } else if trailer.is_none() && !args.plain && n > 0 {
-                        let holding = detector.holds();
                         let step =
-                            detector.feed(chunk.begin(), chunk.header(), || Some(decoded), || None::<DecodedRecords>);
+                            detector.feed(chunk.begin, &chunk.header, || Some(decoded), || None::<DecodedRecords>);
                         if holding && !step.release_held {
                             trailer_records += held_records;
                         }
+                        holding = step.this == Disposition::Hold;
                         match step.this {
                             Disposition::Keep => {}
-                            Disposition::Hold => (held_records, held_begin) = (n, chunk.begin()),
+                            Disposition::Hold => (held_records, held_begin) = (n, chunk.begin),
                             Disposition::Drop => {
                                 trailer_records += n;
                                 what = found.to_owned();
@@ -527,14 +528,14 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 Ok(None) => {}
                 Err(e) => {
                     problems += 1;
-                    progress::out(&format!("{name}: chunk at {}: cannot decode: {e}", chunk.begin()));
+                    progress::out(&format!("{name}: chunk at {}: cannot decode: {e}", chunk.begin));
                 }
             }
-            if chunk.header().chunk_type() == ChunkType::FileMetadata.to_byte()
+            if chunk.header.chunk_type() == ChunkType::FileMetadata.to_byte()
                 && let Err(e) = decoder.serialized_metadata(&chunk)
             {
                 problems += 1;
-                progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin()));
+                progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin));
             }
         }
         if detector.finish(|| None::<DecodedRecords>) {

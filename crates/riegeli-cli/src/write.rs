@@ -148,7 +148,7 @@ fn with_threads(options: RecordWriterOptions, text: &str, threads: Option<usize>
         }
         None => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
     };
-    options.set_parallelism(if parallelism > 1 { parallelism } else { 0 })
+    RecordWriterOptions { parallelism: if parallelism > 1 { parallelism } else { 0 }, ..options }
 }
 
 fn parse_array_options(text: &str) -> Result<ArrayRecordWriterOptions> {
@@ -208,12 +208,18 @@ pub(crate) fn write(args: WriteArgs) -> Result<()> {
                 m.record_writer_options = array_options.to_string();
                 m
             });
-            array_record_writer(dest, array_options.set_metadata(metadata))?
+            array_record_writer(
+                dest,
+                ArrayRecordWriterOptions {
+                    metadata: metadata.map(|m| prost::Message::encode_to_vec(&m)),
+                    ..array_options
+                },
+            )?
         }
         None => {
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
-                options = options.set_metadata(Some(m));
+                options.metadata = Some(prost::Message::encode_to_vec(&m));
             }
             let options = with_threads(options, &args.options, args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
@@ -267,8 +273,8 @@ impl Sink {
 fn infer_array_options(input: &io::Input) -> Result<ArrayRecordWriterOptions> {
     let name = input.name().to_owned();
     let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
-    let mut reader = ChunkReader::new(file, ChunkReadOptions::default());
-    let mut options = ArrayRecordWriterOptions::new();
+    let mut reader = ChunkReader::new(file, ChunkReadOptions::default(), 0);
+    let mut options = ArrayRecordWriterOptions::default();
     let chunk = loop {
         match reader.read_chunk().with_context(|| name.clone())? {
             None => return Ok(options),
@@ -278,21 +284,21 @@ fn infer_array_options(input: &io::Input) -> Result<ArrayRecordWriterOptions> {
             Some(_) => {}
         }
     };
-    let h = chunk.header();
-    options = options
-        .set_transpose(h.chunk_type() == ChunkType::Transposed.to_byte())
-        .set_group_size(h.num_records().min(i32::MAX as u64));
-    options = match chunk.data().first().map(|&b| CompressionType::from_byte(b)) {
-        Some(Ok(CompressionType::None)) => options.set_uncompressed(),
-        Some(Ok(CompressionType::Brotli)) => options.set_brotli(CompressorOptions::BROTLI_DEFAULT_LEVEL),
-        Some(Ok(CompressionType::Snappy)) => options.set_snappy(),
-        _ => options,
-    };
-    let padded = chunk.end().is_multiple_of(BLOCK_SIZE)
+    let h = chunk.header;
+    options.transpose = h.chunk_type() == ChunkType::Transposed.to_byte();
+    options.group_size = h.num_records().min(i32::MAX as u64);
+    match chunk.data.first().map(|&b| CompressionType::from_byte(b)) {
+        Some(Ok(CompressionType::None)) => options.compression = CompressorOptions::uncompressed(),
+        Some(Ok(CompressionType::Brotli)) => options.compression = CompressorOptions::brotli(),
+        Some(Ok(CompressionType::Snappy)) => options.compression = CompressorOptions::snappy(),
+        _ => {}
+    }
+    let padded = chunk.end.is_multiple_of(BLOCK_SIZE)
         || reader.read_chunk().ok().flatten().is_some_and(|next| {
-            next.header().chunk_type() == ChunkType::Padding.to_byte() && next.end().is_multiple_of(BLOCK_SIZE)
+            next.header.chunk_type() == ChunkType::Padding.to_byte() && next.end.is_multiple_of(BLOCK_SIZE)
         });
-    Ok(options.set_pad_to_block_boundary(padded))
+    options.pad_to_block_boundary = padded;
+    Ok(options)
 }
 
 /// The block size: padding ends at a multiple of it.
@@ -370,19 +376,25 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     let mut reencoding = None;
     let mut sink = match (args.to, array_options) {
         (Container::ArrayRecord, Some(array_options)) => {
-            let group_size = array_options.group_size();
+            let group_size = array_options.group_size;
             let metadata = metadata.map(|mut m| {
                 m.record_writer_options = array_options.to_string();
                 m
             });
             reencoding = Some(group_size);
-            array_record_writer(dest, array_options.set_metadata(metadata))?
+            array_record_writer(
+                dest,
+                ArrayRecordWriterOptions {
+                    metadata: metadata.map(|m| prost::Message::encode_to_vec(&m)),
+                    ..array_options
+                },
+            )?
         }
         (Container::Riegeli | Container::ArrayRecord, _) => {
             let mut options = options;
             if let Some(mut m) = metadata {
                 m.record_writer_options = options.to_string();
-                options = options.set_metadata(Some(m));
+                options.metadata = Some(prost::Message::encode_to_vec(&m));
             }
             let options = with_threads(options, args.options.as_deref().unwrap_or("default"), args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
@@ -420,7 +432,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
     let regions = crate::cat::report_skipped(&mut reader, &name);
     let metadata = reader.read_metadata().ok().flatten();
     let options = match metadata {
-        Some(m) => options.set_metadata(Some(m)),
+        Some(m) => RecordWriterOptions { metadata: Some(prost::Message::encode_to_vec(&m)), ..options },
         None => options,
     };
     let options = with_threads(options, &args.options, args.threads);
@@ -432,7 +444,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
     }
     writer.close()?.flush()?;
     let regions = regions.lock().map(|r| r.clone()).unwrap_or_default();
-    let lost: u64 = regions.iter().map(|r| r.len()).sum();
+    let lost: u64 = regions.iter().map(|r| r.end - r.begin).sum();
     drop(reader);
     progress::note(&format!(
         "riegeli: {name}: recovered {count} records; skipped {} damaged region(s), {lost} bytes",
@@ -474,7 +486,7 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
         let metadata = reader.read_metadata().with_context(|| name.clone())?;
         if writer.is_none() {
             if let Some(m) = metadata {
-                options = options.set_metadata(Some(m));
+                options.metadata = Some(prost::Message::encode_to_vec(&m));
             }
             writer = Some(RecordWriter::with_io_thread(
                 std::mem::replace(&mut dest, Box::new(std::io::sink())),

@@ -70,7 +70,7 @@ impl Location {
         if file.metadata()?.is_dir() {
             return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory"));
         }
-        Ok(Self::File(PositionalFile::new(file)))
+        Ok(Self::File(PositionalFile::from(file)))
     }
 
     /// A source reading the same bytes at offsets for several threads: the

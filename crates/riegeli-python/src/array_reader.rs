@@ -9,7 +9,7 @@
 //! The path may be a URL (`s3://`, `gs://`, `az://`, `http(s)://`): the file is then read
 //! from object storage by ranged requests, each batch read fetching the chunks it needs
 //! concurrently (`riegeli_object_store`). A local file is read by positional reads, as
-//! `ArrayRecordReader::from_file` reads it.
+//! `ArrayRecordReader::open` reads it.
 //!
 //! The reader is shared between Python threads (a data source serves several): its state is
 //! behind a mutex that is only waited on without the GIL.
@@ -157,10 +157,11 @@ fn range_to_list<'py>(
     range: impl FnOnce(u64) -> Result<Range<u64>, Failure> + Send,
 ) -> PyResult<Bound<'py, PyList>> {
     let mut objects: Vec<Py<PyBytes>> = Vec::new();
+    let serial = reader.options.parallelism == 0;
     let waiting = reader.with(py, |state| {
         let range = range(state.num_records())?;
         let reader = state.reader().map_err(Failure::Runtime)?;
-        if reader.options().effective_parallelism() <= 1 {
+        if serial {
             return Ok(reader.read_batch(range)?.into_iter().enumerate().collect());
         }
         objects.reserve(usize::try_from(range.end.saturating_sub(range.start)).unwrap_or(0).min(1 << 20));
@@ -254,6 +255,7 @@ impl ArrayRecordReader {
         // As `range_to_list`: with decoding threads, records decoded become bytes every
         // `BYTES_BATCH`, the rest at the end.
         let mut objects: Vec<Option<Py<PyBytes>>> = Vec::new();
+        let serial = self.options.parallelism == 0;
         let waiting = self.with(py, |state| {
             let reader = state.reader().map_err(Failure::Runtime)?;
             let num_records = reader.num_records();
@@ -267,7 +269,7 @@ impl ArrayRecordReader {
             if let [index] = indices[..] {
                 return Ok(vec![(0, reader.read(index)?)]);
             }
-            if reader.options().effective_parallelism() <= 1 {
+            if serial {
                 return Ok(reader.read_batch(&indices)?.into_iter().enumerate().collect());
             }
             let mut waiting = Waiting::new();
@@ -319,14 +321,14 @@ impl ArrayRecordReader {
         let _ = kwargs;
         // C++'s grammar and messages, parsed by riegeli-records.
         let reader_options: ArrayRecordReaderOptions =
-            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
+            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message.to_owned()))?;
         let path = path_arg(path)?;
         let opened = py.detach(|| open(&path, reader_options.clone()));
         let (reader, failure) = match opened {
             Ok(reader) => (Some(reader), None),
             Err(failure) => (None, Some(failure)),
         };
-        let writer_options = reader.as_ref().and_then(|r| r.writer_options().map(str::to_owned));
+        let writer_options = reader.as_ref().and_then(|r| r.index().writer_options.clone());
         let state = State { reader, failure: failure.clone(), open: true, writer_options: writer_options.clone() };
         Ok(Self {
             state: PerProcess::with(Mutex::new(state)),

@@ -108,10 +108,10 @@ impl ArrayRecordWriter {
         // C++ accepts and ignores other keyword arguments.
         let _ = kwargs;
         let options: ArrayRecordWriterOptions =
-            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message().to_owned()))?;
+            options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message.to_owned()))?;
         // The Python module of array_record writes without a thread pool, and its files say
         // `max_parallelism:1`; these say the same.
-        let options = options.set_max_parallelism(Some(1));
+        let options = ArrayRecordWriterOptions { parallelism: Some(0), ..options };
         let created = match as_path(path)? {
             Some(path) => py.detach(|| {
                 let file = File::create(&path).map_err(|e| format!("{e}; opening {}", path.display()))?;

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{PyTraverseError, PyVisit};
 use riegeli_object_store::{FetchConfig, Location};
-use riegeli_records::{Corruption, Error, FieldProjection, RecordReaderOptions};
+use riegeli_records::{Corruption, Error, ErrorKind, FieldProjection, RecordReaderOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
@@ -77,7 +77,7 @@ impl State {
             }
         }
         if let (None, Some(&Corruption::Truncated { end }), Some(chunk)) =
-            (&self.recovery, error.corruption(), error.position())
+            (&self.recovery, corruption(&error), error.position())
         {
             // C++'s `DefaultChunkReader` words, and its class (`InvalidArgument`).
             let length = end.saturating_sub(chunk);
@@ -120,6 +120,14 @@ pub(crate) struct RecordReader {
 /// A `riegeli.SkippedRegion` for the recovery function.
 fn skipped_region<'py>(py: Python<'py>, begin: u64, end: u64, message: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("riegeli.records.skipped_region")?.getattr("SkippedRegion")?.call1((begin, end, message))
+}
+
+/// What is wrong with the file, for an error about damaged file contents.
+fn corruption(error: &Error) -> Option<&Corruption> {
+    match error.kind() {
+        ErrorKind::Corrupt { cause, .. } => Some(cause),
+        _ => None,
+    }
 }
 
 /// Whether `error` is protobuf's `DecodeError` (a record or metadata that does not parse).
@@ -313,7 +321,7 @@ impl RecordReader {
             let outcome = Arc::clone(&outcome);
             reader.set_recovery(move |region| {
                 Python::attach(|py| {
-                    let called = skipped_region(py, region.begin(), region.end(), region.message())
+                    let called = skipped_region(py, region.begin, region.end, &region.message)
                         .and_then(|region| recovery.call1(py, (region,)));
                     let Err(e) = called else { return true };
                     if let Ok(mut outcome) = outcome.lock() {
@@ -417,7 +425,7 @@ impl RecordReader {
             Ok(()) => Ok(true),
             // An empty file (nothing was read): the end, not an error.
             Err(e)
-                if matches!(e.corruption(), Some(Corruption::MissingSignature)) && reader.pos().numeric() <= start =>
+                if matches!(corruption(&e), Some(Corruption::MissingSignature)) && reader.pos().numeric() <= start =>
             {
                 Ok(false)
             }

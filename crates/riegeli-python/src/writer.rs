@@ -107,9 +107,8 @@ fn writer_options(
         Ok(bytes) => String::from_utf8_lossy(bytes.as_bytes()).into_owned(),
         Err(_) => options.extract()?,
     };
-    let parsed: RecordWriterOptions = text
-        .parse()
-        .map_err(|e: ParseOptionsError| riegeli_error(py, "InvalidArgumentError", e.message().to_owned()))?;
+    let parsed: RecordWriterOptions =
+        text.parse().map_err(|e: ParseOptionsError| riegeli_error(py, "InvalidArgumentError", e.message.to_owned()))?;
     let serialized = match (metadata, serialized_metadata) {
         (Some(_), Some(_)) => {
             return Err(PyTypeError::new_err(
@@ -120,7 +119,7 @@ fn writer_options(
         (None, Some(serialized)) => record_bytes(serialized)?,
         (None, None) => return Ok(parsed),
     };
-    Ok(parsed.set_serialized_metadata(Some(serialized.as_bytes().to_vec())))
+    Ok(RecordWriterOptions { metadata: Some(serialized.as_bytes().to_vec()), ..parsed })
 }
 
 /// `flush_type` as its integer value (a `FlushType` member or an int).

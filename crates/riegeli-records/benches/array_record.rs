@@ -33,7 +33,8 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     group.throughput(Throughput::Elements(BATCH as u64));
     let open = |parallelism| {
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         ArrayRecordReader::with_options(Cursor::new(&file[..]), options).unwrap()
     };
     let mut serial = open(1);

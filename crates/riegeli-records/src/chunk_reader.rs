@@ -15,23 +15,34 @@ use crate::options::ChunkReadOptions;
 use crate::skipped_region::SkippedRegion;
 use crate::source::{Buffers, OWNED_READ, Source};
 
-/// A chunk read from the file, data hash verified.
+/// A chunk of a Riegeli/records file, as [`ChunkReader`](crate::ChunkReader)
+/// returns it.
 #[derive(Debug, Clone)]
-pub(crate) struct RawChunk {
-    pub(crate) begin: u64,
-    pub(crate) end: u64,
-    pub(crate) header: ChunkHeader,
-    pub(crate) data: Bytes,
-    /// Block headers inside the chunk whose hash failed (ignored, as the spec says).
-    pub(crate) damaged_block_headers: Vec<u64>,
+#[non_exhaustive]
+pub struct Chunk {
+    /// Where the chunk begins.
+    pub begin: u64,
+    /// Where the chunk ends (padding included): where the next chunk begins.
+    pub end: u64,
+    /// The chunk header.
+    pub header: ChunkHeader,
+    /// The chunk data (block headers removed), data hash verified.
+    pub data: Bytes,
+    /// Block headers inside the chunk whose hash failed; they were ignored,
+    /// as the spec says, since the chunk's own hashes protect it.
+    pub damaged_block_headers: Vec<u64>,
     /// Whether the data hash was checked when the chunk was read (false when
     /// read with `verify_hashes` off, e.g. to check it on a decoding thread).
     pub(crate) hash_verified: bool,
 }
 
-impl RawChunk {
+/// The chunk as this crate reads it (the same type: [`Chunk`] with its
+/// hash-check state).
+pub(crate) type RawChunk = Chunk;
+
+impl Chunk {
     /// Whether the chunk holds records (a simple or transposed chunk with records).
-    pub(crate) fn is_data(&self) -> bool {
+    pub fn is_data(&self) -> bool {
         ChunkType::is_data_byte(self.header.chunk_type()) && self.header.num_records() > 0
     }
 
@@ -350,41 +361,9 @@ pub(crate) fn skip_damage<R: Read>(source: &mut Source<R>, resume: Resume) -> Re
     }
 }
 
-/// A chunk of a Riegeli/records file, as [`ChunkReader`](crate::ChunkReader) returns it.
-#[derive(Debug, Clone)]
-pub struct Chunk {
-    pub(crate) raw: RawChunk,
-}
-
 impl Chunk {
+    /// The chunk as the decoder takes it.
     pub(crate) fn raw(&self) -> &RawChunk {
-        &self.raw
-    }
-
-    /// Whether the chunk holds records (a simple or transposed chunk with records).
-    pub fn is_data(&self) -> bool {
-        self.raw.is_data()
-    }
-
-    /// Where the chunk begins.
-    pub fn begin(&self) -> u64 {
-        self.raw.begin
-    }
-    /// Where the chunk ends (padding included): where the next chunk begins.
-    pub fn end(&self) -> u64 {
-        self.raw.end
-    }
-    /// The chunk header.
-    pub fn header(&self) -> &ChunkHeader {
-        &self.raw.header
-    }
-    /// The chunk data (block headers removed), data hash verified.
-    pub fn data(&self) -> &Bytes {
-        &self.raw.data
-    }
-    /// Block headers inside the chunk whose hash failed; they were ignored, as
-    /// the spec says, since the chunk's own hashes protect it.
-    pub fn damaged_block_headers(&self) -> &[u64] {
-        &self.raw.damaged_block_headers
+        self
     }
 }

@@ -80,10 +80,6 @@ impl<R> ChunkStream<R> {
         &mut self.source
     }
 
-    pub(crate) fn into_source(self) -> Source<R> {
-        self.source
-    }
-
     /// Forgets the chunks read ahead (chunks being decoded finish in the
     /// background and are dropped; the threads stay).
     pub(crate) fn discard(&mut self) {

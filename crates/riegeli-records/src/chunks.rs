@@ -41,19 +41,15 @@ pub struct ChunkReader<R> {
 }
 
 impl<R: Read> ChunkReader<R> {
-    /// A chunk reader of the file whose bytes `src` yields from the beginning.
-    pub fn new(src: R, options: ChunkReadOptions) -> Self {
-        Self::with_decoding_threads(src, options, 0)
-    }
-
-    /// A chunk reader whose [`read_decoded`](Self::read_decoded) checks data
-    /// hashes and decodes records on `threads` background threads (none: on
-    /// the calling thread) while the caller handles earlier chunks. Reading
-    /// goes ahead of the caller by a few chunks (at most 64 MiB), never past
+    /// A chunk reader of the file whose bytes `src` yields from the
+    /// beginning. Its [`read_decoded`](Self::read_decoded) checks data hashes
+    /// and decodes records on `parallelism` background threads (0: on the
+    /// calling thread) while the caller handles earlier chunks. Reading goes
+    /// ahead of the caller by a few chunks (at most 64 MiB), never past
     /// damage; chunks, errors and skipped regions are those of a reader
     /// without threads.
-    pub fn with_decoding_threads(src: R, options: ChunkReadOptions, threads: usize) -> Self {
-        let options = RecordReaderOptions { chunks: options, parallelism: threads, ..RecordReaderOptions::default() };
+    pub fn new(src: R, options: ChunkReadOptions, parallelism: usize) -> Self {
+        let options = RecordReaderOptions { chunks: options, parallelism, ..RecordReaderOptions::default() };
         Self { chunks: ChunkStream::new(Source::new(src, 0), options), pending: None, lent: None }
     }
 
@@ -65,7 +61,7 @@ impl<R: Read> ChunkReader<R> {
     /// Reads the next chunk, or `None` at the end of the file. After an error
     /// (other than I/O), [`recover`](Self::recover) skips the damaged region.
     pub fn read_chunk(&mut self) -> Result<Option<Chunk>, Error> {
-        Ok(self.read_checked()?.map(|(raw, _)| Chunk { raw }))
+        Ok(self.read_checked()?.map(|(raw, _)| raw))
     }
 
     /// Reads the next chunk with its records, or `None` at the end of the
@@ -88,7 +84,7 @@ impl<R: Read> ChunkReader<R> {
             Ok(None) => Ok(None),
             Err(e) => Err(e),
         };
-        Ok(Some((Chunk { raw }, records)))
+        Ok(Some((raw, records)))
     }
 
     /// The next chunk, hash-checked, with its records if a thread decoded them.

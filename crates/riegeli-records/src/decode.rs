@@ -18,14 +18,16 @@ use crate::options::ChunkReadOptions;
 /// The readers use one internally; inspection tools use one on the chunks a
 /// [`ChunkReader`](crate::ChunkReader) returns:
 /// ```
-/// use riegeli_records::{ChunkDecoder, ChunkReadOptions, ChunkReader, RecordWriter, RecordWriterOptions};
+/// use riegeli_records::{
+///     ChunkDecoder, ChunkReadOptions, ChunkReader, CompressorOptions, RecordWriter, RecordWriterOptions,
+/// };
 ///
-/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_zstd(3))?;
+/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() })?;
 /// writer.write_record(b"hello")?;
 /// let file = writer.close()?;
 ///
 /// let options = ChunkReadOptions::default();
-/// let mut chunks = ChunkReader::new(&file[..], options.clone());
+/// let mut chunks = ChunkReader::new(&file[..], options.clone(), 0);
 /// let mut decoder = ChunkDecoder::new(&options);
 /// let mut records = Vec::new();
 /// while let Some(chunk) = chunks.read_chunk()? {
@@ -61,7 +63,7 @@ impl ChunkDecoder {
     }
 
     /// Reads only the fields `projection` selects from later transposed chunks.
-    pub fn set_field_projection(&mut self, projection: FieldProjection) {
+    pub(crate) fn set_field_projection(&mut self, projection: FieldProjection) {
         self.projection = projection;
     }
 
@@ -78,7 +80,7 @@ impl ChunkDecoder {
     /// The serialized `RecordsMetadata` of a metadata chunk, checked to parse.
     pub fn serialized_metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
         let serialized = self.metadata(chunk.raw())?;
-        parse_metadata(serialized.clone(), chunk.begin())?;
+        parse_metadata(serialized.clone(), chunk.begin)?;
         Ok(serialized)
     }
 
@@ -191,10 +193,10 @@ pub(crate) fn check_signature(chunk: &RawChunk) -> Result<()> {
 pub(crate) mod tests {
     /// The decoded sizes of a file's data chunks, in file order.
     pub(crate) fn data_chunk_sizes(file: &[u8]) -> Vec<u64> {
-        let mut chunks = crate::ChunkReader::new(file, crate::ChunkReadOptions::default());
+        let mut chunks = crate::ChunkReader::new(file, crate::ChunkReadOptions::default(), 0);
         std::iter::from_fn(|| chunks.read_chunk().unwrap())
             .filter(crate::Chunk::is_data)
-            .map(|chunk| chunk.header().decoded_data_size())
+            .map(|chunk| chunk.header.decoded_data_size())
             .collect()
     }
 }

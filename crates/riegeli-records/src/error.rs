@@ -305,7 +305,7 @@ impl Error {
     }
 
     /// What is wrong with the file, for an [`ErrorKind::Corrupt`] error.
-    pub fn corruption(&self) -> Option<&Corruption> {
+    pub(crate) fn corruption(&self) -> Option<&Corruption> {
         match &*self.0 {
             ErrorKind::Corrupt { cause, .. } => Some(cause),
             _ => None,

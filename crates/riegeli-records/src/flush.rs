@@ -36,7 +36,7 @@ pub enum FlushType {
 /// Implemented for [`File`](std::fs::File) (`sync_all`, i.e. `fsync`), for
 /// in-memory destinations (`Vec<u8>`, `Cursor`, `io::Sink`: nothing to do),
 /// for `BufWriter`, `&mut W` and `Box<W>` of a `SyncWrite`, and for
-/// [`WriteBehind`](crate::WriteBehind) of a `SyncWrite` (its thread syncs).
+/// the I/O thread of [`RecordWriter::with_io_thread`](crate::RecordWriter::with_io_thread) (its thread syncs).
 /// Implement it for a destination of your own whose bytes can be made
 /// durable.
 pub trait SyncWrite: Write {

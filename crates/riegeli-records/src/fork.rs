@@ -57,10 +57,9 @@ fn current() -> u32 {
 /// ```
 /// use riegeli_records::ProcessBound;
 ///
-/// let mut threads = ProcessBound::new(vec![1, 2, 3]);
+/// let threads = ProcessBound::new(vec![1, 2, 3]);
 /// // In the process that made it (in a forked child, `None`):
-/// assert_eq!(threads.get_mut().map(|t| t.len()), Some(3));
-/// assert!(!threads.is_inherited());
+/// assert_eq!(threads.get().map(|t| t.len()), Some(3));
 /// ```
 pub struct ProcessBound<T> {
     owner: u32,
@@ -76,7 +75,7 @@ impl<T> ProcessBound<T> {
 
     /// Whether this value belongs to another process: this one was forked
     /// from it (or from one of its children) since the value was made.
-    pub fn is_inherited(&self) -> bool {
+    pub(crate) fn is_inherited(&self) -> bool {
         self.owner != current()
     }
 
@@ -86,14 +85,14 @@ impl<T> ProcessBound<T> {
     }
 
     /// The value, if it belongs to the running process.
-    pub fn get_mut(&mut self) -> Option<&mut T> {
+    pub(crate) fn get_mut(&mut self) -> Option<&mut T> {
         if self.is_inherited() { None } else { self.value.as_mut() }
     }
 
     /// The value, made anew by `make` (for the running process, which it
     /// then belongs to) if it belonged to another one, whose value is leaked;
     /// and whether it was. One process id check.
-    pub fn get_or_renew(&mut self, make: impl FnOnce() -> T) -> (&mut T, bool) {
+    pub(crate) fn get_or_renew(&mut self, make: impl FnOnce() -> T) -> (&mut T, bool) {
         let pid = current();
         let renewed = self.owner != pid;
         if renewed {

@@ -88,8 +88,8 @@ mod loom_tests;
 pub use crate::{
     array_record::{
         ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
-        ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexReport,
-        IndexSource, Selection, find_array_record_trailer, index_riegeli_file,
+        ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexInfo,
+        IndexReport, IndexSource, Selection, find_array_record_trailer, index_riegeli_file,
     },
     chunk_reader::Chunk,
     chunks::{ChunkReader, DecodedChunk},
@@ -105,11 +105,10 @@ pub use crate::{
     },
     position::{ParsePositionError, RecordPosition},
     positional::{PositionalFile, ReadAt},
-    reader::{RecordReader, Records},
+    reader::RecordReader,
     skipped_region::SkippedRegion,
     split::byte_ranges,
     trailer::{Disposition, TrailerDetector, TrailerStep},
-    write_behind::WriteBehind,
     writer::RecordWriter,
 };
-pub use riegeli_codec::{ChunkType, CompressionType, DecodedRecords, FieldProjection};
+pub use riegeli_codec::{ChunkType, CompressionType, CompressorOptions, DecodedRecords, FieldProjection};

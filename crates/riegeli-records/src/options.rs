@@ -1,11 +1,11 @@
 //! `RecordWriterOptions` (with the C++ option-string grammar) and `RecordReaderOptions`.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use riegeli_codec::{CompressionType, CompressorOptions, DecodeLimits, FieldProjection};
 
+#[cfg(doc)]
 use crate::metadata::RecordsMetadata;
 
 /// Default chunk size when compressing (C++ `chunk_size:auto`): 1 MiB.
@@ -15,9 +15,8 @@ pub const DEFAULT_UNCOMPRESSED_CHUNK_SIZE: u64 = 4 << 10;
 /// The padding that a bare `padding`, `initial_padding` or `final_padding` means: 64 KiB.
 pub const IMPLICIT_PADDING: u64 = 64 << 10;
 
-/// Options of a [`RecordWriter`](crate::RecordWriter).
-///
-/// Build them with the setters, or parse the option string of C++ Riegeli
+/// Options of a [`RecordWriter`](crate::RecordWriter), set as fields or
+/// parsed from the option string of C++ Riegeli
 /// (google/riegeli `doc/record_writer_options.md`):
 ///
 /// ```text
@@ -31,192 +30,103 @@ pub const IMPLICIT_PADDING: u64 = 64 << 10;
 /// ```
 ///
 /// `Display` writes an option string that parses back to equal options.
+/// Values set as fields are checked when the writer starts
+/// ([`RecordWriter::new`](crate::RecordWriter::new) refuses bad ones with
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)).
 ///
 /// ```
-/// use riegeli_records::RecordWriterOptions;
+/// use riegeli_records::{CompressorOptions, RecordWriterOptions};
 /// let options: RecordWriterOptions = "transpose,zstd:5,chunk_size:2M".parse()?;
-/// assert!(options.transpose());
-/// assert_eq!(options.effective_chunk_size(), 2 << 20);
+/// assert!(options.transpose);
+/// assert_eq!(options.compression, CompressorOptions::zstd().with_level(5));
+/// assert_eq!(options.chunk_size, Some(2 << 20));
 /// assert_eq!(options.to_string().parse::<RecordWriterOptions>()?, options);
+///
+/// let options = RecordWriterOptions { compression: CompressorOptions::uncompressed(), ..Default::default() };
+/// assert_eq!(options.to_string(), "uncompressed");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordWriterOptions {
-    transpose: bool,
-    compression_type: CompressionType,
-    compression_level: i32,
-    window_log: Option<u32>,
-    chunk_size: Option<u64>,
-    bucket_fraction: f64,
-    initial_padding: u64,
-    final_padding: u64,
-    parallelism: usize,
-    metadata: Metadata,
-}
-
-/// The metadata a [`RecordWriterOptions`] carries: one setting, given as a
-/// message or as its serialized form.
-#[derive(Debug, Clone, PartialEq, Default)]
-enum Metadata {
-    #[default]
-    None,
-    Message(RecordsMetadata),
-    Serialized(Vec<u8>),
+    /// Transposed chunks, which compress proto records better (default
+    /// `false`; `transpose`).
+    pub transpose: bool,
+    /// The compression type, level and window log (default brotli at level
+    /// 6 and brotli's default window; `uncompressed`, `brotli:N`, `zstd:N`,
+    /// `snappy:N`, `window_log:N`).
+    pub compression: CompressorOptions,
+    /// Desired decoded size of a chunk, at least 1 (`None`, the default,
+    /// `chunk_size:auto`: [`DEFAULT_COMPRESSED_CHUNK_SIZE`], or
+    /// [`DEFAULT_UNCOMPRESSED_CHUNK_SIZE`] without compression).
+    pub chunk_size: Option<u64>,
+    /// Bucket size of transposed chunks relative to the chunk size, in
+    /// `0.0..=1.0` (default 1; `bucket_fraction`).
+    pub bucket_fraction: f64,
+    /// When appending, pads the file at the beginning to a multiple of this,
+    /// at least 1 (default 1: no padding; `initial_padding`, `padding`).
+    pub initial_padding: u64,
+    /// Pads the file when flushing and at the end to a multiple of this, at
+    /// least 1 (default 1: no padding; `final_padding`, `padding`).
+    pub final_padding: u64,
+    /// Background threads encoding chunks (default 0: encode in the
+    /// caller's thread; `parallelism`); see [`RecordWriter`](crate::RecordWriter).
+    pub parallelism: usize,
+    /// File metadata: a serialized [`RecordsMetadata`] message, written as
+    /// the metadata chunk after the file signature exactly as given
+    /// (extensions and unknown fields kept), as C++ `set_serialized_metadata`
+    /// (default `None`: no metadata chunk). Give a [`RecordsMetadata`] as
+    /// `Some(prost::Message::encode_to_vec(&metadata))`. The bytes are not
+    /// checked: bytes that do not parse as a `RecordsMetadata` make a file
+    /// whose [`read_metadata`](crate::RecordReader::read_metadata) fails.
+    pub metadata: Option<Vec<u8>>,
 }
 
 impl Default for RecordWriterOptions {
     fn default() -> Self {
         Self {
             transpose: false,
-            compression_type: CompressionType::Brotli,
-            compression_level: 6,
-            window_log: None,
+            compression: CompressorOptions::brotli(),
             chunk_size: None,
             bucket_fraction: 1.0,
             initial_padding: 1,
             final_padding: 1,
             parallelism: 0,
-            metadata: Metadata::None,
+            metadata: None,
         }
     }
 }
 
 impl RecordWriterOptions {
-    /// The default options: brotli:6, simple chunks, 1 MiB chunks, no padding, serial.
-    pub fn new() -> Self {
-        Self::default()
+    /// Refuses values the setters of C++ Riegeli refuse (called when a
+    /// writer starts).
+    pub(crate) fn validate(&self) -> Result<(), crate::Error> {
+        let invalid = |message: String| Err(crate::ErrorKind::InvalidArgument(message).into());
+        if let Err(e) = self.compression.validate() {
+            return invalid(e.to_string());
+        }
+        if self.chunk_size == Some(0) {
+            return invalid("chunk_size must be at least 1".to_owned());
+        }
+        if !(0.0..=1.0).contains(&self.bucket_fraction) {
+            return invalid(format!("bucket_fraction {} out of range 0..=1", self.bucket_fraction));
+        }
+        if self.initial_padding == 0 || self.final_padding == 0 {
+            return invalid("initial_padding and final_padding must be at least 1".to_owned());
+        }
+        Ok(())
     }
 
-    /// Transposed chunks (better compression of proto records).
-    pub fn set_transpose(mut self, transpose: bool) -> Self {
-        self.transpose = transpose;
-        self
-    }
-    /// No compression.
-    pub fn set_uncompressed(mut self) -> Self {
-        self.compression_type = CompressionType::None;
-        self.compression_level = 0;
-        self.window_log = None;
-        self
-    }
-    /// Brotli compression at `level` (0..=11).
-    ///
-    /// # Panics
-    /// If `level` is out of range.
-    pub fn set_brotli(mut self, level: i32) -> Self {
-        assert!((0..=11).contains(&level), "brotli level {level} out of range 0..=11");
-        self.compression_type = CompressionType::Brotli;
-        self.compression_level = level;
-        self
-    }
-    /// Zstd compression at `level` (-131072..=22).
-    ///
-    /// # Panics
-    /// If `level` is out of range.
-    pub fn set_zstd(mut self, level: i32) -> Self {
-        assert!((-131072..=22).contains(&level), "zstd level {level} out of range -131072..=22");
-        self.compression_type = CompressionType::Zstd;
-        self.compression_level = level;
-        self
-    }
-    /// Snappy compression at `level` (1..=2).
-    ///
-    /// # Panics
-    /// If `level` is out of range.
-    pub fn set_snappy(mut self, level: i32) -> Self {
-        assert!((1..=2).contains(&level), "snappy level {level} out of range 1..=2");
-        self.compression_type = CompressionType::Snappy;
-        self.compression_level = level;
-        self.window_log = None;
-        self
-    }
-    /// Logarithm of the LZ77 window (`None`: the codec's default).
-    pub fn set_window_log(mut self, window_log: Option<u32>) -> Self {
-        self.window_log = window_log;
-        self
-    }
-    /// Desired decoded size of a chunk (`None`: 1 MiB compressed, 4 KiB uncompressed).
-    pub fn set_chunk_size(mut self, chunk_size: Option<u64>) -> Self {
-        self.chunk_size = chunk_size.map(|s| s.max(1));
-        self
-    }
-    /// Bucket size relative to the chunk size, for transposed chunks (0..=1).
-    pub fn set_bucket_fraction(mut self, fraction: f64) -> Self {
-        self.bucket_fraction = fraction.clamp(0.0, 1.0);
-        self
-    }
-    /// Pads the file at the beginning (when appending) to a multiple of `padding`.
-    pub fn set_initial_padding(mut self, padding: u64) -> Self {
-        self.initial_padding = padding.max(1);
-        self
-    }
-    /// Pads the file when flushing and at the end to a multiple of `padding`.
-    pub fn set_final_padding(mut self, padding: u64) -> Self {
-        self.final_padding = padding.max(1);
-        self
-    }
-    /// Both initial and final padding.
-    pub fn set_padding(self, padding: u64) -> Self {
-        self.set_initial_padding(padding).set_final_padding(padding)
-    }
-    /// Number of background threads encoding chunks (0: encode in the caller's thread); see
-    /// [`RecordWriter`](crate::RecordWriter).
-    pub fn set_parallelism(mut self, parallelism: usize) -> Self {
-        self.parallelism = parallelism;
-        self
-    }
-    /// File metadata, written as a metadata chunk after the file signature.
-    ///
-    /// This and [`set_serialized_metadata`](Self::set_serialized_metadata)
-    /// are one setting: the one called last wins.
-    pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
-        self.metadata = metadata.map_or(Metadata::None, Metadata::Message);
-        self
-    }
-    /// File metadata as a serialized `RecordsMetadata` message, written as
-    /// the metadata chunk exactly (extensions and unknown fields kept, which
-    /// [`RecordsMetadata`] would drop), as C++ `set_serialized_metadata`.
-    /// The bytes are not checked: bytes that do not parse as a
-    /// `RecordsMetadata` make a file whose
-    /// [`read_metadata`](crate::RecordReader::read_metadata) fails.
-    ///
-    /// This and [`set_metadata`](Self::set_metadata) are one setting: the
-    /// one called last wins.
-    pub fn set_serialized_metadata(mut self, serialized: Option<Vec<u8>>) -> Self {
-        self.metadata = serialized.map_or(Metadata::None, Metadata::Serialized);
-        self
-    }
-
-    /// Whether chunks are transposed.
-    pub fn transpose(&self) -> bool {
-        self.transpose
-    }
-    /// The compression type.
-    pub fn compression_type(&self) -> CompressionType {
-        self.compression_type
-    }
-    /// The compression level.
-    pub fn compression_level(&self) -> i32 {
-        self.compression_level
-    }
-    /// The window log, if set.
-    pub fn window_log(&self) -> Option<u32> {
-        self.window_log
-    }
     /// The chunk size actually used.
-    pub fn effective_chunk_size(&self) -> u64 {
-        self.chunk_size.unwrap_or(if self.compression_type == CompressionType::None {
+    pub(crate) fn effective_chunk_size(&self) -> u64 {
+        self.chunk_size.unwrap_or(if self.compression.compression_type == CompressionType::None {
             DEFAULT_UNCOMPRESSED_CHUNK_SIZE
         } else {
             DEFAULT_COMPRESSED_CHUNK_SIZE
         })
     }
-    /// The bucket fraction.
-    pub fn bucket_fraction(&self) -> f64 {
-        self.bucket_fraction
-    }
+
     /// The bucket size for transposed chunks: `round(chunk_size * bucket_fraction)`, at least 1.
-    pub fn bucket_size(&self) -> u64 {
+    pub(crate) fn bucket_size(&self) -> u64 {
         let size = (self.effective_chunk_size() as f64 * self.bucket_fraction).round();
         if size >= u64::MAX as f64 {
             u64::MAX
@@ -226,66 +136,21 @@ impl RecordWriterOptions {
             1
         }
     }
-    /// The initial padding.
-    pub fn initial_padding(&self) -> u64 {
-        self.initial_padding
-    }
-    /// The final padding.
-    pub fn final_padding(&self) -> u64 {
-        self.final_padding
-    }
-    /// The parallelism.
-    pub fn parallelism(&self) -> usize {
-        self.parallelism
-    }
-    /// The metadata, if it was given by [`set_metadata`](Self::set_metadata)
-    /// (`None` if [`set_serialized_metadata`](Self::set_serialized_metadata)
-    /// was called last; see [`serialized_metadata`](Self::serialized_metadata)).
-    pub fn metadata(&self) -> Option<&RecordsMetadata> {
-        match &self.metadata {
-            Metadata::Message(metadata) => Some(metadata),
-            Metadata::None | Metadata::Serialized(_) => None,
-        }
-    }
-    /// The bytes the metadata chunk will hold, however the metadata was
-    /// given; `None` if there is none.
-    pub fn serialized_metadata(&self) -> Option<Cow<'_, [u8]>> {
-        match &self.metadata {
-            Metadata::None => None,
-            Metadata::Message(metadata) => Some(Cow::Owned(prost::Message::encode_to_vec(metadata))),
-            Metadata::Serialized(bytes) => Some(Cow::Borrowed(bytes)),
-        }
-    }
-
-    /// The compressor options these options imply.
-    pub fn compressor_options(&self) -> CompressorOptions {
-        CompressorOptions {
-            compression_type: self.compression_type,
-            level: self.compression_level,
-            window_log: self.window_log,
-        }
-    }
 }
 
 /// A bad option string: the token at fault and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid option {token:?}: {message}")]
 pub struct ParseOptionsError {
-    token: String,
-    message: String,
+    /// The offending `name[:value]` item.
+    pub token: String,
+    /// What is wrong with it (C++'s message).
+    pub message: String,
 }
 
 impl ParseOptionsError {
     pub(crate) fn new(token: &str, message: impl Into<String>) -> Self {
         Self { token: token.to_owned(), message: message.into() }
-    }
-    /// The offending `name[:value]` item.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-    /// What is wrong with it.
-    pub fn message(&self) -> &str {
-        &self.message
     }
 }
 
@@ -445,9 +310,6 @@ impl CompressorText {
     }
 }
 
-/// What [`parse_compressor`] found: compression, level and window log (`None`: `auto`).
-pub(crate) type Compression = (CompressionType, i32, Option<u32>);
-
 /// C++'s `CompressorOptions::FromString` over the compression items: first the compression
 /// (conflicting ones refused), then the values, which depend on it (`window_log` is refused
 /// with `uncompressed` and `snappy`, ranges differ for brotli and zstd). `default` is the
@@ -455,7 +317,7 @@ pub(crate) type Compression = (CompressionType, i32, Option<u32>);
 pub(crate) fn parse_compressor(
     text: &CompressorText,
     default: (CompressionType, i32),
-) -> Result<Compression, ParseOptionsError> {
+) -> Result<CompressorOptions, ParseOptionsError> {
     const KEYS: [&str; 6] = ["uncompressed", "brotli", "zstd", "snappy", "window_log", "brotli_encoder"];
     let text = text.0.join(",");
     let (mut kind, mut level) = default;
@@ -514,7 +376,7 @@ pub(crate) fn parse_compressor(
     })?;
     // A window log given before `uncompressed` or `snappy` is refused by them, so none is
     // left here for a compression that takes none.
-    Ok((kind, level, window_log))
+    Ok(CompressorOptions { compression_type: kind, level, window_log })
 }
 
 impl FromStr for RecordWriterOptions {
@@ -559,9 +421,8 @@ impl FromStr for RecordWriterOptions {
             }
             Ok(())
         })?;
-        let default = (options.compression_type, options.compression_level);
-        (options.compression_type, options.compression_level, options.window_log) =
-            parse_compressor(&compressor, default)?;
+        let default = (options.compression.compression_type, options.compression.level);
+        options.compression = parse_compressor(&compressor, default)?;
         Ok(options)
     }
 }
@@ -573,16 +434,19 @@ impl fmt::Display for RecordWriterOptions {
             items.push("transpose".into());
         }
         let default = Self::default();
-        if (self.compression_type, self.compression_level) != (default.compression_type, default.compression_level) {
-            items.push(match self.compression_type {
+        let compression = &self.compression;
+        if (compression.compression_type, compression.level)
+            != (default.compression.compression_type, default.compression.level)
+        {
+            items.push(match compression.compression_type {
                 CompressionType::None => "uncompressed".into(),
-                CompressionType::Brotli => format!("brotli:{}", self.compression_level),
-                CompressionType::Zstd => format!("zstd:{}", self.compression_level),
-                CompressionType::Snappy => format!("snappy:{}", self.compression_level),
-                _ => format!("unknown:{}", self.compression_level),
+                CompressionType::Brotli => format!("brotli:{}", compression.level),
+                CompressionType::Zstd => format!("zstd:{}", compression.level),
+                CompressionType::Snappy => format!("snappy:{}", compression.level),
+                _ => format!("unknown:{}", compression.level),
             });
         }
-        if let Some(log) = self.window_log {
+        if let Some(log) = compression.window_log {
             items.push(format!("window_log:{log}"));
         }
         if let Some(size) = self.chunk_size {
@@ -703,12 +567,12 @@ mod tests {
     fn defaults_match_cpp() {
         let o: RecordWriterOptions = "".parse().unwrap();
         assert_eq!(o, RecordWriterOptions::default());
-        assert_eq!(o.compression_type(), CompressionType::Brotli);
-        assert_eq!(o.compression_level(), 6);
+        assert_eq!(o.compression.compression_type, CompressionType::Brotli);
+        assert_eq!(o.compression.level, 6);
         assert_eq!(o.effective_chunk_size(), 1 << 20);
         assert_eq!("default".parse::<RecordWriterOptions>().unwrap(), o);
-        assert_eq!("zstd".parse::<RecordWriterOptions>().unwrap().compression_level(), 3);
-        assert_eq!("snappy".parse::<RecordWriterOptions>().unwrap().compression_level(), 1);
+        assert_eq!("zstd".parse::<RecordWriterOptions>().unwrap().compression.level, 3);
+        assert_eq!("snappy".parse::<RecordWriterOptions>().unwrap().compression.level, 1);
         let u: RecordWriterOptions = "uncompressed".parse().unwrap();
         assert_eq!(u.effective_chunk_size(), 4096);
     }
@@ -727,9 +591,9 @@ mod tests {
             assert_eq!(text.parse::<RecordWriterOptions>().unwrap().effective_chunk_size(), want, "{text}");
         }
         let o: RecordWriterOptions = "padding".parse().unwrap();
-        assert_eq!((o.initial_padding(), o.final_padding()), (65536, 65536));
+        assert_eq!((o.initial_padding, o.final_padding), (65536, 65536));
         let o: RecordWriterOptions = "final_padding:1M".parse().unwrap();
-        assert_eq!((o.initial_padding(), o.final_padding()), (1, 1 << 20));
+        assert_eq!((o.initial_padding, o.final_padding), (1, 1 << 20));
     }
 
     #[test]
@@ -751,12 +615,12 @@ mod tests {
             "uncompressed:1",
         ] {
             let err = bad.parse::<RecordWriterOptions>().unwrap_err();
-            assert_eq!(err.token(), bad, "{bad}: {err}");
+            assert_eq!(err.token, bad, "{bad}: {err}");
         }
         let err = "zstd,brotli".parse::<RecordWriterOptions>().unwrap_err();
-        assert_eq!(err.token(), "brotli");
+        assert_eq!(err.token, "brotli");
         let err = "uncompressed,window_log:20".parse::<RecordWriterOptions>().unwrap_err();
-        assert_eq!(err.token(), "window_log:20");
+        assert_eq!(err.token, "window_log:20");
         assert!("snappy,window_log:auto".parse::<RecordWriterOptions>().is_err());
         assert!("brotli,window_log:31".parse::<RecordWriterOptions>().is_err());
         assert!("zstd,window_log:31".parse::<RecordWriterOptions>().is_ok());
@@ -825,17 +689,48 @@ mod tests {
             ("brotli:12,chunk_size:0", format!("Option chunk_size: invalid value: 0, valid values: auto, {BYTES}")),
         ] {
             let err = text.parse::<RecordWriterOptions>().unwrap_err();
-            assert_eq!(err.message(), message, "{text}");
+            assert_eq!(err.message, message, "{text}");
         }
         // What C++ accepts: whitespace and a sign around integers, an empty value as none,
         // `default` first with any value, reals for sizes (rounded in a double).
         let o: RecordWriterOptions = "default:x,zstd: +5 ,chunk_size:1.5k,transpose:".parse().unwrap();
-        assert_eq!((o.compression_type(), o.compression_level(), o.chunk_size), (CompressionType::Zstd, 5, Some(1536)));
-        assert!(o.transpose());
+        assert_eq!(
+            (o.compression.compression_type, o.compression.level, o.chunk_size),
+            (CompressionType::Zstd, 5, Some(1536))
+        );
+        assert!(o.transpose);
         let o: RecordWriterOptions = "window_log:20".parse().unwrap();
-        assert_eq!((o.compression_type(), o.window_log), (CompressionType::Brotli, Some(20)));
+        assert_eq!((o.compression.compression_type, o.compression.window_log), (CompressionType::Brotli, Some(20)));
         assert_eq!("chunk_size:inf".parse::<RecordWriterOptions>().unwrap().chunk_size, Some(u64::MAX));
-        assert_eq!("zstd:".parse::<RecordWriterOptions>().unwrap().compression_level(), 3);
+        assert_eq!("zstd:".parse::<RecordWriterOptions>().unwrap().compression.level, 3);
+    }
+
+    #[test]
+    fn writer_refuses_bad_fields() {
+        let bad = [
+            RecordWriterOptions { compression: CompressorOptions::brotli().with_level(12), ..Default::default() },
+            RecordWriterOptions { compression: CompressorOptions::zstd().with_level(23), ..Default::default() },
+            RecordWriterOptions { compression: CompressorOptions::snappy().with_level(3), ..Default::default() },
+            RecordWriterOptions {
+                compression: CompressorOptions::uncompressed().with_window_log(Some(20)),
+                ..Default::default()
+            },
+            RecordWriterOptions {
+                compression: CompressorOptions::brotli().with_window_log(Some(31)),
+                ..Default::default()
+            },
+            RecordWriterOptions { chunk_size: Some(0), ..Default::default() },
+            RecordWriterOptions { bucket_fraction: 1.5, ..Default::default() },
+            RecordWriterOptions { bucket_fraction: f64::NAN, ..Default::default() },
+            RecordWriterOptions { initial_padding: 0, ..Default::default() },
+            RecordWriterOptions { final_padding: 0, ..Default::default() },
+        ];
+        for options in bad {
+            let err = crate::RecordWriter::new(Vec::new(), options.clone()).unwrap_err();
+            assert!(matches!(err.kind(), crate::ErrorKind::InvalidArgument(_)), "{options:?}: {err}");
+        }
+        let good = RecordWriterOptions { chunk_size: Some(1), bucket_fraction: 0.0, ..Default::default() };
+        assert!(crate::RecordWriter::new(Vec::new(), good).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::str::FromStr;
 /// record because a chunk occupies at least as many bytes as it has records.
 /// The text form is `chunk_begin/record_index`; the binary forms are C++'s
 /// ordered-varint form ([`to_bytes`](Self::to_bytes)) and its older 16-byte
-/// big-endian form ([`to_bytes_be16`](Self::to_bytes_be16)).
+/// big-endian form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct RecordPosition {
     chunk_begin: u64,
@@ -48,14 +48,6 @@ impl RecordPosition {
     pub const fn numeric(&self) -> u64 {
         // `new` guarantees no overflow.
         self.chunk_begin.wrapping_add(self.record_index)
-    }
-
-    /// The 16-byte big-endian binary form (C++'s older `ToBytes` format).
-    pub fn to_bytes_be16(&self) -> [u8; 16] {
-        let mut out = [0u8; 16];
-        out[..8].copy_from_slice(&self.chunk_begin.to_be_bytes());
-        out[8..].copy_from_slice(&self.record_index.to_be_bytes());
-        out
     }
 
     /// The binary form of C++'s current `RecordPosition::ToBytes`: two ordered
@@ -136,14 +128,23 @@ impl FromStr for RecordPosition {
 mod tests {
     use super::*;
 
+    /// The 16-byte big-endian binary form (C++'s older `ToBytes` format),
+    /// which [`RecordPosition::from_bytes`] reads.
+    fn to_bytes_be16(pos: RecordPosition) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&pos.chunk_begin().to_be_bytes());
+        out[8..].copy_from_slice(&pos.record_index().to_be_bytes());
+        out
+    }
+
     #[test]
     fn forms() {
         let pos = RecordPosition::new(65536, 3).unwrap();
         assert_eq!(pos.numeric(), 65539);
         assert_eq!(pos.to_string(), "65536/3");
         assert_eq!("65536/3".parse::<RecordPosition>(), Ok(pos));
-        assert_eq!(pos.to_bytes_be16(), [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
-        assert_eq!(RecordPosition::from_bytes(&pos.to_bytes_be16()), Ok(pos));
+        assert_eq!(to_bytes_be16(pos), [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
+        assert_eq!(RecordPosition::from_bytes(&to_bytes_be16(pos)), Ok(pos));
         // Ordered varints: 65536 needs 17 bits -> 3 bytes with prefix 0b110.
         assert_eq!(pos.to_bytes(), vec![0xc1, 0x00, 0x00, 0x03]);
         assert_eq!(RecordPosition::from_bytes(&pos.to_bytes()), Ok(pos));

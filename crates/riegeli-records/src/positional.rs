@@ -74,24 +74,10 @@ pub struct PositionalFile {
 }
 
 impl PositionalFile {
-    /// Reads `file` at offsets, from offset 0.
-    pub fn new(file: File) -> Self {
-        Self { file: Arc::new(file), pos: 0 }
-    }
-
-    /// Opens the file at `path` for reading.
+    /// Opens the file at `path` for reading (a [`File`] opened already
+    /// converts with `From`).
     pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
-        File::open(path).map(Self::new)
-    }
-
-    /// The file (its own position is not this reader's).
-    pub fn file(&self) -> &File {
-        &self.file
-    }
-
-    /// The offset the next read reads at.
-    pub fn position(&self) -> u64 {
-        self.pos
+        File::open(path).map(Self::from)
     }
 
     /// The file for positional reads by other threads (the decoding threads
@@ -105,8 +91,9 @@ impl PositionalFile {
 }
 
 impl From<File> for PositionalFile {
+    /// Reads `file` at offsets, from offset 0.
     fn from(file: File) -> Self {
-        Self::new(file)
+        Self { file: Arc::new(file), pos: 0 }
     }
 }
 
@@ -252,7 +239,7 @@ mod tests {
         assert_eq!(&buf, b"345");
         assert_eq!(file.stream_position().unwrap(), 6);
         // The handle's own position never moved: reading it directly starts at 0.
-        let mut direct = file.file();
+        let mut direct = &*file.file;
         direct.read_exact(&mut buf).unwrap();
         assert_eq!(&buf, b"012");
         assert_eq!(file.read_at(&mut buf, 7).unwrap(), 3);

@@ -78,9 +78,9 @@ enum Which {
 /// file yields every complete chunk.
 ///
 /// ```
-/// use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
+/// use riegeli_records::{CompressorOptions, RecordReader, RecordWriter, RecordWriterOptions};
 ///
-/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_uncompressed())?;
+/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { compression: CompressorOptions::uncompressed(), ..Default::default() })?;
 /// writer.write_record(b"hello")?;
 /// writer.write_record(b"world")?;
 /// let file = writer.close()?;
@@ -157,7 +157,7 @@ impl<R: Read> RecordReader<R> {
             peeked_damage: None,
             recovery: None,
             pending: None,
-            trailer: TrailerDetector::new(),
+            trailer: TrailerDetector::default(),
             last_pos: None,
             range_end: u64::MAX,
             footer_without_postscript: None,
@@ -170,19 +170,9 @@ impl<R: Read> RecordReader<R> {
         self.recovery = Some(Box::new(callback));
     }
 
-    /// The options.
-    pub fn options(&self) -> &RecordReaderOptions {
-        self.chunks.options()
-    }
-
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
         self.chunks.source().get_ref()
-    }
-
-    /// Returns the underlying reader (its position is unspecified).
-    pub fn into_inner(self) -> R {
-        self.chunks.into_source().into_inner()
     }
 
     /// Reads the next record, or `None` at the end of the file.
@@ -216,31 +206,6 @@ impl<R: Read> RecordReader<R> {
         self.last_pos = RecordPosition::new(self.chunk_begin, index as u64);
         self.index += 1;
         Ok(self.records.get_slice(index))
-    }
-
-    /// Reads the next record into `buf` (replacing its contents); returns
-    /// `false` at the end of the file.
-    pub fn read_record_into(&mut self, buf: &mut Vec<u8>) -> Result<bool> {
-        buf.clear();
-        match self.read_record_ref()? {
-            Some(record) => {
-                buf.extend_from_slice(record);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    /// Reads the next record and parses it as a protobuf message.
-    pub fn read_message<M: prost::Message + Default>(&mut self) -> Result<Option<M>> {
-        let Some(record) = self.read_record()? else { return Ok(None) };
-        let pos = self.last_pos.map_or(self.chunk_begin, |p| p.numeric());
-        M::decode(record).map(Some).map_err(|e| Error::corrupt(pos, Corruption::Message(e.to_string())))
-    }
-
-    /// An iterator over the remaining records.
-    pub fn records(&mut self) -> Records<'_, R> {
-        Records { reader: self }
     }
 
     /// The position of the next record (or of the end of the file).
@@ -574,7 +539,7 @@ impl<R: Read> RecordReader<R> {
         self.peeked = None;
         self.peeked_damage = None;
         let region = self.chunks.skip(pending)?;
-        self.chunk_begin = region.end();
+        self.chunk_begin = region.end;
         Ok(region)
     }
 }
@@ -615,7 +580,7 @@ impl<R: Read + Seek> RecordReader<R> {
         self.peeked = None;
         self.peeked_damage = None;
         self.pending = None;
-        self.trailer = TrailerDetector::new();
+        self.trailer = TrailerDetector::default();
         self.chunk_begin = pos;
         self.chunks.seek(pos)?;
         if pos > 0 && matches!(self.metadata, MetadataState::Unknown) {
@@ -792,7 +757,7 @@ impl<R: Read + Seek> RecordReader<R> {
         }
         // Judged on its own: a postscript naming an earlier chunk is dropped,
         // a possible footer is judged by the chunk after it.
-        self.trailer = TrailerDetector::new();
+        self.trailer = TrailerDetector::default();
         let keep = self.keeps_records(&header);
         if self.peeked.is_some() || self.peeked_damage.is_some() || self.chunks.pos() != end {
             // Back to the end of this chunk, whatever was read ahead.
@@ -874,42 +839,18 @@ impl<R: Read + Seek> RecordReader<R> {
     /// `Some(Less)` positioned at the end if every ordered record is less;
     /// `None` positioned at the end if no record is ordered.
     ///
-    /// This is Python's `search_for_record`; [`search_messages`](Self::search_messages)
-    /// gives `test` parsed messages, and [`search_with`](Self::search_with)
-    /// the reader itself.
+    /// This is Python's `search_for_record` (and, with `test` parsing the
+    /// record, `search_for_message`); [`search_with`](Self::search_with)
+    /// gives `test` the reader itself.
     pub fn search(&mut self, mut test: impl FnMut(&Bytes) -> Option<Ordering>) -> Result<Option<Ordering>> {
         self.bisect(|this, _, i| Ok(this.records.get(i).and_then(|record| test(&record))))
-    }
-
-    /// [`search`](Self::search) with records parsed as messages of type `M`
-    /// (Python's `search_for_message`): a record that does not parse as an
-    /// `M` is one `test` cannot tell (`None`), and is skipped.
-    ///
-    /// ```
-    /// use std::cmp::Ordering;
-    /// use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions};
-    ///
-    /// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_uncompressed())?;
-    /// for key in 0..100u64 {
-    ///     writer.write_message(&key)?;
-    /// }
-    /// let mut reader = RecordReader::new(std::io::Cursor::new(writer.close()?));
-    /// assert_eq!(reader.search_messages(|key: &u64| Some(key.cmp(&42)))?, Some(Ordering::Equal));
-    /// assert_eq!(reader.read_message::<u64>()?, Some(42));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn search_messages<M: prost::Message + Default>(
-        &mut self,
-        mut test: impl FnMut(&M) -> Option<Ordering>,
-    ) -> Result<Option<Ordering>> {
-        self.search(|record| M::decode(record.clone()).ok().and_then(|message| test(&message)))
     }
 
     /// [`search`](Self::search) whose `test` reads the record itself, as
     /// C++ `RecordReader::Search(test)` and Python's `search`: `test` is
     /// given the reader positioned at the record to judge, and may read it
     /// (and the records after it: [`read_record`](Self::read_record),
-    /// [`read_message`](Self::read_message), [`pos`](Self::pos), ...) before
+    /// [`pos`](Self::pos), ...) before
     /// it answers. An error it returns ends the search with that error.
     ///
     /// `test` is not called twice for one record. Where the reader is left
@@ -1045,17 +986,13 @@ impl<R: Read + Seek> RecordReader<R> {
     }
 }
 
-/// An iterator over the records of a [`RecordReader`], from [`RecordReader::records`].
-#[derive(Debug)]
-pub struct Records<'a, R> {
-    reader: &'a mut RecordReader<R>,
-}
-
-impl<R: Read> Iterator for Records<'_, R> {
+/// The remaining records, as [`read_record`](RecordReader::read_record) reads
+/// them (iterate over `&mut reader` or `reader.by_ref()` to keep the reader).
+impl<R: Read> Iterator for RecordReader<R> {
     type Item = Result<Bytes>;
 
     fn next(&mut self) -> Option<Result<Bytes>> {
-        self.reader.read_record().transpose()
+        self.read_record().transpose()
     }
 }
 

@@ -267,10 +267,6 @@ impl<R: Read> Source<R> {
     pub(crate) fn get_ref(&self) -> &R {
         &self.inner
     }
-
-    pub(crate) fn into_inner(self) -> R {
-        self.inner
-    }
 }
 
 impl<R: Read + Seek> Source<R> {

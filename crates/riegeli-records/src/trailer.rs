@@ -154,10 +154,10 @@ pub enum Disposition {
 /// footer damaged or skipped) is dropped; a footer the file ends after (the
 /// postscript lost or damaged) is dropped at [`finish`](Self::finish).
 /// Damaged regions between chunks change nothing, but for a reader that must
-/// report damage before it can look past it ([`interrupt`](Self::interrupt)).
+/// report damage before it can look past it (which this crate's readers do).
 ///
 /// Records are asked for only when needed, and only of simple chunks (a
-/// footer or postscript is always one): an [eager](Self::new) detector, fed
+/// footer or postscript is always one): an eager detector (the [`Default`] one), fed
 /// by a reader that decodes every chunk anyway, holds back only chunks whose
 /// records look like a footer; a [lazy](Self::lazy) one, fed by a scan of
 /// chunk headers, holds back every simple chunk and decodes records only to
@@ -175,19 +175,9 @@ pub struct TrailerDetector {
 const POSTSCRIPT_RECORD: std::ops::RangeInclusive<u64> = 12..=22;
 
 impl TrailerDetector {
-    /// A detector for a reader that has every chunk's records at hand.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A detector for a scan that decodes chunks only to confirm a trailer.
     pub fn lazy() -> Self {
         Self { lazy: true, held: None }
-    }
-
-    /// Whether a chunk is held back.
-    pub fn holds(&self) -> bool {
-        self.held.is_some()
     }
 
     /// Feeds the next data chunk: where it begins, its header, its records
@@ -230,14 +220,14 @@ impl TrailerDetector {
     /// Reading stopped before the next data chunk (an error to report before
     /// reading on): a held chunk is not known to be a footer, so it holds
     /// records. Returns whether one was held.
-    pub fn interrupt(&mut self) -> bool {
+    pub(crate) fn interrupt(&mut self) -> bool {
         self.held.take().is_some()
     }
 
     /// The file ended. Returns whether a chunk was held back and is dropped
     /// (a footer whose postscript was lost); a lazy detector asks for its
     /// records to tell, and a held chunk that is not a footer must be kept
-    /// ([`holds`](Self::holds) says whether there was one).
+    /// (there was one if the last step said [`Disposition::Hold`]).
     pub fn finish<B: Borrow<DecodedRecords>>(&mut self, held_records: impl FnOnce() -> Option<B>) -> bool {
         if self.held.is_none() {
             return false;
@@ -325,7 +315,7 @@ mod tests {
     #[test]
     fn a_footer_is_held_until_its_postscript_drops_both() {
         for lazy in [false, true] {
-            let new = || if lazy { TrailerDetector::lazy() } else { TrailerDetector::new() };
+            let new = || if lazy { TrailerDetector::lazy() } else { TrailerDetector::default() };
             let data = decoded(&[b"a".to_vec()]);
             let footer1 = decoded(&footer(1));
             let keep_or_hold = if lazy { Disposition::Hold } else { Disposition::Keep };
@@ -333,11 +323,11 @@ mod tests {
             assert_eq!(feed(&mut detector, 64, &data, None).this, keep_or_hold);
             let step = feed(&mut detector, 1000, &footer1, Some(&data));
             assert_eq!(step, TrailerStep { release_held: lazy, this: Disposition::Hold });
-            assert!(detector.holds());
+            assert!(detector.held.is_some());
             let postscript = decoded(&vec![encode_postscript(1000); 3]);
             let step = feed(&mut detector, 65536, &postscript, Some(&footer1));
             assert_eq!(step, TrailerStep { release_held: false, this: Disposition::Drop }, "lazy {lazy}");
-            assert!(!detector.holds() && !detector.finish(|| None::<DecodedRecords>));
+            assert!(detector.held.is_none() && !detector.finish(|| None::<DecodedRecords>));
 
             // A postscript naming another chunk releases the held one and is dropped
             // (its footer lies before it); one naming a later chunk is a record.
@@ -366,7 +356,7 @@ mod tests {
             assert!(detector.interrupt());
             assert!(!detector.finish(|| Some(&footer1)));
             let _ = feed(&mut detector, 8000, &data, None);
-            assert_eq!(detector.finish(|| Some(&data)), !lazy && detector.holds());
+            assert_eq!(detector.finish(|| Some(&data)), !lazy && detector.held.is_some());
             // A footer whose count disagrees with its entries is a record.
             let mut lying = footer(2);
             lying.pop();

@@ -43,19 +43,11 @@ enum Message<W> {
 /// `WriteBehind` writes nothing and waits for nothing (what the parent gave
 /// the thread is the parent's to write).
 ///
-/// With a [`RecordWriter`](crate::RecordWriter) this takes the file writes
-/// off the thread that adds records:
-/// ```no_run
-/// use riegeli_records::{RecordWriter, WriteBehind};
-///
-/// let file = std::fs::File::create("records.riegeli")?;
-/// let mut writer = RecordWriter::new(WriteBehind::new(file)?, "zstd,parallelism:2".parse()?)?;
-/// writer.write_record(b"hello")?;
-/// let file = writer.close()?.into_inner()?;
-/// file.sync_all()?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct WriteBehind<W> {
+/// [`RecordWriter::with_io_thread`](crate::RecordWriter::with_io_thread)
+/// and [`ArrayRecordWriter::with_io_thread`](crate::ArrayRecordWriter::with_io_thread)
+/// write through one, which takes the file writes off the thread that adds
+/// records.
+pub(crate) struct WriteBehind<W> {
     /// The buffer being filled.
     buffer: Vec<u8>,
     capacity: usize,
@@ -96,13 +88,13 @@ impl<W> std::fmt::Debug for WriteBehind<W> {
 impl<W: Write + Send + 'static> WriteBehind<W> {
     /// Writes to `dest` on a new thread, in buffers of 1 MiB. Fails if the
     /// thread cannot be started (`dest` is then dropped).
-    pub fn new(dest: W) -> io::Result<Self> {
+    pub(crate) fn new(dest: W) -> io::Result<Self> {
         Self::with_capacity(DEFAULT_BUFFER, dest)
     }
 
     /// Writes to `dest` on a new thread, in buffers of `capacity` bytes (at
     /// least 1). Fails if the thread cannot be started (`dest` is then dropped).
-    pub fn with_capacity(capacity: usize, dest: W) -> io::Result<Self> {
+    pub(crate) fn with_capacity(capacity: usize, dest: W) -> io::Result<Self> {
         let capacity = capacity.max(1);
         let (to_thread, messages) = sync_channel::<Message<W>>(QUEUED);
         let (spare_tx, spare) = channel::<Vec<u8>>();
@@ -125,7 +117,7 @@ impl<W> WriteBehind<W> {
     /// Hands a filled buffer to the thread without copying it, and returns
     /// an empty one to fill next (one the thread is done with, when there is
     /// one). Bytes given to [`write`](Write::write) before are written first.
-    pub fn write_buffer(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
+    pub(crate) fn write_buffer(&mut self, buffer: Vec<u8>) -> io::Result<Vec<u8>> {
         self.check()?;
         self.send_buffer()?;
         let next = self.link()?.empty_buffer(buffer.capacity());
@@ -138,7 +130,7 @@ impl<W> WriteBehind<W> {
 
     /// Flushes everything (unless nothing was given since the last flush)
     /// and returns the destination, or the first error.
-    pub fn into_inner(mut self) -> io::Result<W> {
+    pub(crate) fn into_inner(mut self) -> io::Result<W> {
         if self.unflushed {
             self.flush()?;
         }

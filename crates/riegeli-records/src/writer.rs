@@ -126,23 +126,17 @@ impl<W: Write> RecordWriter<W> {
     /// A writer of `options` at `pos` of `dest`; its chunker is built with
     /// `tuning` (production: the default).
     fn start(dest: Dest<W>, pos: u64, options: RecordWriterOptions, tuning: Tuning) -> Result<Self> {
+        options.validate()?;
         let mut sink = ChunkSink::new(dest, pos);
-        let metadata = options.serialized_metadata();
-        start_file(&mut sink, metadata.as_deref(), options.compressor_options(), options.initial_padding())?;
+        start_file(&mut sink, options.metadata.as_deref(), options.compression, options.initial_padding)?;
         let desired_chunk_size = options.effective_chunk_size().min(MAX_NUM_RECORDS.saturating_mul(8));
         let config = EncoderConfig {
-            transpose: options.transpose(),
-            compressor: options.compressor_options(),
+            transpose: options.transpose,
+            compressor: options.compression,
             bucket_size: options.bucket_size(),
         };
-        let chunker =
-            Chunker::new(sink, Positions::default(), config, options.parallelism(), desired_chunk_size, tuning);
+        let chunker = Chunker::new(sink, Positions::default(), config, options.parallelism, desired_chunk_size, tuning);
         Ok(Self { chunker, options, desired_chunk_size, chunk_size_so_far: 0, last_record: None })
-    }
-
-    /// The options.
-    pub fn options(&self) -> &RecordWriterOptions {
-        &self.options
     }
 
     /// Writes one record.
@@ -172,12 +166,6 @@ impl<W: Write> RecordWriter<W> {
     fn close_chunk(&mut self) -> Result<()> {
         self.chunk_size_so_far = 0;
         self.chunker.close_chunk()
-    }
-
-    /// Serializes and writes a protobuf message as one record.
-    pub fn write_message(&mut self, message: &impl prost::Message) -> Result<()> {
-        let bytes = message.encode_to_vec();
-        self.write_record(&bytes)
     }
 
     /// The position the next record will have.
@@ -221,7 +209,7 @@ impl<W: Write> RecordWriter<W> {
     /// is [`flush`](Self::flush) then [`pos`](Self::pos).
     pub fn estimated_size(&self) -> u64 {
         let end = self.chunker.estimated_end();
-        pos_after_padding(end, self.options.final_padding()).unwrap_or(end)
+        pos_after_padding(end, self.options.final_padding).unwrap_or(end)
     }
 
     /// Writes the open chunk, pads to `final_padding`, and flushes the
@@ -236,7 +224,7 @@ impl<W: Write> RecordWriter<W> {
     fn flush_chunks(&mut self) -> Result<()> {
         self.close_chunk()?;
         self.chunker.drain(0)?;
-        self.chunker.sink.write_padding(self.options.final_padding())
+        self.chunker.sink.write_padding(self.options.final_padding)
     }
 
     /// Finishes the file (open chunk, final padding, flush) and returns the destination.
@@ -388,7 +376,7 @@ mod tests {
                 alone.write_record(record).unwrap();
                 assert_eq!(alone.last_pos().unwrap(), plain.last_pos().unwrap(), "{options}");
             }
-            let parallel = alone.options().parallelism() > 0;
+            let parallel = alone.options.parallelism > 0;
             let file = alone.close().unwrap();
             assert_eq!(file, plain.close().unwrap(), "{options}: the same bytes");
             // With a pool, the chunks its workers did not encode were written

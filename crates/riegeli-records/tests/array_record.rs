@@ -29,10 +29,16 @@ pub(crate) fn scrambled(n: u64, count: usize, seed: u64) -> Vec<u64> {
 /// Reads `file` through every access path and compares with `expected`.
 pub(crate) fn check_every_path(file: &[u8], expected: &[Vec<u8>], what: &str) {
     let n = expected.len() as u64;
-    for parallelism in [Some(1), Some(3)] {
+    // Serial, and 2 threads beside the calling one.
+    for parallelism in [0, 2] {
         let options = ArrayRecordReaderOptions { parallelism, ..Default::default() };
         let mut reader = ArrayRecordReader::with_options(Cursor::new(file), options).unwrap();
-        assert_eq!(reader.index_source(), IndexSource::Footer, "{what}: {:?}", reader.fallback_reason());
+        assert_eq!(
+            reader.index().index_source,
+            IndexSource::Footer,
+            "{what}: {:?}",
+            reader.index().fallback_reason.as_deref()
+        );
         assert_eq!(reader.num_records(), n, "{what}");
         // read(i), forwards and backwards.
         for i in 0..n {
@@ -120,15 +126,15 @@ fn a_record_read_alone_decodes_its_chunk_only_up_to_it() {
         writer.write_record(record).unwrap();
     }
     let mut file = writer.close().unwrap();
-    let mut chunks = riegeli_records::ChunkReader::new(&file[..], Default::default());
+    let mut chunks = riegeli_records::ChunkReader::new(&file[..], Default::default(), 0);
     let data_chunk =
-        std::iter::from_fn(|| chunks.read_chunk().unwrap()).find(|chunk| chunk.header().num_records() == 20).unwrap();
-    let end = (data_chunk.begin() + 40 + data_chunk.data().len() as u64) as usize;
+        std::iter::from_fn(|| chunks.read_chunk().unwrap()).find(|chunk| chunk.header.num_records() == 20).unwrap();
+    let end = (data_chunk.begin + 40 + data_chunk.data.len() as u64) as usize;
     assert!(end < 1 << 16, "the chunk is not split by a block header");
     for byte in &mut file[end - 40..end - 4] {
         *byte ^= 0x5a;
     }
-    let mut options = ArrayRecordReaderOptions { parallelism: Some(2), ..Default::default() };
+    let mut options = ArrayRecordReaderOptions { parallelism: 1, ..Default::default() };
     options.chunks.verify_hashes = false;
     let open = || ArrayRecordReader::with_options(Cursor::new(&file[..]), options.clone()).unwrap();
     for i in [0, 3, 15] {
@@ -166,11 +172,11 @@ fn golden_files_every_access_path() {
         let reader = ArrayRecordReader::new(Cursor::new(&bytes)).unwrap();
         // One data chunk per manifest chunk with records, less the footer and postscript.
         let with_records = file["chunks"].as_array().unwrap().iter().filter(|c| c["num_records"] != 0).count();
-        assert_eq!(reader.num_chunks(), with_records - 2, "{path}");
+        assert_eq!(reader.index().num_chunks, with_records - 2, "{path}");
         // The stored options are C++'s ToString() of the options used.
-        let stored = reader.writer_options().unwrap();
+        let stored = reader.index().writer_options.as_deref().unwrap();
         let ours: ArrayRecordWriterOptions = file["options"].as_str().unwrap().parse().unwrap();
-        let ours = ours.set_max_parallelism(Some(1)).to_string();
+        let ours = ArrayRecordWriterOptions { parallelism: Some(0), ..ours }.to_string();
         assert_eq!(stored, ours, "{path}");
     }
 }
@@ -231,8 +237,8 @@ fn golden_plain_cuts_are_scanned() {
         assert_eq!(read_all(&mut plain), expected, "{path}");
         assert_eq!(plain.footer_without_postscript(), None, "{path}: ends with data");
         let mut reader = open_scanning(&bytes);
-        assert_eq!(reader.index_source(), IndexSource::Scanned, "{path}");
-        assert!(reader.fallback_reason().unwrap().contains("ArrayRecord index"), "{path}");
+        assert_eq!(reader.index().index_source, IndexSource::Scanned, "{path}");
+        assert!(reader.index().fallback_reason.as_deref().unwrap().contains("ArrayRecord index"), "{path}");
         assert_eq!(reader.num_records(), expected.len() as u64, "{path}");
         assert_eq!(reader.read_batch(Selection::All).unwrap(), expected, "{path}");
         if !expected.is_empty() {
@@ -248,9 +254,9 @@ fn golden_transposed_with_field_projection() {
     // Projecting no field leaves transposed records empty, as C++ does for records
     // that are all proto fields; compare with the plain RecordReader's projection.
     let bytes = std::fs::read(testdata().join("array_record/transposed_zstd.array_record")).unwrap();
-    let mut reader = ArrayRecordReader::new(Cursor::new(&bytes)).unwrap();
     let projection = riegeli_records::FieldProjection::from_paths([[1u32]]).unwrap();
-    reader.set_field_projection(projection.clone());
+    let options = ArrayRecordReaderOptions { field_projection: projection.clone(), ..Default::default() };
+    let mut reader = ArrayRecordReader::with_options(Cursor::new(&bytes), options).unwrap();
     let mut plain = RecordReader::new(Cursor::new(&bytes));
     plain.set_field_projection(projection).unwrap();
     let want = read_all(&mut plain);
@@ -299,7 +305,11 @@ fn layout_invariants_of_our_files() {
 #[test]
 fn metadata_chunk_is_written_and_skipped() {
     let metadata = riegeli_records::RecordsMetadata { file_comment: "hello".into(), ..Default::default() };
-    let options = ArrayRecordWriterOptions::new().set_group_size(4).set_metadata(Some(metadata.clone()));
+    let options = ArrayRecordWriterOptions {
+        group_size: 4,
+        metadata: Some(prost::Message::encode_to_vec(&metadata)),
+        ..Default::default()
+    };
     let mut writer = ArrayRecordWriter::new(Vec::new(), options).unwrap();
     let records = sample_records(30, 9);
     for r in &records {
@@ -332,7 +342,7 @@ fn damaged_postscript_uses_another_copy() {
         let mut damaged = file.clone();
         damaged[first_copy + copy * len + byte] ^= 0x40;
         let mut reader = ArrayRecordReader::new(Cursor::new(&damaged)).unwrap();
-        assert_eq!(reader.index_source(), IndexSource::Footer, "copy {copy} byte {byte}");
+        assert_eq!(reader.index().index_source, IndexSource::Footer, "copy {copy} byte {byte}");
         assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
     }
     // All three copies damaged: the file is refused, or scanned when asked to, every
@@ -344,7 +354,7 @@ fn damaged_postscript_uses_another_copy() {
     let error = assert_refused(&damaged, "three postscript copies damaged");
     assert!(error.to_string().contains("no postscript at size - 65536"), "{error}");
     let mut reader = open_scanning(&damaged);
-    assert_eq!(reader.index_source(), IndexSource::Scanned);
+    assert_eq!(reader.index().index_source, IndexSource::Scanned);
     assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
 }
 
@@ -371,8 +381,8 @@ fn damaged_footer_or_truncation_is_refused_or_scanned() {
         for (what, damaged) in cases {
             assert_refused(&damaged, &format!("{options} {what}"));
             let mut reader = open_scanning(&damaged);
-            assert_eq!(reader.index_source(), IndexSource::Scanned, "{options} {what}");
-            assert!(reader.fallback_reason().is_some());
+            assert_eq!(reader.index().index_source, IndexSource::Scanned, "{options} {what}");
+            assert!(reader.index().fallback_reason.as_deref().is_some());
             assert_eq!(reader.read_batch(Selection::All).unwrap(), records, "{options} {what}");
             assert_eq!(reader.read_batch(&[99, 0, 50]).unwrap(), [&records[99], &records[0], &records[50]]);
             // The plain reader skipping damage returns the data records first; no trailer
@@ -415,27 +425,27 @@ fn check_cuts(file: &[u8], expected: &[Vec<u8>], what: &str) {
         let short = &file[..at as usize];
         assert_refused(short, &what);
         let mut reader = open_scanning(short);
-        assert_eq!(reader.index_source(), IndexSource::Scanned, "{what}");
-        assert!(reader.fallback_reason().is_some_and(|r| r.contains("ArrayRecord index")), "{what}");
+        assert_eq!(reader.index().index_source, IndexSource::Scanned, "{what}");
+        assert!(reader.index().fallback_reason.as_deref().is_some_and(|r| r.contains("ArrayRecord index")), "{what}");
         let got = reader.read_batch(Selection::All).unwrap();
         assert_eq!(got.len() as u64, reader.num_records(), "{what}");
         assert!(got.len() <= expected.len() && got == expected[..got.len()], "{what}: {} records", got.len());
         // Whatever lies past the data chunks read is reported; a cut between two
         // data chunks leaves a valid file of the records before it, nothing to report.
-        let skipped = reader.skipped_regions();
+        let skipped = reader.index().skipped_regions.clone();
         if at > footer {
             assert_eq!(got.len(), expected.len(), "{what}");
         }
         // A footer with no whole postscript after it ends the file.
         let orphan = (footer_end..postscript_end).contains(&at);
-        assert_eq!(reader.footer_without_postscript(), orphan.then_some(footer), "{what}");
+        assert_eq!(reader.index().footer_without_postscript, orphan.then_some(footer), "{what}");
         if cut == "between two data chunks" {
             assert!(skipped.is_empty(), "{what}: {skipped:?}");
         } else if at <= postscript {
             assert!(!skipped.is_empty(), "{what}: the cut is reported");
         }
         if at == footer_end || at == postscript {
-            assert!(skipped.iter().any(|r| r.begin() == footer && r.message().contains("no postscript")), "{what}");
+            assert!(skipped.iter().any(|r| r.begin == footer && r.message.contains("no postscript")), "{what}");
             // The plain reader reads every record and tells of the footer it skipped.
             let mut plain = RecordReader::new(Cursor::new(short));
             assert_eq!(read_all(&mut plain), expected, "{what}");
@@ -508,9 +518,10 @@ fn a_random_read_reads_its_chunk_not_a_block() {
     // What the index gives each record's chunk: up to the next chunk.
     let extent = |i: usize| chunks[i + 1].begin - chunks[i].begin;
     let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let counted = |parallelism| {
+    let counted = |parallelism: usize| {
         let source = Counted { file: Cursor::new(file.clone()), read: read.clone() };
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         ArrayRecordReader::with_options(source, options).unwrap()
     };
     let mut reader = counted(1);
@@ -537,7 +548,8 @@ fn a_random_read_reads_its_chunk_not_a_block() {
     let want: u64 = scattered.iter().map(|&i| extent(i as usize)).sum();
     for parallelism in [1, 3] {
         let source = Counted { file: Cursor::new(file.clone()), read: read.clone() };
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         let mut reader = ArrayRecordReader::with_options(source, options).unwrap();
         if parallelism > 1 {
             reader.set_read_at(std::sync::Arc::new(Counted { file: Cursor::new(file.clone()), read: read.clone() }));
@@ -582,8 +594,8 @@ fn inconsistent_footers_are_rejected_then_scanned() {
     assert!(error.to_string().contains("the footer at"), "{error}");
     let options = ArrayRecordReaderOptions { scan_fallback: true, ..options };
     let mut reader = ArrayRecordReader::with_options(Cursor::new(&damaged), options).unwrap();
-    assert_eq!(reader.index_source(), IndexSource::Scanned);
-    let reason = reader.fallback_reason().unwrap();
+    assert_eq!(reader.index().index_source, IndexSource::Scanned);
+    let reason = reader.index().fallback_reason.as_deref().unwrap();
     assert!(reason.contains("footer"), "{reason}");
     assert_eq!(reader.read_batch(Selection::All).unwrap(), records);
 }
@@ -627,8 +639,10 @@ fn index_copies_uniform_chunks() {
         assert_eq!(report.num_records, 1000);
         check_every_path(&file, &records, writer_options);
         let reader = ArrayRecordReader::new(Cursor::new(&file)).unwrap();
-        assert_eq!(reader.num_chunks() as u64, report.copied_chunks);
-        assert!(reader.writer_options().unwrap().starts_with(&format!("group_size:{}", report.group_size)));
+        assert_eq!(reader.index().num_chunks as u64, report.copied_chunks);
+        assert!(
+            reader.index().writer_options.as_deref().unwrap().starts_with(&format!("group_size:{}", report.group_size))
+        );
     }
 }
 
@@ -643,7 +657,7 @@ fn index_reencodes_uneven_chunks() {
     assert_eq!(report.group_size, 16);
     check_every_path(&file, &records, "re-encoded");
     let reader = ArrayRecordReader::new(Cursor::new(&file)).unwrap();
-    assert_eq!(reader.num_chunks(), 300usize.div_ceil(16));
+    assert_eq!(reader.index().num_chunks, 300usize.div_ceil(16));
 }
 
 #[test]
@@ -657,7 +671,7 @@ fn index_of_golden_cuts_rebuilds_the_cpp_files() {
         let cut = std::fs::read(testdata().join(path)).unwrap();
         let original = std::fs::read(&source).unwrap();
         let options: ArrayRecordWriterOptions = file["options"].as_str().unwrap().parse().unwrap();
-        let uncompressed = options.compression_type() == riegeli_records::CompressionType::None;
+        let uncompressed = options.compression.compression_type == riegeli_records::CompressionType::None;
         let (rebuilt, report) = index_riegeli_file(Cursor::new(&cut), Vec::new(), options).unwrap();
         let expected = record_set(file["records"].as_str().unwrap());
         assert_eq!(report.reencoded_records, 0, "{path}");
@@ -733,7 +747,11 @@ fn record_writer_chunks_are_the_array_record_writer_chunks() {
     });
     let records: Vec<Vec<u8>> = records.collect();
     let ours = write(&records, "group_size:5,uncompressed");
-    let mut plain = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_uncompressed()).unwrap();
+    let mut plain = RecordWriter::new(
+        Vec::new(),
+        RecordWriterOptions { compression: riegeli_records::CompressorOptions::uncompressed(), ..Default::default() },
+    )
+    .unwrap();
     for r in &records {
         plain.write_record(r).unwrap();
     }
@@ -777,7 +795,8 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
     for parallelism in [1, 2] {
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let options = ArrayRecordReaderOptions {
-            parallelism: Some(parallelism),
+            // `parallelism` threads, the calling one included.
+            parallelism: parallelism - 1,
             // 0, as array_record's data source asks: still at least 8 MiB of chunks at once.
             readahead_buffer_size: 0,
             ..ArrayRecordReaderOptions::default()

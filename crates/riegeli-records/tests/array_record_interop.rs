@@ -240,7 +240,7 @@ fn interop_array_record_damaged_files() {
         assert_eq!(opened.is_ok(), what == "first postscript copy", "{what}: {:?}", opened.err());
         let options = riegeli_records::ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
         let mut reader = ArrayRecordReader::with_options(Cursor::new(&damaged), options).unwrap();
-        let source = reader.index_source();
+        let source = reader.index().index_source;
         assert_eq!(reader.read_batch(Selection::All).unwrap(), records, "{what}");
         if what == "first postscript copy" {
             assert_eq!(source, IndexSource::Footer, "{what}");

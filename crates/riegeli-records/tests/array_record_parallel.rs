@@ -33,7 +33,8 @@ fn write(records: &[Vec<u8>], options: &str) -> Vec<u8> {
 }
 
 fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
-    let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+    // `parallelism` threads, the calling one included.
+    let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
     ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
 }
 
@@ -50,7 +51,8 @@ impl OnDisk {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("riegeli-parallel-{}-{n}.array_record", std::process::id()));
         std::fs::write(&path, file).unwrap();
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         let reader = ArrayRecordReader::open(&path, options).unwrap();
         Self { path, reader }
     }
@@ -82,11 +84,11 @@ macro_rules! with_parallel_readers {
 
 /// The data chunks of a file: (begin, end, data size).
 fn data_chunks(file: &[u8]) -> Vec<(u64, u64, u64)> {
-    let mut reader = ChunkReader::new(Cursor::new(file), Default::default());
+    let mut reader = ChunkReader::new(Cursor::new(file), Default::default(), 0);
     let mut chunks = Vec::new();
     while let Some(chunk) = reader.read_chunk().unwrap() {
-        if matches!(chunk.header().chunk_type(), b'r' | b't') && chunk.header().num_records() > 0 {
-            chunks.push((chunk.begin(), chunk.end(), chunk.header().data_size()));
+        if matches!(chunk.header.chunk_type(), b'r' | b't') && chunk.header.num_records() > 0 {
+            chunks.push((chunk.begin, chunk.end, chunk.header.data_size()));
         }
     }
     chunks.pop(); // the postscript

@@ -343,7 +343,7 @@ fn check_file(config: &Config, file: &[u8], path: &Path, what: &str, read_ahead:
     let len = file.len() as u64;
     let valid_end = match regions.as_slice() {
         [] => len,
-        [region] if region.end() == len => region.begin(),
+        [region] if region.end == len => region.begin,
         _ => return Err(format!("{what}: skipped regions {regions:?} in a file of {len} bytes, not one at its end")),
     };
     let k = records.len() as u64;
@@ -364,7 +364,7 @@ fn check_file(config: &Config, file: &[u8], path: &Path, what: &str, read_ahead:
 
     // Padded files take appends as they are: the appended records begin at a
     // block boundary, past the torn end, which recovery skips.
-    if options.initial_padding() > 1 {
+    if options.initial_padding > 1 {
         std::fs::write(path, file).map_err(|e| e.to_string())?;
         append(path, config, options, len, k)?;
         let appended = std::fs::read(path).map_err(|e| e.to_string())?;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ArrayRecordWriterOptions, Error, ErrorKind,
-    RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions, Selection, WriteBehind,
+    RecordReader, RecordReaderOptions, RecordWriter, RecordWriterOptions, Selection,
 };
 
 /// Records written by the writer cases: about 2.2 MB, so that the parallel
@@ -403,8 +403,6 @@ enum WriterApi {
     New,
     /// `RecordWriter::with_io_thread`.
     IoThread,
-    /// `RecordWriter::new` over `WriteBehind::with_capacity(64 KiB, ..)`.
-    OverWriteBehind,
     /// `ArrayRecordWriter::new`.
     Array,
     /// `ArrayRecordWriter::with_io_thread`.
@@ -421,7 +419,6 @@ impl fmt::Display for WriterConfig {
         let api = match self.api {
             WriterApi::New => "RecordWriter::new",
             WriterApi::IoThread => "RecordWriter::with_io_thread",
-            WriterApi::OverWriteBehind => "RecordWriter::new(WriteBehind)",
             WriterApi::Array => "ArrayRecordWriter::new",
             WriterApi::ArrayIoThread => "ArrayRecordWriter::with_io_thread",
         };
@@ -442,7 +439,6 @@ fn writer_configs() -> Vec<WriterConfig> {
     configs.push(config(WriterApi::IoThread, "zstd:1,chunk_size:16k,parallelism:2"));
     configs.push(config(WriterApi::IoThread, "transpose,snappy,chunk_size:16k,parallelism:1"));
     configs.push(config(WriterApi::IoThread, "uncompressed"));
-    configs.push(config(WriterApi::OverWriteBehind, "zstd:1,chunk_size:16k,parallelism:1"));
     for options in ["group_size:50,zstd:1", "group_size:50,zstd:1,max_parallelism:2"] {
         configs.push(config(WriterApi::Array, options));
         configs.push(config(WriterApi::ArrayIoThread, options));
@@ -453,14 +449,13 @@ fn writer_configs() -> Vec<WriterConfig> {
 /// The threads a writer of `api` and `options` runs besides the caller's.
 fn writer_threads(api: WriterApi, options: &str) -> usize {
     let (encoders, io) = match api {
-        WriterApi::New | WriterApi::IoThread | WriterApi::OverWriteBehind => {
-            let parallelism = options.parse::<RecordWriterOptions>().expect("RecordWriter options").parallelism();
+        WriterApi::New | WriterApi::IoThread => {
+            let parallelism = options.parse::<RecordWriterOptions>().expect("RecordWriter options").parallelism;
             (parallelism, !matches!(api, WriterApi::New))
         }
         WriterApi::Array | WriterApi::ArrayIoThread => {
             let options = options.parse::<ArrayRecordWriterOptions>().expect("ArrayRecordWriter options");
-            let parallelism = options.effective_parallelism() as usize;
-            (if parallelism > 1 { parallelism } else { 0 }, matches!(api, WriterApi::ArrayIoThread))
+            (options.parallelism.unwrap_or(0), matches!(api, WriterApi::ArrayIoThread))
         }
     };
     encoders + usize::from(io)
@@ -469,7 +464,6 @@ fn writer_threads(api: WriterApi, options: &str) -> usize {
 /// A writer of any configuration.
 enum AnyWriter {
     Plain(RecordWriter<FaultyDest>),
-    Behind(RecordWriter<WriteBehind<FaultyDest>>),
     Array(ArrayRecordWriter<FaultyDest>),
 }
 
@@ -480,9 +474,6 @@ impl AnyWriter {
         Ok(match api {
             WriterApi::New => Self::Plain(RecordWriter::new(dest, plain())?),
             WriterApi::IoThread => Self::Plain(RecordWriter::with_io_thread(dest, plain())?),
-            WriterApi::OverWriteBehind => {
-                Self::Behind(RecordWriter::new(WriteBehind::with_capacity(64 << 10, dest)?, plain())?)
-            }
             WriterApi::Array => Self::Array(ArrayRecordWriter::new(dest, array())?),
             WriterApi::ArrayIoThread => Self::Array(ArrayRecordWriter::with_io_thread(dest, array())?),
         })
@@ -491,16 +482,14 @@ impl AnyWriter {
     fn write_record(&mut self, record: &[u8]) -> riegeli_records::Result<()> {
         match self {
             Self::Plain(w) => w.write_record(record),
-            Self::Behind(w) => w.write_record(record),
             Self::Array(w) => w.write_record(record),
         }
     }
 
-    /// Closes the writer (and a `WriteBehind` under it, reporting its errors).
+    /// Closes the writer.
     fn close(self) -> riegeli_records::Result<()> {
         match self {
             Self::Plain(w) => w.close().map(drop),
-            Self::Behind(w) => w.close()?.into_inner().map(drop).map_err(Error::from),
             Self::Array(w) => w.close().map(drop),
         }
     }
@@ -913,7 +902,8 @@ fn read_array(
     op: ArrayOp,
     records: &[Vec<u8>],
 ) -> (Option<Error>, Vec<String>, usize) {
-    let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..ArrayRecordReaderOptions::default() };
+    // `parallelism` threads, the calling one included.
+    let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..ArrayRecordReaderOptions::default() };
     let mut reader = match ArrayRecordReader::with_options(source, options) {
         Ok(reader) => reader,
         Err(e) => return (Some(e), Vec::new(), thread_count()),

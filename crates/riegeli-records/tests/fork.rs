@@ -133,7 +133,7 @@ fn an_array_record_reader_reads_on_in_a_child_forked_while_its_threads_decode_ah
     let _one = FORKING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     const N: u64 = 100_000;
     let path = array_record_file("array", N);
-    let options = ArrayRecordReaderOptions { parallelism: Some(3), ..Default::default() };
+    let options = ArrayRecordReaderOptions { parallelism: 2, ..Default::default() };
     let mut reader = ArrayRecordReader::open(&path, options).unwrap();
     assert_eq!(check_reads(&mut reader, 1, N), 0);
     for _ in 0..20_000 {

@@ -902,7 +902,7 @@ fn read_recovering(file: &[u8], limits: Limits, parallelism: usize) -> Outcome {
 }
 
 fn read_array_record(file: &[u8], limits: Limits) -> Outcome {
-    let options = ArrayRecordReaderOptions { chunks: limits.options(), parallelism: Some(2), ..Default::default() };
+    let options = ArrayRecordReaderOptions { chunks: limits.options(), parallelism: 1, ..Default::default() };
     let mut reader = match ArrayRecordReader::with_options(Cursor::new(file), options) {
         Ok(reader) => reader,
         Err(e) => return Outcome { records: Vec::new(), error: Some(e) },

@@ -39,7 +39,7 @@ fn trace_reader<R: Read>(mut reader: RecordReader<R>, callback: bool) -> (Vec<Ev
     if callback {
         let sink = Arc::clone(&regions);
         reader.set_recovery(move |region| {
-            sink.lock().unwrap().push((region.begin(), region.end(), region.message().to_owned()));
+            sink.lock().unwrap().push((region.begin, region.end, region.message.to_owned()));
             true
         });
     }
@@ -54,7 +54,7 @@ fn trace_reader<R: Read>(mut reader: RecordReader<R>, callback: bool) -> (Vec<Ev
                 break;
             }
             Err(e) => {
-                let skipped = reader.recover().unwrap().map(|r| (r.begin(), r.end(), r.message().to_owned()));
+                let skipped = reader.recover().unwrap().map(|r| (r.begin, r.end, r.message.to_owned()));
                 let stop = skipped.is_none();
                 events.push(Event::Error { before, at: e.position(), message: e.to_string(), skipped });
                 errors += 1;
@@ -262,8 +262,8 @@ fn seeking_after_partial_parallel_reads() {
             }
             assert_eq!(reader.search(&mut test).unwrap(), serial_found, "{file_options} search");
             assert_eq!(reader.pos(), serial.pos(), "{file_options} search");
-            let rest_serial: Vec<_> = serial.records().map(|r| r.unwrap()).collect();
-            let rest: Vec<_> = reader.records().map(|r| r.unwrap()).collect();
+            let rest_serial: Vec<_> = serial.by_ref().map(|r| r.unwrap()).collect();
+            let rest: Vec<_> = reader.by_ref().map(|r| r.unwrap()).collect();
             assert_eq!(rest, rest_serial, "{file_options} after search");
             // Dropped mid-file, with chunks being decoded: drop returns.
             let mut reader = RecordReader::with_options(Cursor::new(&file), options(n));
@@ -301,7 +301,7 @@ fn field_projection_changes_midway_as_serially() {
     // Each change applies from the next record, also in the middle of a chunk.
     let mut projected_reader = RecordReader::new(Cursor::new(&bytes));
     projected_reader.set_field_projection(FieldProjection::from_paths([[1u32]]).unwrap()).unwrap();
-    let projected: Vec<Vec<u8>> = projected_reader.records().map(|r| r.unwrap().to_vec()).collect();
+    let projected: Vec<Vec<u8>> = projected_reader.by_ref().map(|r| r.unwrap().to_vec()).collect();
     for (i, (_, record)) in serial.iter().enumerate() {
         let expected = if (100..500).contains(&i) { &projected[i] } else { &full[i] };
         assert_eq!(record, expected, "record {i}");
@@ -319,8 +319,9 @@ fn metadata_in_parallel_mode() {
     let records = sample_records(400, 3);
     let metadata = riegeli_records::RecordsMetadata { file_comment: "parallel".into(), ..Default::default() };
     let write_options: RecordWriterOptions = "zstd,chunk_size:4k".parse().unwrap();
-    let mut writer =
-        riegeli_records::RecordWriter::new(Vec::new(), write_options.set_metadata(Some(metadata.clone()))).unwrap();
+    let write_options =
+        RecordWriterOptions { metadata: Some(prost::Message::encode_to_vec(&metadata)), ..write_options };
+    let mut writer = riegeli_records::RecordWriter::new(Vec::new(), write_options).unwrap();
     for record in &records {
         writer.write_record(record).unwrap();
     }
@@ -380,7 +381,7 @@ fn a_parallel_reader_can_move_between_threads() {
 /// error); per error its message and the region `recover()` skipped.
 fn trace_chunks(file: &[u8], threads: usize) -> Vec<String> {
     let options = riegeli_records::ChunkReadOptions::default();
-    let mut reader = riegeli_records::ChunkReader::with_decoding_threads(Cursor::new(file), options, threads);
+    let mut reader = riegeli_records::ChunkReader::new(Cursor::new(file), options, threads);
     let mut events = Vec::new();
     loop {
         let pos = reader.pos();
@@ -390,7 +391,7 @@ fn trace_chunks(file: &[u8], threads: usize) -> Vec<String> {
                     Ok(records) => format!("{:?}", records.map(|r| r.iter().collect::<Vec<_>>())),
                     Err(e) => format!("cannot decode: {e}"),
                 };
-                events.push(format!("{pos}: chunk {}..{} {records}", chunk.begin(), chunk.end()));
+                events.push(format!("{pos}: chunk {}..{} {records}", chunk.begin, chunk.end));
             }
             Ok(None) => break,
             Err(e) => {

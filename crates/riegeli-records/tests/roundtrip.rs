@@ -3,7 +3,7 @@
 use std::io::Cursor;
 
 use proptest::prelude::*;
-use riegeli_records::{ErrorKind, RecordPosition, RecordReader, RecordWriter, RecordWriterOptions};
+use riegeli_records::{CompressorOptions, ErrorKind, RecordPosition, RecordReader, RecordWriter, RecordWriterOptions};
 
 use crate::common::{layout, read_all, sample_records, write_file};
 
@@ -162,7 +162,11 @@ fn seek_back_walks_records_backwards() {
 
 #[test]
 fn flush_makes_records_readable() {
-    let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_zstd(3)).unwrap();
+    let mut writer = RecordWriter::new(
+        Vec::new(),
+        RecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() },
+    )
+    .unwrap();
     writer.write_record(b"first").unwrap();
     writer.flush().unwrap();
     writer.write_record(b"second").unwrap();
@@ -172,18 +176,17 @@ fn flush_makes_records_readable() {
 }
 
 #[test]
-fn read_record_into_and_iterator_agree() {
+fn read_record_ref_and_iterator_agree() {
     let records = sample_records(100, 8);
     let file = write_file(&records, "snappy,chunk_size:3k");
     let mut reader = RecordReader::new(Cursor::new(&file));
-    let mut buf = Vec::new();
-    let mut via_into = Vec::new();
-    while reader.read_record_into(&mut buf).unwrap() {
-        via_into.push(buf.clone());
+    let mut via_ref = Vec::new();
+    while let Some(record) = reader.read_record_ref().unwrap() {
+        via_ref.push(record.to_vec());
     }
-    assert_eq!(via_into, records);
+    assert_eq!(via_ref, records);
     let mut reader = RecordReader::new(Cursor::new(&file));
-    let via_iter: Vec<Vec<u8>> = reader.records().map(|r| r.unwrap().to_vec()).collect();
+    let via_iter: Vec<Vec<u8>> = reader.by_ref().map(|r| r.unwrap().to_vec()).collect();
     assert_eq!(via_iter, records);
 }
 
@@ -196,7 +199,11 @@ fn metadata_round_trips() {
         num_records: 2,
         ..Default::default()
     };
-    let options = RecordWriterOptions::new().set_zstd(3).set_metadata(Some(metadata.clone()));
+    let options = RecordWriterOptions {
+        compression: CompressorOptions::zstd(),
+        metadata: Some(prost::Message::encode_to_vec(&metadata)),
+        ..Default::default()
+    };
     let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
     writer.write_record(b"a").unwrap();
     writer.write_record(b"b").unwrap();
@@ -215,10 +222,11 @@ fn metadata_round_trips() {
 fn messages_round_trip() {
     let metadata = riegeli_records::RecordsMetadata { file_comment: "m".into(), ..Default::default() };
     let mut writer = RecordWriter::new(Vec::new(), "transpose".parse().unwrap()).unwrap();
-    writer.write_message(&metadata).unwrap();
+    writer.write_record(&prost::Message::encode_to_vec(&metadata)).unwrap();
     let file = writer.close().unwrap();
     let mut reader = RecordReader::new(Cursor::new(&file));
-    assert_eq!(reader.read_message::<riegeli_records::RecordsMetadata>().unwrap(), Some(metadata));
+    let record = reader.read_record().unwrap().unwrap();
+    assert_eq!(<riegeli_records::RecordsMetadata as prost::Message>::decode(record).unwrap(), metadata);
 }
 
 proptest! {

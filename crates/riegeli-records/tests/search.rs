@@ -72,27 +72,38 @@ fn message_file(options: &str) -> Vec<u8> {
     write_file(&records, options)
 }
 
+/// A record parsed as a `u64` message, `None` if it does not parse (Python's
+/// `search_for_message` skips such records).
+fn parse_key(record: &[u8]) -> Option<u64> {
+    <u64 as prost::Message>::decode(record).ok()
+}
+
+/// The next record parsed as a `u64` message (`None` at the end).
+fn read_key<R: std::io::Read>(reader: &mut RecordReader<R>) -> Option<u64> {
+    reader.read_record().unwrap().map(|record| parse_key(&record).expect("a key"))
+}
+
 #[test]
-fn search_messages_skips_records_that_do_not_parse() {
+fn search_parsing_skips_records_that_do_not_parse() {
     for options in ["uncompressed,chunk_size:1k", "zstd,chunk_size:4k", "transpose,snappy,chunk_size:2k"] {
         let file = message_file(options);
         let mut reader = RecordReader::new(Cursor::new(&file));
         for i in [0u64, 1, 5, 777, 1998, 1999] {
-            let found = reader.search_messages(|key: &u64| Some(key.cmp(&(i * 2)))).unwrap();
+            let found = reader.search(|record| parse_key(record).map(|key| key.cmp(&(i * 2)))).unwrap();
             assert_eq!(found, Some(Ordering::Equal), "{options} {i}");
-            assert_eq!(reader.read_message::<u64>().unwrap(), Some(i * 2), "{options} {i}");
-            let found = reader.search_messages(|key: &u64| Some(key.cmp(&(i * 2 + 1)))).unwrap();
+            assert_eq!(read_key(&mut reader), Some(i * 2), "{options} {i}");
+            let found = reader.search(|record| parse_key(record).map(|key| key.cmp(&(i * 2 + 1)))).unwrap();
             if i == 1999 {
                 assert_eq!(found, Some(Ordering::Less), "{options}");
                 assert_eq!(reader.read_record().unwrap(), None);
             } else {
                 assert_eq!(found, Some(Ordering::Greater), "{options} {i}");
                 // The earliest greater record parses: the one after a bad record is not skipped to.
-                assert_eq!(reader.read_message::<u64>().unwrap(), Some(i * 2 + 2), "{options} {i}");
+                assert_eq!(read_key(&mut reader), Some(i * 2 + 2), "{options} {i}");
             }
         }
         // Every parsed record said "cannot tell": the end, as with no ordered record.
-        assert_eq!(reader.search_messages(|_: &u64| None).unwrap(), None);
+        assert_eq!(reader.search(|record| parse_key(record).and(None)).unwrap(), None);
         assert_eq!(reader.read_record().unwrap(), None);
     }
 }
@@ -107,7 +118,7 @@ fn search_with_lets_the_test_read_the_record() {
             let found = reader
                 .search_with(|reader| {
                     assert!(judged.insert(reader.pos()), "{options}: a record judged twice");
-                    let key = reader.read_message::<u64>().ok().flatten();
+                    let key = reader.read_record()?.and_then(|record| parse_key(&record));
                     // Read ahead past the record, across chunk ends and to the end of the file.
                     for _ in 0..3 {
                         let _ = reader.read_record()?;
@@ -121,7 +132,7 @@ fn search_with_lets_the_test_read_the_record() {
                 _ => Some(Ordering::Greater),
             };
             assert_eq!(found, want, "{options} {target}");
-            let next = reader.read_message::<u64>().unwrap();
+            let next = read_key(&mut reader);
             let want_next = if target == 3999 { None } else { Some(target.next_multiple_of(2)) };
             assert_eq!(next, want_next, "{options} {target}");
         }

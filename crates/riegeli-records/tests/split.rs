@@ -148,9 +148,9 @@ fn a_range_reads_no_chunk_that_begins_past_its_end() {
     }
     let file = writer.close().unwrap();
     let mut chunks = Vec::new();
-    let mut scan = riegeli_records::ChunkReader::new(Cursor::new(&file), Default::default());
+    let mut scan = riegeli_records::ChunkReader::new(Cursor::new(&file), Default::default(), 0);
     while let Some(chunk) = scan.read_chunk().unwrap() {
-        chunks.push((chunk.begin(), chunk.end()));
+        chunks.push((chunk.begin, chunk.end));
     }
     assert!(chunks.len() > 6);
     for parallelism in [0, 2] {

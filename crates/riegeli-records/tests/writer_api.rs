@@ -5,7 +5,7 @@ use std::io::{self, Cursor, Write};
 use std::sync::{Arc, Mutex};
 
 use riegeli_records::{
-    FlushType, RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata, SyncWrite, WriteBehind,
+    CompressorOptions, FlushType, RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata, SyncWrite,
 };
 
 use crate::common::{read_all, sample_records};
@@ -148,7 +148,7 @@ fn from_machine_syncs_a_file() {
     let path = std::env::temp_dir().join(format!("riegeli-writer-api-{}.riegeli", std::process::id()));
     for io_thread in [false, true] {
         let file = std::fs::File::create(&path).unwrap();
-        let options = RecordWriterOptions::new().set_uncompressed();
+        let options = RecordWriterOptions { compression: CompressorOptions::uncompressed(), ..Default::default() };
         let mut writer = if io_thread {
             RecordWriter::with_io_thread(file, options).unwrap()
         } else {
@@ -162,14 +162,9 @@ fn from_machine_syncs_a_file() {
         let mut reader = RecordReader::new(std::fs::File::open(&path).unwrap());
         assert_eq!(read_all(&mut reader), [b"durable"]);
     }
-    // Through a WriteBehind given explicitly, a `&mut` destination and a `BufWriter`.
-    let file = std::fs::File::create(&path).unwrap();
-    let mut writer = RecordWriter::new(WriteBehind::new(file).unwrap(), RecordWriterOptions::new()).unwrap();
-    writer.write_record(b"x").unwrap();
-    writer.flush_with(FlushType::FromMachine).unwrap();
-    drop(writer);
+    // Through a `&mut` destination and a `BufWriter`.
     let mut file = std::fs::File::create(&path).unwrap();
-    let mut writer = RecordWriter::new(io::BufWriter::new(&mut file), RecordWriterOptions::new()).unwrap();
+    let mut writer = RecordWriter::new(io::BufWriter::new(&mut file), RecordWriterOptions::default()).unwrap();
     writer.write_record(b"y").unwrap();
     writer.flush_with(FlushType::FromMachine).unwrap();
     drop(writer);
@@ -186,9 +181,7 @@ fn serialized_metadata_is_written_unchanged() {
     serialized.extend_from_slice(b"\xc0\x3e\x05\x32\x01x");
     for options in ["uncompressed", "brotli", "transpose,zstd"] {
         let options: RecordWriterOptions = options.parse().unwrap();
-        let options = options.set_serialized_metadata(Some(serialized.clone()));
-        assert_eq!(options.metadata(), None);
-        assert_eq!(options.serialized_metadata().as_deref(), Some(&serialized[..]));
+        let options = RecordWriterOptions { metadata: Some(serialized.clone()), ..options };
         let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
         writer.write_record(b"record").unwrap();
         let file = writer.close().unwrap();
@@ -197,13 +190,8 @@ fn serialized_metadata_is_written_unchanged() {
         assert_eq!(reader.read_metadata().unwrap(), Some(metadata.clone()), "the known fields parse");
         assert_eq!(read_all(&mut reader), [b"record"]);
     }
-    // One setting: the last call wins.
-    let options = RecordWriterOptions::new().set_serialized_metadata(Some(serialized.clone()));
-    let options = options.set_metadata(Some(metadata.clone()));
-    assert_eq!(options.metadata(), Some(&metadata));
-    assert_eq!(options.serialized_metadata().as_deref(), Some(&prost::Message::encode_to_vec(&metadata)[..]));
-    let options = options.set_serialized_metadata(None);
-    assert_eq!((options.metadata(), options.serialized_metadata()), (None, None));
+    // No metadata: no metadata chunk.
+    let options = RecordWriterOptions { metadata: None, ..Default::default() };
     let file = RecordWriter::new(Vec::new(), options).unwrap().close().unwrap();
     assert_eq!(RecordReader::new(Cursor::new(file)).read_serialized_metadata().unwrap(), None);
 }
@@ -213,7 +201,10 @@ fn serialized_metadata_that_does_not_parse_is_written_as_given() {
     // As C++: the writer does not check the bytes; reading them as metadata fails.
     let serialized = vec![0xff; 100];
     for options in ["uncompressed", "transpose,zstd"] {
-        let options = options.parse::<RecordWriterOptions>().unwrap().set_serialized_metadata(Some(serialized.clone()));
+        let options = RecordWriterOptions {
+            metadata: Some(serialized.clone()),
+            ..options.parse::<RecordWriterOptions>().unwrap()
+        };
         let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
         writer.write_record(b"record").unwrap();
         let file = writer.close().unwrap();
@@ -223,7 +214,7 @@ fn serialized_metadata_that_does_not_parse_is_written_as_given() {
         assert_eq!(read_all(&mut reader), [b"record"]);
     }
     // Empty bytes are an empty metadata chunk (C++ writes one), read as empty metadata.
-    let options = RecordWriterOptions::new().set_serialized_metadata(Some(Vec::new()));
+    let options = RecordWriterOptions { metadata: Some(Vec::new()), ..Default::default() };
     let file = RecordWriter::new(Vec::new(), options).unwrap().close().unwrap();
     assert!(file.len() > 64, "a metadata chunk follows the signature");
     let mut reader = RecordReader::new(Cursor::new(&file));

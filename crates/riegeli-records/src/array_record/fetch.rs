@@ -44,34 +44,17 @@ pub(crate) struct Fetcher<R> {
 }
 
 impl<R: Read + Seek> Fetcher<R> {
-    pub(crate) fn new(source: Source<R>, options: &ChunkReadOptions) -> Self {
+    /// A fetcher of chunks from `source`, decoding the fields of `projection`.
+    pub(crate) fn new(source: Source<R>, options: &ChunkReadOptions, projection: FieldProjection) -> Self {
         Self {
             source,
-            decoder: ChunkDecoder::new(options),
-            projection: FieldProjection::all(),
+            decoder: ChunkDecoder::with_projection(options, projection.clone()),
+            projection,
             stream: None,
             file: None,
             prefetch: None,
             plug: Plug::default(),
         }
-    }
-
-    pub(crate) fn source(&self) -> &Source<R> {
-        &self.source
-    }
-
-    pub(crate) fn into_source(self) -> Source<R> {
-        self.source
-    }
-
-    /// Decodes later chunks with `projection` (what the threads decode
-    /// already keeps the old one: abandon it first).
-    pub(crate) fn set_projection(&mut self, options: &ChunkReadOptions, projection: FieldProjection) {
-        self.decoder = ChunkDecoder::with_projection(options, projection.clone());
-        if let Some(stream) = &mut self.stream {
-            stream.set_projection(projection.clone());
-        }
-        self.projection = projection;
     }
 
     /// Lets the decoding threads read their chunks from `shared`; threads

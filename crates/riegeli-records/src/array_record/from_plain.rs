@@ -60,7 +60,7 @@ fn next_chunk<R: Read>(source: &mut Source<R>, options: &ChunkReadOptions) -> Re
 /// use riegeli_records::{ArrayRecordReader, RecordWriter, RecordWriterOptions};
 /// use riegeli_records::index_riegeli_file;
 ///
-/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions::new().set_chunk_size(Some(100)))?;
+/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { chunk_size: Some(100), ..Default::default() })?;
 /// for i in 0..50 {
 ///     writer.write_record(format!("record {i}").as_bytes())?;
 /// }
@@ -122,12 +122,12 @@ pub fn index_riegeli_file<R: Read + Seek, W: Write>(
     }
     let chunks: Vec<u64> = kept.iter().map(|&(_, n)| n).collect();
 
-    let group = chunks.first().copied().unwrap_or(options.group_size());
+    let group = chunks.first().copied().unwrap_or(options.group_size);
     let body = chunks.get(..chunks.len().saturating_sub(1)).unwrap_or_default();
     let copy =
         group <= i32::MAX as u64 && body.iter().all(|&n| n == group) && chunks.last().is_none_or(|&n| n <= group);
-    let options = if copy { options.set_group_size(group) } else { options };
-    let metadata = if options.metadata().is_some() { None } else { metadata };
+    let options = if copy { ArrayRecordWriterOptions { group_size: group, ..options } } else { options };
+    let metadata = if options.metadata.is_some() { None } else { metadata };
     let mut writer = ArrayRecordWriter::new(output, options)?;
     if let Some(metadata) = metadata {
         writer.write_metadata_chunk(&metadata.header, &metadata.data)?;
@@ -139,7 +139,7 @@ pub fn index_riegeli_file<R: Read + Seek, W: Write>(
         num_records: 0,
         copied_chunks: 0,
         reencoded_records: 0,
-        group_size: writer.options().group_size(),
+        group_size: writer.options().group_size,
         dropped_old_trailer,
     };
     let mut decoder = ChunkDecoder::new(&read_options);

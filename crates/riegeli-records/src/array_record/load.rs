@@ -33,8 +33,33 @@ pub enum IndexSource {
     /// A sequential scan of the chunk headers: the postscript or footer is
     /// missing or damaged, so the file was read as plain Riegeli/records, as
     /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asked (see
-    /// [`ArrayRecordReader::fallback_reason`](super::ArrayRecordReader::fallback_reason)).
+    /// [`IndexInfo::fallback_reason`]).
     Scanned,
+}
+
+/// How an [`ArrayRecordReader`](super::ArrayRecordReader) found its chunk
+/// index, and what the file says of itself
+/// ([`ArrayRecordReader::index`](super::ArrayRecordReader::index)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexInfo {
+    /// Where the index comes from: the footer, or a scan of the file.
+    pub index_source: IndexSource,
+    /// The number of data chunks.
+    pub num_chunks: usize,
+    /// The writer options stored in the footer, if any.
+    pub writer_options: Option<String>,
+    /// Why the file was scanned rather than read through its footer, if it
+    /// was: what opening it without
+    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) fails with.
+    pub fallback_reason: Option<String>,
+    /// Where the scan found an ArrayRecord footer that ends the file with no
+    /// postscript after it: an ArrayRecord file cut short after its footer
+    /// (also listed in [`skipped_regions`](Self::skipped_regions)). `None`
+    /// unless [`IndexSource::Scanned`].
+    pub footer_without_postscript: Option<u64>,
+    /// Damaged regions the scan skipped (empty unless [`IndexSource::Scanned`]).
+    pub skipped_regions: Vec<SkippedRegion>,
 }
 
 /// Where an ArrayRecord file's trailer is, as its postscript says.

@@ -29,7 +29,7 @@ mod sequential;
 mod writer;
 
 pub use self::from_plain::{IndexReport, index_riegeli_file};
-pub use self::load::{ArrayRecordTrailer, IndexSource, find_array_record_trailer};
+pub use self::load::{ArrayRecordTrailer, IndexInfo, IndexSource, find_array_record_trailer};
 pub use self::options::{
     ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReaderOptions, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
     DEFAULT_TRANSPOSE_BUCKET_SIZE,

@@ -3,9 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use riegeli_codec::{CompressionType, CompressorOptions};
+use riegeli_codec::{CompressionType, CompressorOptions, FieldProjection};
 
-use crate::metadata::RecordsMetadata;
+use crate::error::{ErrorKind, Result};
 use crate::options::{ChunkReadOptions, CompressorText, ParseOptionsError, parse_compressor, parse_options, value};
 
 /// Default records per chunk (C++ `kDefaultGroupSize`).
@@ -43,7 +43,12 @@ pub const ARRAY_RECORD_ZSTD_WINDOW_LOG: u32 = 20;
 ///
 /// `max_parallelism:auto` means what C++ does without a thread pool (which is
 /// how the Python binding writes): encode in the caller's thread. Give
-/// `max_parallelism:N` to encode N chunks in parallel.
+/// `max_parallelism:N` to encode N chunks in parallel: the caller's thread
+/// and N - 1 background threads ([`parallelism`](Self::parallelism) `Some(N - 1)`).
+///
+/// Values set as fields are checked when the writer starts
+/// ([`ArrayRecordWriter::new`](crate::ArrayRecordWriter::new) refuses bad
+/// ones with [`ErrorKind::InvalidArgument`]).
 ///
 /// `Display` writes C++'s `Options::ToString()` form, which is what the
 /// footer stores as `writer_options`:
@@ -62,15 +67,35 @@ pub const ARRAY_RECORD_ZSTD_WINDOW_LOG: u32 = 20;
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ArrayRecordWriterOptions {
-    group_size: u64,
-    transpose: bool,
-    transpose_bucket_size: u64,
-    compression_type: CompressionType,
-    compression_level: i32,
-    window_log: Option<u32>,
-    pad_to_block_boundary: bool,
-    max_parallelism: Option<u32>,
-    metadata: Option<RecordsMetadata>,
+    /// Records per data chunk, in `1..=2^31-1` (the last chunk may hold
+    /// fewer; default [`DEFAULT_GROUP_SIZE`]; `group_size`).
+    pub group_size: u64,
+    /// Transposed chunks (default `false`; `transpose`).
+    pub transpose: bool,
+    /// Bucket size of transposed chunks in bytes, at least 1 (default
+    /// [`DEFAULT_TRANSPOSE_BUCKET_SIZE`]; `transpose_bucket_size`).
+    pub transpose_bucket_size: u64,
+    /// The compression type, level and window log of data and footer chunks
+    /// (default zstd at level 3 with window log
+    /// [`ARRAY_RECORD_ZSTD_WINDOW_LOG`]; `uncompressed`, `brotli:N`, `zstd:N`,
+    /// `snappy`, `window_log:N`). Zstd without a window log gets
+    /// [`ARRAY_RECORD_ZSTD_WINDOW_LOG`], as in C++.
+    pub compression: CompressorOptions,
+    /// Pads to a block boundary after every data chunk (default `false`;
+    /// `pad_to_block_boundary:true`).
+    pub pad_to_block_boundary: bool,
+    /// Background threads encoding chunks, as
+    /// [`RecordWriterOptions::parallelism`](crate::RecordWriterOptions::parallelism):
+    /// 0 encodes in the caller's thread. `None`, the default, is the
+    /// grammar's `max_parallelism:auto`, which encodes in the caller's thread
+    /// as C++ does without a thread pool. C++'s `max_parallelism:N` counts
+    /// the caller's thread too: it is `Some(N - 1)`.
+    pub parallelism: Option<usize>,
+    /// File metadata, a serialized [`RecordsMetadata`](crate::RecordsMetadata)
+    /// written as the metadata chunk after the file signature (C++
+    /// `Options::set_metadata`; default `None`, and the Python binding never
+    /// writes one), as [`RecordWriterOptions::metadata`](crate::RecordWriterOptions::metadata).
+    pub metadata: Option<Vec<u8>>,
 }
 
 impl Default for ArrayRecordWriterOptions {
@@ -79,169 +104,47 @@ impl Default for ArrayRecordWriterOptions {
             group_size: DEFAULT_GROUP_SIZE,
             transpose: false,
             transpose_bucket_size: DEFAULT_TRANSPOSE_BUCKET_SIZE,
-            compression_type: CompressionType::Zstd,
-            compression_level: CompressorOptions::ZSTD_DEFAULT_LEVEL,
-            window_log: Some(ARRAY_RECORD_ZSTD_WINDOW_LOG),
+            compression: CompressorOptions::zstd().with_window_log(Some(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
             pad_to_block_boundary: false,
-            max_parallelism: None,
+            parallelism: None,
             metadata: None,
         }
     }
 }
 
 impl ArrayRecordWriterOptions {
-    /// The default options (see the type's documentation).
-    pub fn new() -> Self {
-        Self::default()
+    /// Refuses values C++'s options parser refuses (called when a writer
+    /// starts).
+    pub(crate) fn validate(&self) -> Result<()> {
+        let invalid = |message: String| Err(ErrorKind::InvalidArgument(message).into());
+        if !(1..=i32::MAX as u64).contains(&self.group_size) {
+            return invalid(format!("group_size {} out of range 1..=2147483647", self.group_size));
+        }
+        if self.transpose_bucket_size == 0 {
+            return invalid("transpose_bucket_size must be at least 1".to_owned());
+        }
+        if self.parallelism.is_some_and(|p| p >= i32::MAX as usize) {
+            return invalid("parallelism out of range 0..2147483647".to_owned());
+        }
+        match self.compressor().validate() {
+            Ok(()) => Ok(()),
+            Err(e) => invalid(e.to_string()),
+        }
     }
 
-    /// Records per data chunk (the last chunk may hold fewer).
-    ///
-    /// # Panics
-    /// If `group_size` is not in `1..=2^31-1`.
-    pub fn set_group_size(mut self, group_size: u64) -> Self {
-        assert!((1..=i32::MAX as u64).contains(&group_size), "group_size {group_size} out of range 1..=2^31-1");
-        self.group_size = group_size;
-        self
-    }
-    /// Transposed chunks.
-    pub fn set_transpose(mut self, transpose: bool) -> Self {
-        self.transpose = transpose;
-        self
-    }
-    /// Bucket size of transposed chunks, in bytes (at least 1).
-    pub fn set_transpose_bucket_size(mut self, bytes: u64) -> Self {
-        self.transpose_bucket_size = bytes.max(1);
-        self
-    }
-    /// No compression.
-    pub fn set_uncompressed(mut self) -> Self {
-        self.compression_type = CompressionType::None;
-        self.compression_level = 0;
-        self.window_log = None;
-        self
-    }
-    /// Brotli at `level` (0..=11), the codec's default window.
-    ///
-    /// # Panics
-    /// If `level` is out of range.
-    pub fn set_brotli(mut self, level: i32) -> Self {
-        assert!(CompressorOptions::BROTLI_LEVELS.contains(&level), "brotli level {level} out of range 0..=11");
-        self.compression_type = CompressionType::Brotli;
-        self.compression_level = level;
-        self.window_log = None;
-        self
-    }
-    /// Zstd at `level` (-131072..=22), window log 20.
-    ///
-    /// # Panics
-    /// If `level` is out of range.
-    pub fn set_zstd(mut self, level: i32) -> Self {
-        assert!(CompressorOptions::ZSTD_LEVELS.contains(&level), "zstd level {level} out of range -131072..=22");
-        self.compression_type = CompressionType::Zstd;
-        self.compression_level = level;
-        self.window_log = Some(ARRAY_RECORD_ZSTD_WINDOW_LOG);
-        self
-    }
-    /// Snappy.
-    pub fn set_snappy(mut self) -> Self {
-        self.compression_type = CompressionType::Snappy;
-        self.compression_level = CompressorOptions::SNAPPY_DEFAULT_LEVEL;
-        self.window_log = None;
-        self
-    }
-    /// The window log of brotli or zstd (`None`: brotli's default; zstd 20).
-    ///
-    /// # Panics
-    /// If the compression is none or snappy and `window_log` is `Some`, or it
-    /// is out of the codec's range.
-    pub fn set_window_log(mut self, window_log: Option<u32>) -> Self {
-        match self.compression_type {
-            CompressionType::Zstd => {
-                let log = window_log.unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG);
-                assert!(CompressorOptions::ZSTD_WINDOW_LOGS.contains(&log), "zstd window_log {log} out of range");
-                self.window_log = Some(log);
-            }
-            CompressionType::Brotli => {
-                assert!(
-                    window_log.is_none_or(|l| CompressorOptions::BROTLI_WINDOW_LOGS.contains(&l)),
-                    "brotli window_log out of range"
-                );
-                self.window_log = window_log;
-            }
-            _ => assert!(window_log.is_none(), "window_log needs brotli or zstd"),
+    /// The compressor options of data and footer chunks: [`compression`](Self::compression)
+    /// with ArrayRecord's zstd window log when none is given.
+    pub(crate) fn compressor(&self) -> CompressorOptions {
+        let mut compression = self.compression;
+        if compression.compression_type == CompressionType::Zstd && compression.window_log.is_none() {
+            compression.window_log = Some(ARRAY_RECORD_ZSTD_WINDOW_LOG);
         }
-        self
-    }
-    /// Pads to a block boundary after every data chunk.
-    pub fn set_pad_to_block_boundary(mut self, pad: bool) -> Self {
-        self.pad_to_block_boundary = pad;
-        self
-    }
-    /// Chunks encoded in parallel (`None`: `auto`, which encodes in the
-    /// caller's thread as C++ does without a thread pool).
-    ///
-    /// # Panics
-    /// If `Some(0)` or above 2^31-1.
-    pub fn set_max_parallelism(mut self, max_parallelism: Option<u32>) -> Self {
-        assert!(max_parallelism.is_none_or(|p| (1..=i32::MAX as u32).contains(&p)), "max_parallelism out of range");
-        self.max_parallelism = max_parallelism;
-        self
-    }
-    /// File metadata, written as a metadata chunk after the file signature
-    /// (C++ `Options::set_metadata`; the Python binding never writes one).
-    pub fn set_metadata(mut self, metadata: Option<RecordsMetadata>) -> Self {
-        self.metadata = metadata;
-        self
+        compression
     }
 
-    /// Records per data chunk.
-    pub fn group_size(&self) -> u64 {
-        self.group_size
-    }
-    /// Whether chunks are transposed.
-    pub fn transpose(&self) -> bool {
-        self.transpose
-    }
-    /// Bucket size of transposed chunks.
-    pub fn transpose_bucket_size(&self) -> u64 {
-        self.transpose_bucket_size
-    }
-    /// The compression type.
-    pub fn compression_type(&self) -> CompressionType {
-        self.compression_type
-    }
-    /// The compression level.
-    pub fn compression_level(&self) -> i32 {
-        self.compression_level
-    }
-    /// The window log, if any.
-    pub fn window_log(&self) -> Option<u32> {
-        self.window_log
-    }
-    /// Whether data chunks are padded to block boundaries.
-    pub fn pad_to_block_boundary(&self) -> bool {
-        self.pad_to_block_boundary
-    }
-    /// The `max_parallelism` (`None`: `auto`).
-    pub fn max_parallelism(&self) -> Option<u32> {
-        self.max_parallelism
-    }
-    /// The threads that encode chunks: `max_parallelism`, 1 for `auto`.
-    pub fn effective_parallelism(&self) -> u32 {
-        self.max_parallelism.unwrap_or(1)
-    }
-    /// The metadata, if any.
-    pub fn metadata(&self) -> Option<&RecordsMetadata> {
-        self.metadata.as_ref()
-    }
-    /// The compressor options of data and footer chunks.
-    pub fn compressor_options(&self) -> CompressorOptions {
-        CompressorOptions {
-            compression_type: self.compression_type,
-            level: self.compression_level,
-            window_log: self.window_log,
-        }
+    /// The background threads that encode chunks.
+    pub(crate) fn threads(&self) -> usize {
+        self.parallelism.unwrap_or(0)
     }
 }
 
@@ -273,9 +176,9 @@ impl FromStr for ArrayRecordWriterOptions {
                 "default" => value::fail_if_any_seen(item, seen)?,
                 "group_size" => options.group_size = value::int(v, 1, max)? as u64,
                 "max_parallelism" => {
-                    options.max_parallelism =
+                    options.parallelism =
                         value::or(value::one_of(v, &[("auto", None)]), || value::int(v, 1, max).map(Some))?
-                            .map(|n| n as u32);
+                            .map(|n| n as usize - 1);
                 }
                 // How long C++'s pool waits for work: there is no such wait here, so the
                 // value is only checked (C++ option strings parse).
@@ -296,17 +199,14 @@ impl FromStr for ArrayRecordWriterOptions {
             Ok(())
         })?;
         // C++ appends its default, `zstd:3`, unless a compression was named.
-        let (kind, level, window_log) =
+        options.compression =
             parse_compressor(&compressor, (CompressionType::Zstd, CompressorOptions::ZSTD_DEFAULT_LEVEL))?;
-        options.compression_type = kind;
         // The snappy level is accepted but not kept (C++'s `ToString()` writes `snappy`).
-        options.compression_level =
-            if kind == CompressionType::Snappy { CompressorOptions::SNAPPY_DEFAULT_LEVEL } else { level };
+        if options.compression.compression_type == CompressionType::Snappy {
+            options.compression.level = CompressorOptions::SNAPPY_DEFAULT_LEVEL;
+        }
         // ArrayRecord's zstd window is 20 unless given (not zstd's own default).
-        options.window_log = match kind {
-            CompressionType::Zstd => Some(window_log.unwrap_or(ARRAY_RECORD_ZSTD_WINDOW_LOG)),
-            _ => window_log,
-        };
+        options.compression = options.compressor();
         Ok(options)
     }
 }
@@ -321,17 +221,19 @@ impl fmt::Display for ArrayRecordWriterOptions {
         if self.transpose {
             write!(f, ",transpose_bucket_size:{}", self.transpose_bucket_size)?;
         }
-        match self.compression_type {
+        let compression = self.compressor();
+        match compression.compression_type {
             CompressionType::None => f.write_str(",uncompressed")?,
-            CompressionType::Brotli => write!(f, ",brotli:{}", self.compression_level)?,
-            CompressionType::Zstd => write!(f, ",zstd:{}", self.compression_level)?,
+            CompressionType::Brotli => write!(f, ",brotli:{}", compression.level)?,
+            CompressionType::Zstd => write!(f, ",zstd:{}", compression.level)?,
             _ => f.write_str(",snappy")?,
         }
-        if let Some(log) = self.window_log {
+        if let Some(log) = compression.window_log {
             write!(f, ",window_log:{log}")?;
         }
-        if let Some(parallelism) = self.max_parallelism {
-            write!(f, ",max_parallelism:{parallelism}")?;
+        // C++'s `max_parallelism` counts the caller's thread.
+        if let Some(parallelism) = self.parallelism {
+            write!(f, ",max_parallelism:{}", parallelism.saturating_add(1))?;
         }
         Ok(())
     }
@@ -364,11 +266,14 @@ impl fmt::Display for ArrayRecordWriterOptions {
 pub struct ArrayRecordReaderOptions {
     /// Limits and checks of each chunk read.
     pub chunks: ChunkReadOptions,
-    /// Threads that decode chunks in the parallel batch reads, the calling
-    /// thread included (`None`, the default: the number of available cores).
-    /// The reader keeps `parallelism - 1` worker threads from its first
-    /// parallel read that is worth it until it is dropped.
-    pub parallelism: Option<usize>,
+    /// Background threads that decode chunks in the parallel batch reads,
+    /// beside the calling thread, which decodes too (default: one fewer
+    /// than the available cores; `max_parallelism:auto`). 0 decodes on the
+    /// calling thread. The reader keeps its threads from its first parallel
+    /// read that is worth it until it is dropped. C++'s `max_parallelism:N`
+    /// counts the calling thread: it is `N - 1` here (and `max_parallelism:0`
+    /// is 0).
+    pub parallelism: usize,
     /// The most raw chunk bytes a parallel read holds read but not yet
     /// decoded and handed out (default 64 MiB; `readahead_buffer_size:auto`).
     pub readahead_buffer_size: u64,
@@ -377,9 +282,13 @@ pub struct ArrayRecordReaderOptions {
     /// Riegeli/records file): `false`, the default, fails to open, as
     /// array_record's reader does; `true` indexes the records that are there
     /// by a scan of the whole file instead ([`IndexSource::Scanned`](crate::IndexSource::Scanned),
-    /// and [`fallback_reason`](crate::ArrayRecordReader::fallback_reason) says why).
+    /// and [`IndexInfo::fallback_reason`](crate::IndexInfo::fallback_reason) says why).
     /// This crate's option, not C++'s: `scan_fallback` in the option string.
     pub scan_fallback: bool,
+    /// The fields of transposed chunks to decode (default: all; simple
+    /// chunks are read whole), as [`RecordReaderOptions::field_projection`](crate::RecordReaderOptions::field_projection).
+    /// Not in the option string.
+    pub field_projection: FieldProjection,
 }
 
 /// The name of [`ArrayRecordReaderOptions::scan_fallback`] in the option
@@ -393,17 +302,18 @@ impl Default for ArrayRecordReaderOptions {
     fn default() -> Self {
         Self {
             chunks: ChunkReadOptions::default(),
-            parallelism: None,
+            parallelism: crate::pool::cores().saturating_sub(1),
             readahead_buffer_size: DEFAULT_READAHEAD,
             scan_fallback: false,
+            field_projection: FieldProjection::all(),
         }
     }
 }
 
 impl ArrayRecordReaderOptions {
-    /// The threads the parallel reads use.
-    pub fn effective_parallelism(&self) -> usize {
-        self.parallelism.unwrap_or_else(crate::pool::cores).max(1)
+    /// The threads the parallel reads use, the calling thread included.
+    pub(crate) fn effective_parallelism(&self) -> usize {
+        self.parallelism.saturating_add(1)
     }
 }
 
@@ -424,7 +334,10 @@ impl FromStr for ArrayRecordReaderOptions {
                     let n = value::or(value::one_of(v, &[("auto", None)]), || {
                         value::int(v, 0, i64::from(i32::MAX)).map(Some)
                     })?;
-                    options.parallelism = n.map(|n| (n as usize).max(1));
+                    options.parallelism = match n {
+                        Some(n) => (n as usize).saturating_sub(1),
+                        None => Self::default().parallelism,
+                    };
                 }
                 "readahead_buffer_size" => options.readahead_buffer_size = bytes(DEFAULT_READAHEAD)?,
                 "footer_prefetch_bytes" => footer_prefetch = bytes(1 << 20)?,
@@ -456,8 +369,10 @@ mod tests {
         let parse = |text: &str| text.parse::<ArrayRecordReaderOptions>();
         assert_eq!(parse("").unwrap(), ArrayRecordReaderOptions::default());
         let o = parse("max_parallelism:3,readahead_buffer_size:1.5M,index_storage_option:in_memory").unwrap();
-        assert_eq!((o.parallelism, o.readahead_buffer_size), (Some(3), 3 << 19));
-        assert_eq!(parse("max_parallelism:0").unwrap().parallelism, Some(1));
+        assert_eq!((o.parallelism, o.readahead_buffer_size), (2, 3 << 19));
+        assert_eq!(parse("max_parallelism:0").unwrap().parallelism, 0);
+        assert_eq!(parse("max_parallelism:1").unwrap().parallelism, 0);
+        assert_eq!(parse("max_parallelism:auto").unwrap().parallelism, ArrayRecordReaderOptions::default().parallelism);
         assert_eq!(parse("max_parallelism:auto,readahead_buffer_size:0").unwrap().readahead_buffer_size, 0);
         for (text, message) in [
             (
@@ -486,7 +401,7 @@ mod tests {
                 "footer_prefetch_bytes > 0 is only supported with index_storage_option:in_memory.",
             ),
         ] {
-            assert_eq!(parse(text).unwrap_err().message(), message, "{text}");
+            assert_eq!(parse(text).unwrap_err().message, message, "{text}");
         }
         assert!(parse("index_storage_option:offloaded,footer_prefetch_bytes:0").is_ok());
     }
@@ -499,7 +414,7 @@ mod tests {
             assert_eq!(parse(text).unwrap().scan_fallback, want, "{text}");
         }
         let o = parse("readahead_buffer_size:0,scan_fallback,max_parallelism:2").unwrap();
-        assert_eq!((o.readahead_buffer_size, o.parallelism, o.scan_fallback), (0, Some(2), true));
+        assert_eq!((o.readahead_buffer_size, o.parallelism, o.scan_fallback), (0, 1, true));
         for (text, message) in [
             ("scan_fallback:yes", "Option scan_fallback: invalid value: yes, valid values: (empty), true, false"),
             ("scan_fallback,scan_fallback:false", "Option scan_fallback is present more than once"),
@@ -509,7 +424,7 @@ mod tests {
                 "Unknown option scan_fallbak, valid options: max_parallelism, readahead_buffer_size, index_storage_option, footer_prefetch_bytes",
             ),
         ] {
-            assert_eq!(parse(text).unwrap_err().message(), message, "{text}");
+            assert_eq!(parse(text).unwrap_err().message, message, "{text}");
         }
     }
 
@@ -518,9 +433,9 @@ mod tests {
         for text in ["", "default", ",,"] {
             let o = parse(text);
             assert_eq!(o, ArrayRecordWriterOptions::default(), "{text}");
-            assert_eq!(o.group_size(), 1);
+            assert_eq!(o.group_size, 1);
             assert_eq!(
-                (o.compression_type(), o.compression_level(), o.window_log()),
+                (o.compression.compression_type, o.compression.level, o.compression.window_log),
                 (CompressionType::Zstd, 3, Some(20))
             );
             assert_eq!(o.to_string(), "group_size:1,transpose:false,pad_to_block_boundary:false,zstd:3,window_log:20");
@@ -568,20 +483,48 @@ mod tests {
     #[test]
     fn quirks() {
         // A bare pad_to_block_boundary means false; a bare transpose means true.
-        assert!(!parse("pad_to_block_boundary").pad_to_block_boundary());
-        assert!(parse("pad_to_block_boundary:true").pad_to_block_boundary());
-        assert!(parse("transpose").transpose());
-        assert!(!parse("transpose:false").transpose());
-        assert_eq!(parse("transpose_bucket_size:auto").transpose_bucket_size(), 256);
-        assert_eq!(parse("transpose_bucket_size:2M").transpose_bucket_size(), 2 << 20);
-        assert_eq!(parse("max_parallelism:4").max_parallelism(), Some(4));
-        assert_eq!(parse("max_parallelism:4").effective_parallelism(), 4);
-        assert_eq!(parse("max_parallelism:auto").effective_parallelism(), 1);
+        assert!(!parse("pad_to_block_boundary").pad_to_block_boundary);
+        assert!(parse("pad_to_block_boundary:true").pad_to_block_boundary);
+        assert!(parse("transpose").transpose);
+        assert!(!parse("transpose:false").transpose);
+        assert_eq!(parse("transpose_bucket_size:auto").transpose_bucket_size, 256);
+        assert_eq!(parse("transpose_bucket_size:2M").transpose_bucket_size, 2 << 20);
+        assert_eq!(parse("max_parallelism:4").parallelism, Some(3));
+        assert_eq!(parse("max_parallelism:1").parallelism, Some(0));
+        assert_eq!(parse("max_parallelism:auto").parallelism, None);
         assert_eq!(parse("saturation_delay_ms:7"), ArrayRecordWriterOptions::default(), "checked, has no effect");
-        assert_eq!(parse("zstd:0").compression_level(), 0);
+        assert_eq!(parse("zstd:0").compression.level, 0);
         // A trailing space after a value is accepted, as by C++.
-        assert_eq!(parse("group_size:7 ").group_size(), 7);
-        assert_eq!(parse("group_size:2147483647").group_size(), 2147483647);
+        assert_eq!(parse("group_size:7 ").group_size, 7);
+        assert_eq!(parse("group_size:2147483647").group_size, 2147483647);
+    }
+
+    #[test]
+    fn writer_refuses_bad_fields() {
+        let bad = [
+            ArrayRecordWriterOptions { group_size: 0, ..Default::default() },
+            ArrayRecordWriterOptions { group_size: 1 << 31, ..Default::default() },
+            ArrayRecordWriterOptions { transpose_bucket_size: 0, ..Default::default() },
+            ArrayRecordWriterOptions { parallelism: Some(i32::MAX as usize), ..Default::default() },
+            ArrayRecordWriterOptions { compression: CompressorOptions::brotli().with_level(12), ..Default::default() },
+            ArrayRecordWriterOptions { compression: CompressorOptions::zstd().with_level(23), ..Default::default() },
+            ArrayRecordWriterOptions {
+                compression: CompressorOptions::zstd().with_window_log(Some(9)),
+                ..Default::default()
+            },
+            ArrayRecordWriterOptions {
+                compression: CompressorOptions::snappy().with_window_log(Some(20)),
+                ..Default::default()
+            },
+        ];
+        for options in bad {
+            let err = crate::ArrayRecordWriter::new(Vec::new(), options.clone()).unwrap_err();
+            assert!(matches!(err.kind(), crate::ErrorKind::InvalidArgument(_)), "{options:?}: {err}");
+        }
+        // Zstd without a window log gets ArrayRecord's, as the option string's `window_log:auto`.
+        let options = ArrayRecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() };
+        assert_eq!(options.to_string(), parse("window_log:auto").to_string());
+        assert!(crate::ArrayRecordWriter::new(Vec::new(), options).is_ok());
     }
 
     #[test]
@@ -653,13 +596,13 @@ mod tests {
                 "Option window_log: invalid value: 31, valid values: auto, integers in the range [10..30]".to_owned(),
             ),
         ] {
-            assert_eq!(text.parse::<ArrayRecordWriterOptions>().unwrap_err().message(), message, "{text}");
+            assert_eq!(text.parse::<ArrayRecordWriterOptions>().unwrap_err().message, message, "{text}");
         }
         // Accepted by C++ too.
-        assert_eq!(parse("transpose_bucket_size:1.5k").transpose_bucket_size(), 1536);
-        assert_eq!(parse("group_size: 3").group_size(), 3);
-        assert_eq!(parse("brotli:").compression_level(), CompressorOptions::BROTLI_DEFAULT_LEVEL);
-        assert_eq!(parse("window_log:25").window_log(), Some(25));
+        assert_eq!(parse("transpose_bucket_size:1.5k").transpose_bucket_size, 1536);
+        assert_eq!(parse("group_size: 3").group_size, 3);
+        assert_eq!(parse("brotli:").compression.level, CompressorOptions::BROTLI_DEFAULT_LEVEL);
+        assert_eq!(parse("window_log:25").compression.window_log, Some(25));
     }
 
     #[test]
@@ -693,13 +636,13 @@ mod tests {
             ("default,default", "default"),
         ] {
             let err = text.parse::<ArrayRecordWriterOptions>().unwrap_err();
-            assert_eq!(err.token(), token, "{text}: {err}");
+            assert_eq!(err.token, token, "{text}: {err}");
             assert!(err.to_string().contains(token), "{err}");
         }
         assert!("zstd,window_log:31".parse::<ArrayRecordWriterOptions>().is_ok());
         // What C++ accepts after `default` (checked against array-record 0.8.6).
-        assert_eq!("default,group_size:2".parse::<ArrayRecordWriterOptions>().unwrap().group_size(), 2);
-        assert_eq!(",default,group_size:3".parse::<ArrayRecordWriterOptions>().unwrap().group_size(), 3);
+        assert_eq!("default,group_size:2".parse::<ArrayRecordWriterOptions>().unwrap().group_size, 2);
+        assert_eq!(",default,group_size:3".parse::<ArrayRecordWriterOptions>().unwrap().group_size, 3);
         for text in ["default:1", "default:xyz", "default,zstd"] {
             assert_eq!(
                 text.parse::<ArrayRecordWriterOptions>().unwrap(),

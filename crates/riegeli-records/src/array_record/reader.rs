@@ -5,18 +5,19 @@ use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
-use riegeli_codec::{DecodedRecords, FieldProjection};
+use riegeli_codec::DecodedRecords;
 
 use super::batch::Started;
 use super::fetch::Fetcher;
-use super::load::{IndexSource, load};
+#[cfg(doc)]
+use super::load::IndexSource;
+use super::load::{IndexInfo, load};
 use super::options::ArrayRecordReaderOptions;
 use super::plan::{ChunkId, ChunkIndex, Plan, Selection, not_indexed};
 use super::sequential::Sequential;
 use crate::error::Result;
 use crate::indexed::Reading;
 use crate::positional::{PositionalFile, ReadAt};
-use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
 
 /// Reads by index copy the records they want out of a chunk when these are
@@ -42,10 +43,10 @@ const COPY_BELOW: usize = 4;
 /// array_record's reader does, unless
 /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) asks to read the
 /// file as plain Riegeli/records instead: one sequential scan of the chunk
-/// headers builds the index ([`index_source`](Self::index_source) is then
-/// [`IndexSource::Scanned`] and [`fallback_reason`](Self::fallback_reason)
+/// headers builds the index ([`index`](Self::index) says
+/// [`IndexSource::Scanned`] and [`fallback_reason`](IndexInfo::fallback_reason)
 /// says why); damaged regions met by the scan are skipped and listed in
-/// [`skipped_regions`](Self::skipped_regions), and so is a footer that no
+/// [`skipped_regions`](IndexInfo::skipped_regions), and so is a footer that no
 /// postscript follows (a file cut short after its footer).
 ///
 /// Records are [`Bytes`] slices of the decoded chunk, without copying; a
@@ -58,15 +59,14 @@ const COPY_BELOW: usize = 4;
 ///
 /// The batch reads ([`read_batch`](Self::read_batch),
 /// [`read_batch_each`](Self::read_batch_each)) decode on
-/// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads, the
-/// calling thread included, which the reader starts on the first batch
+/// [`parallelism`](ArrayRecordReaderOptions::parallelism) background threads
+/// and the calling thread, which the reader starts on the first batch
 /// touching at least 128 KiB of decoded data (smaller batches are read
 /// serially: handing them to another thread costs more than it saves) and
 /// joins when it is dropped. The calling thread reads the raw chunks, hands them out in
 /// tasks of consecutive chunks and decodes too; records come back in the
 /// order asked, and an error is the one the serial read would return. A
-/// reader of a file opened with [`open`](Self::open) or
-/// [`from_file`](Self::from_file) leaves the reading to the decoding threads
+/// reader of a file opened with [`open`](Self::open) leaves the reading to the decoding threads
 /// too (positional reads, on Unix and Windows): use these for files.
 ///
 /// ```
@@ -78,7 +78,7 @@ const COPY_BELOW: usize = 4;
 ///     writer.write_record(format!("record {i}").as_bytes())?;
 /// }
 /// let mut reader = ArrayRecordReader::new(Cursor::new(writer.close()?))?;
-/// assert_eq!(reader.index_source(), IndexSource::Footer);
+/// assert_eq!(reader.index().index_source, IndexSource::Footer);
 /// assert_eq!(reader.num_records(), 100);
 /// assert_eq!(reader.read(42)?, &b"record 42"[..]);
 /// assert_eq!(reader.read_batch(98..100)?, [&b"record 98"[..], b"record 99"]);
@@ -89,12 +89,8 @@ const COPY_BELOW: usize = 4;
 pub struct ArrayRecordReader<R> {
     options: ArrayRecordReaderOptions,
     index: ChunkIndex,
-    index_source: IndexSource,
-    fallback_reason: Option<String>,
-    writer_options: Option<String>,
-    skipped: Vec<SkippedRegion>,
-    /// Where the scan found a footer ending the file, no postscript after it.
-    footer_without_postscript: Option<u64>,
+    /// How the index was found, and the footer's writer options.
+    info: IndexInfo,
     /// Reads and decodes chunks, on the calling thread or the decode stream.
     fetcher: Fetcher<R>,
     /// The chunk [`read`](Self::read) decoded last.
@@ -119,7 +115,7 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
             .field("num_records", &self.index.num_records())
             .field("num_chunks", &self.index.num_chunks())
             .field("index_heap_bytes", &self.index.heap_bytes())
-            .field("index_source", &self.index_source)
+            .field("index_source", &self.info.index_source)
             .finish_non_exhaustive()
     }
 }
@@ -140,13 +136,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         let mut source = Source::new(src, 0);
         let loaded = load(&mut source, &options)?;
         Ok(Self {
-            fetcher: Fetcher::new(source, &options.chunks),
+            fetcher: Fetcher::new(source, &options.chunks, options.field_projection.clone()),
+            info: IndexInfo {
+                index_source: loaded.index_source,
+                num_chunks: loaded.index.num_chunks(),
+                writer_options: loaded.writer_options,
+                fallback_reason: loaded.fallback_reason,
+                footer_without_postscript: loaded.footer_without_postscript,
+                skipped_regions: loaded.skipped,
+            },
             index: loaded.index,
-            index_source: loaded.index_source,
-            fallback_reason: loaded.fallback_reason,
-            writer_options: loaded.writer_options,
-            skipped: loaded.skipped,
-            footer_without_postscript: loaded.footer_without_postscript,
             cached: None,
             sequential: Sequential::default(),
             ahead: None,
@@ -154,68 +153,15 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
         })
     }
 
-    /// Reads only the given fields of transposed chunks (simple chunks are read whole).
-    pub fn set_field_projection(&mut self, projection: FieldProjection) {
-        self.cached = None;
-        self.sequential.clear();
-        // What the threads decode ahead has the old projection; later jobs get the new one.
-        self.cancel_ahead();
-        self.fetcher.set_projection(&self.options.chunks, projection);
-    }
-
     /// The number of records.
     pub fn num_records(&self) -> u64 {
         self.index.num_records()
     }
 
-    /// The number of data chunks.
-    pub fn num_chunks(&self) -> usize {
-        self.index.num_chunks()
-    }
-
-    /// Where the index comes from: the footer, or a scan of the file.
-    pub fn index_source(&self) -> IndexSource {
-        self.index_source
-    }
-
-    /// Why the file was scanned rather than read through its footer, if it
-    /// was: what opening it without
-    /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) fails with.
-    pub fn fallback_reason(&self) -> Option<&str> {
-        self.fallback_reason.as_deref()
-    }
-
-    /// Where the scan found an ArrayRecord footer that ends the file with no
-    /// postscript after it: an ArrayRecord file cut short after its footer
-    /// (also listed in [`skipped_regions`](Self::skipped_regions)). `None`
-    /// unless [`IndexSource::Scanned`].
-    pub fn footer_without_postscript(&self) -> Option<u64> {
-        self.footer_without_postscript
-    }
-
-    /// Damaged regions the scan skipped (empty unless [`IndexSource::Scanned`]).
-    pub fn skipped_regions(&self) -> &[SkippedRegion] {
-        &self.skipped
-    }
-
-    /// The writer options stored in the footer, if any.
-    pub fn writer_options(&self) -> Option<&str> {
-        self.writer_options.as_deref()
-    }
-
-    /// The options.
-    pub fn options(&self) -> &ArrayRecordReaderOptions {
-        &self.options
-    }
-
-    /// The underlying reader.
-    pub fn get_ref(&self) -> &R {
-        self.fetcher.source().get_ref()
-    }
-
-    /// Returns the underlying reader (its position is unspecified).
-    pub fn into_inner(self) -> R {
-        self.fetcher.into_source().into_inner()
+    /// How the index was found (footer or scan, and what a scan skipped),
+    /// and the writer options the footer stores.
+    pub fn index(&self) -> &IndexInfo {
+        &self.info
     }
 
     /// Reads record `index`.
@@ -259,7 +205,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Reads the records `selection` names (a range, a list of indices in
     /// any order with repeats, or all), decoding each chunk once; returns
     /// them in the order asked. Chunks are decoded on
-    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads when
+    /// [`parallelism`](ArrayRecordReaderOptions::parallelism) threads (and the calling one) when
     /// the batch is worth it (more than one chunk, at least 128 KiB of
     /// records), else on the calling thread. Every index is checked before
     /// anything is read.
@@ -297,7 +243,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// Lets the decoding threads of the parallel reads read their chunks
     /// themselves, at offsets of `shared` (which must hold the same bytes as
     /// the reader's source), instead of the calling thread reading them all:
-    /// what [`from_file`](ArrayRecordReader::from_file) does with a duplicate
+    /// what [`open`](ArrayRecordReader::open) does with a duplicate
     /// of the file handle, and a source in object storage does with its cache.
     pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
         // Workers read through the source they were started with.
@@ -311,7 +257,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// bytes of chunks at a time, the next ones once half of those are read.
     /// A source with latency (object storage) fetches them concurrently,
     /// each chunk's exact range, so that the reads then find them at hand.
-    /// (Readers of local files opened with [`from_file`](ArrayRecordReader::from_file)
+    /// (Readers of local files opened with [`open`](ArrayRecordReader::open)
     /// read chunks on the decoding threads and do not call it.)
     pub fn set_prefetch(&mut self, hook: impl FnMut(&[Range<u64>]) + Send + Sync + 'static) {
         self.fetcher.set_prefetch(Box::new(hook));
@@ -336,7 +282,7 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// bytes of records; a jump starts over from one record, and
     /// `readahead_buffer_size` 0 reads one record at a time. When the
     /// threads read their chunks themselves (a reader opened with
-    /// [`from_file`](ArrayRecordReader::from_file), or on an object), the
+    /// [`open`](ArrayRecordReader::open), or on an object), the
     /// next batch is decoded on them while the caller consumes this one.
     ///
     /// ```
@@ -487,20 +433,16 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
 type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 
 impl ArrayRecordReader<PositionalFile> {
-    /// Opens the ArrayRecord file at `path` (see
-    /// [`from_file`](Self::from_file)).
-    pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        Self::from_file(PositionalFile::open(path)?, options)
-    }
-
-    /// Opens an ArrayRecord file: [`with_options`](Self::with_options) on
-    /// positional reads of it (no file position shared with other handles
+    /// Opens the ArrayRecord file at `path`: [`with_options`](Self::with_options)
+    /// on positional reads of it (no file position shared with other handles
     /// or a forked process), and then the parallel reads' decoding threads
     /// read their chunks themselves, from the same handle (on Unix and
     /// Windows; on other platforms the calling thread reads every chunk, as
-    /// for any `R`). Takes a [`File`](std::fs::File) too.
-    pub fn from_file(file: impl Into<PositionalFile>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        let file = file.into();
+    /// for any `R`). For a file opened already, give a
+    /// [`PositionalFile`] to [`with_options`](Self::with_options) and its
+    /// [`shared`](PositionalFile::shared) handle to [`set_read_at`](Self::set_read_at).
+    pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let file = PositionalFile::open(path)?;
         let shared = file.shared();
         let mut reader = Self::with_options(file, options)?;
         reader.fetcher.set_read_at(shared);
@@ -527,7 +469,8 @@ mod tests {
     }
 
     fn open(file: &[u8], parallelism: usize) -> ArrayRecordReader<Cursor<&[u8]>> {
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism.saturating_sub(1), ..Default::default() };
         ArrayRecordReader::with_options(Cursor::new(file), options).unwrap()
     }
 
@@ -564,7 +507,7 @@ mod tests {
         check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
     }
 
-    /// The file's bytes, read at offsets as a file opened with `from_file` is.
+    /// The file's bytes, read at offsets as a file opened with `open` is.
     struct Mem(Vec<u8>);
 
     impl ReadAt for Mem {
@@ -669,13 +612,13 @@ mod tests {
         drop(reader);
         assert!(!watch.alive(), "a worker thread outlived the reader");
 
-        // A new projection goes to the same threads with the next jobs.
+        // The next batches go to the same threads.
         let mut reader = open(&file, 2);
         let (plug, watch) = crate::stream::tests::plug();
         reader.fetcher.plug = plug;
         let all = reader.read_batch(Selection::All).unwrap();
-        reader.set_field_projection(FieldProjection::all());
         assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
+        assert_eq!(reader.read_batch(0..400).unwrap(), all[..400]);
         assert_eq!(watch.dropped(), 0, "the threads were replaced");
         drop(reader);
         assert!(watch.dropped() > 0);

@@ -84,12 +84,6 @@ impl Sequential {
         let end = start.saturating_add(self.window).min(num_records);
         (readahead > 0 && self.index >= self.start && end > start.saturating_add(1)).then_some(start..end)
     }
-
-    /// Forgets the records decoded ahead (after their decoding changed).
-    pub(super) fn clear(&mut self) {
-        self.records = Vec::new();
-        self.window = 0;
-    }
 }
 
 #[cfg(test)]

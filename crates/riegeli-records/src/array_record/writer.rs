@@ -53,8 +53,9 @@ impl Layout for Indexed {
 /// the footer and the postscript and reports every error; dropping the
 /// writer closes it too but can only ignore errors.
 ///
-/// With `max_parallelism:N` (N > 1) chunks are encoded on N threads and
-/// written in order; at most about N chunks are in memory.
+/// With [`parallelism`](ArrayRecordWriterOptions::parallelism) `Some(N)`
+/// (`max_parallelism:N+1`) chunks are encoded on N background threads and
+/// the caller's, and written in order; at most about N + 1 chunks are in memory.
 ///
 /// ```
 /// use std::io::Cursor;
@@ -105,28 +106,26 @@ impl<W: Write> ArrayRecordWriter<W> {
     }
 
     fn start(dest: Dest<W>, options: ArrayRecordWriterOptions) -> Result<Self> {
-        let compressor = options.compressor_options();
-        compressor.validate().map_err(|e| ErrorKind::InvalidArgument(e.to_string()))?;
+        options.validate()?;
+        let compressor = options.compressor();
         let mut sink = ChunkSink::new(dest, 0);
-        let metadata = options.metadata().map(prost::Message::encode_to_vec);
-        start_file(&mut sink, metadata.as_deref(), compressor, 0)?;
+        start_file(&mut sink, options.metadata.as_deref(), compressor, 0)?;
         let config =
-            EncoderConfig { transpose: options.transpose(), compressor, bucket_size: options.transpose_bucket_size() };
-        let parallelism = options.effective_parallelism() as usize;
-        let threads = if parallelism > 1 { parallelism } else { 0 };
-        let layout = Indexed { written: Vec::new(), pad_to_block_boundary: options.pad_to_block_boundary() };
+            EncoderConfig { transpose: options.transpose, compressor, bucket_size: options.transpose_bucket_size };
+        let threads = options.threads();
+        let layout = Indexed { written: Vec::new(), pad_to_block_boundary: options.pad_to_block_boundary };
         // Chunks hold `group_size` records: their size is unknown here.
         let chunker = Chunker::new(sink, layout, config, threads, 0, Tuning::default());
         Ok(Self { chunker, options, num_records: 0, closed: false })
     }
 
     /// The options.
-    pub fn options(&self) -> &ArrayRecordWriterOptions {
+    pub(crate) fn options(&self) -> &ArrayRecordWriterOptions {
         &self.options
     }
 
     /// The number of records written so far.
-    pub fn num_records(&self) -> u64 {
+    pub(crate) fn num_records(&self) -> u64 {
         self.num_records
     }
 
@@ -142,15 +141,10 @@ impl<W: Write> ArrayRecordWriter<W> {
         self.check_open()?;
         self.chunker.add_record(record)?;
         self.num_records += 1;
-        if self.chunker.num_records() >= self.options.group_size() {
+        if self.chunker.num_records() >= self.options.group_size {
             self.chunker.close_chunk()?;
         }
         Ok(())
-    }
-
-    /// Serializes and writes a protobuf message as one record.
-    pub fn write_message(&mut self, message: &impl prost::Message) -> Result<()> {
-        self.write_record(&message.encode_to_vec())
     }
 
     /// Writes an already encoded data chunk (simple or transposed, with its
@@ -160,7 +154,7 @@ impl<W: Write> ArrayRecordWriter<W> {
     /// can be written.
     pub(crate) fn write_encoded_chunk(&mut self, header: &ChunkHeader, data: &[u8]) -> Result<()> {
         self.check_open()?;
-        let group_size = self.options.group_size();
+        let group_size = self.options.group_size;
         if !self.num_records.is_multiple_of(group_size) {
             return Err(Error::new(ErrorKind::Usage("a copied chunk must begin a group")));
         }
@@ -209,7 +203,7 @@ impl<W: Write> ArrayRecordWriter<W> {
         let footer_offset = sink.pos();
         let chunks = &self.chunker.layout.written;
         // As C++: the stored options say how many threads encoded the chunks.
-        let stored = self.options.clone().set_max_parallelism(Some(self.options.effective_parallelism()));
+        let stored = ArrayRecordWriterOptions { parallelism: Some(self.options.threads()), ..self.options.clone() };
         let metadata = FooterMetadata {
             array_record_metadata: Some(ArrayRecordMetadata {
                 version: Some(VERSION),
@@ -218,7 +212,7 @@ impl<W: Write> ArrayRecordWriter<W> {
                 writer_options: Some(stored.to_string()),
             }),
         };
-        let mut footer = SimpleChunkEncoder::new(self.options.compressor_options());
+        let mut footer = SimpleChunkEncoder::new(self.options.compressor());
         footer.add_record(&prost::Message::encode_to_vec(&metadata));
         for entry in chunks {
             footer.add_record(&prost::Message::encode_to_vec(entry));
@@ -309,7 +303,7 @@ mod tests {
         let footer = serial.iter().zip(&parallel).position(|(a, b)| a != b).unwrap();
         let mut reader = crate::ArrayRecordReader::new(std::io::Cursor::new(&parallel)).unwrap();
         assert_eq!(
-            reader.writer_options().unwrap(),
+            reader.index().writer_options.as_deref().unwrap(),
             "group_size:7,transpose:true,pad_to_block_boundary:false,transpose_bucket_size:256,zstd:1,window_log:20,max_parallelism:3"
         );
         // The postscript chunk's data: 00 03 L L L, then the records.
@@ -335,14 +329,14 @@ mod tests {
                 Ok(())
             }
         }
-        let mut writer = ArrayRecordWriter::new(Failing, ArrayRecordWriterOptions::new()).unwrap();
+        let mut writer = ArrayRecordWriter::new(Failing, ArrayRecordWriterOptions::default()).unwrap();
         writer.write_record(b"x").unwrap();
         let err = writer.close().unwrap_err();
         assert!(err.to_string().contains("disk full"), "{err}");
 
         let mut file = Vec::new();
         {
-            let mut writer = ArrayRecordWriter::new(&mut file, ArrayRecordWriterOptions::new()).unwrap();
+            let mut writer = ArrayRecordWriter::new(&mut file, ArrayRecordWriterOptions::default()).unwrap();
             writer.write_record(b"x").unwrap();
         }
         assert_eq!(file.len(), 131072);

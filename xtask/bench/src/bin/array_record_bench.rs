@@ -73,7 +73,8 @@ fn main() -> Result<(), BoxError> {
 
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let open = |parallelism: usize| -> Result<ArrayRecordReader<PositionalFile>, BoxError> {
-        let options = ArrayRecordReaderOptions { parallelism: Some(parallelism), ..Default::default() };
+        // `parallelism` threads, the calling one included.
+        let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         Ok(ArrayRecordReader::open(&path, options)?)
     };
     let mut serial = open(1)?;
@@ -103,7 +104,7 @@ fn main() -> Result<(), BoxError> {
     };
     if sweep {
         // Ranges of growing size from the middle of the file: where does the parallel read win?
-        let per_chunk = num_records / serial.num_chunks().max(1) as u64;
+        let per_chunk = num_records / serial.index().num_chunks.max(1) as u64;
         for chunks in [1u64, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64] {
             let start = num_records / 2;
             let range = start..(start + chunks * per_chunk).min(num_records);

@@ -157,10 +157,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size = std::fs::metadata(&ar_path)?.len();
     // Data chunks (begin, end) in file order; the last one with records is the footer.
     let mut chunks = Vec::new();
-    let mut scan = ChunkReader::new(std::fs::File::open(&ar_path)?, ChunkReadOptions::default());
+    let mut scan = ChunkReader::new(std::fs::File::open(&ar_path)?, ChunkReadOptions::default(), 0);
     while let Some(chunk) = scan.read_chunk()? {
-        if chunk.header().num_records() > 0 {
-            chunks.push((chunk.begin(), chunk.end()));
+        if chunk.header.num_records() > 0 {
+            chunks.push((chunk.begin, chunk.end));
         }
     }
     // The last two: the postscript, and before it the footer.

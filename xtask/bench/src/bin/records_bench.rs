@@ -363,8 +363,11 @@ fn measure(
     path: &Path,
 ) -> Result<Measurement, BoxError> {
     let mut best: Option<Measurement> = None;
-    let par_options =
-        if options.parallelism() > 0 { options.clone() } else { options.clone().set_parallelism(write_parallelism) };
+    let par_options = if options.parallelism > 0 {
+        options.clone()
+    } else {
+        RecordWriterOptions { parallelism: write_parallelism, ..options.clone() }
+    };
     for _ in 0..repeat.max(1) {
         // The threaded writes first: the file read back is the plain writer's
         // (they write the same bytes; the tests check that).
