@@ -245,63 +245,114 @@ fn read_footer<R: Read + Seek>(
     if num_chunks != present {
         return Err(bad(IndexCorruption::ChunkCount { announced: num_chunks, present }));
     }
-    // At most `max_num_records` entries (a chunk of the decoder's output), and
-    // offsets below the footer's: the compressed offsets take about
-    // `2 + log2(footer_offset / entries)` bits each.
-    let mut bounds = EliasFanoBuilder::new(records.len(), footer_offset);
-    let (mut first_record, mut group, mut last_count) = (0u64, 0u64, 0u64);
-    // The first chunk before the last whose count is not the first chunk's.
-    let mut odd_chunk = None;
-    let (mut previous, mut raw_with_size, mut decoded) = (None::<u64>, 0u64, 0u64);
-    // The decoded size the entry before gave, if it did.
-    let mut parsed_size: Option<u64> = None;
+    let mut entries = FooterEntries::new(footer_offset, records.len(), options.max_num_records);
     for (k, record) in records.iter().enumerate().skip(1) {
         let entry = (k - 1) as u64;
         let parsed = <FooterEntry as prost::Message>::decode(record)
             .map_err(|error| bad(IndexCorruption::EntryNotParsed { entry, error }))?;
-        let missing = |field| bad(IndexCorruption::EntryField { entry, field });
+        entries.push(entry, &parsed).map_err(bad)?;
+    }
+    let index = entries.finish(num_records, bad)?;
+    Ok(FooterIndex { index, writer_options })
+}
+
+/// The entries of a footer, checked one by one as they come (each offset
+/// after the one before and before the footer, each count at least 1 and at
+/// most the limit), their offsets kept compressed; [`finish`](Self::finish)
+/// checks them together.
+struct FooterEntries {
+    footer_offset: u64,
+    max_num_records: u64,
+    /// The entries' offsets, compressed (at most `max_num_records` of them,
+    /// the decoder's output: about `2 + log2(footer_offset / entries)` bits each).
+    bounds: EliasFanoBuilder,
+    /// The sum of the counts so far.
+    num_records: u64,
+    /// The first entry's count, and the last's.
+    group: u64,
+    last_count: u64,
+    /// The first entry before the last whose count is not the first's: (entry, offset, count).
+    odd: Option<(u64, u64, u64)>,
+    /// The last entry's offset, and its decoded size if it gave one.
+    previous: Option<(u64, Option<u64>)>,
+    /// Raw and decoded bytes of the entries that gave a decoded size.
+    raw_with_size: u64,
+    decoded: u64,
+}
+
+impl FooterEntries {
+    fn new(footer_offset: u64, capacity: usize, max_num_records: u64) -> Self {
+        Self {
+            footer_offset,
+            max_num_records,
+            bounds: EliasFanoBuilder::new(capacity, footer_offset),
+            num_records: 0,
+            group: 0,
+            last_count: 0,
+            odd: None,
+            previous: None,
+            raw_with_size: 0,
+            decoded: 0,
+        }
+    }
+
+    /// Checks and keeps entry number `entry`.
+    fn push(&mut self, entry: u64, parsed: &FooterEntry) -> std::result::Result<(), IndexCorruption> {
+        let missing = |field| IndexCorruption::EntryField { entry, field };
         let offset = parsed.chunk_offset.ok_or_else(|| missing("chunk_offset"))?;
         let count = parsed.num_records.ok_or_else(|| missing("num_records"))?;
-        if count == 0 || count > options.max_num_records {
-            let max = options.max_num_records;
-            return Err(bad(IndexCorruption::EntryRecordCount { entry, offset, count, max }));
+        if count == 0 || count > self.max_num_records {
+            return Err(IndexCorruption::EntryRecordCount { entry, offset, count, max: self.max_num_records });
         }
-        let lowest = previous.map_or(CHUNK_HEADER_SIZE, |p| p + 1);
-        if offset < lowest || offset >= footer_offset {
-            return Err(bad(IndexCorruption::OffsetsOutOfOrder { entry, offset, previous: lowest }));
+        let lowest = self.previous.map_or(CHUNK_HEADER_SIZE, |(p, _)| p + 1);
+        let out_of_order = IndexCorruption::OffsetsOutOfOrder { entry, offset, previous: lowest };
+        if offset < lowest || offset >= self.footer_offset {
+            return Err(out_of_order);
         }
-        if let (Some(p), Some(size)) = (previous, parsed_size) {
-            raw_with_size = raw_with_size.saturating_add(offset - p);
-            decoded = decoded.saturating_add(size);
-        }
-        parsed_size = parsed.decoded_data_size;
-        bounds.push(offset).map_err(|_| bad(IndexCorruption::OffsetsOutOfOrder { entry, offset, previous: lowest }))?;
+        self.bounds.push(offset).map_err(|_| out_of_order)?;
+        self.count_size(offset);
         if entry == 0 {
-            group = count;
-        } else if last_count != group && odd_chunk.is_none() {
-            odd_chunk = Some((entry - 1, previous.unwrap_or(0), last_count));
+            self.group = count;
+        } else if self.last_count != self.group && self.odd.is_none() {
+            let previous = self.previous.map_or(0, |(p, _)| p);
+            self.odd = Some((entry - 1, previous, self.last_count));
         }
-        (previous, last_count) = (Some(offset), count);
-        first_record = first_record.checked_add(count).ok_or_else(|| bad(IndexCorruption::RecordCountOverflow))?;
+        (self.previous, self.last_count) = (Some((offset, parsed.decoded_data_size)), count);
+        self.num_records = self.num_records.checked_add(count).ok_or(IndexCorruption::RecordCountOverflow)?;
+        Ok(())
     }
-    if let (Some(p), Some(size)) = (previous, parsed_size) {
-        raw_with_size = raw_with_size.saturating_add(footer_offset - p);
-        decoded = decoded.saturating_add(size);
+
+    /// Counts the chunk before `end` (where the next one, or the footer, begins)
+    /// towards the decoded-per-raw ratio, if its entry gave a decoded size.
+    fn count_size(&mut self, end: u64) {
+        if let Some((begin, Some(size))) = self.previous {
+            self.raw_with_size = self.raw_with_size.saturating_add(end - begin);
+            self.decoded = self.decoded.saturating_add(size);
+        }
     }
-    if first_record != num_records {
-        return Err(bad(IndexCorruption::RecordCountMismatch { sum: first_record, footer: num_records }));
+
+    /// The index, if the counts add up to `num_records` and every chunk but
+    /// the last holds as many records as the first (the last no more); what
+    /// is wrong is a corruption made by `bad`.
+    fn finish(mut self, num_records: u64, bad: impl Fn(IndexCorruption) -> Error) -> Result<ChunkIndex> {
+        self.count_size(self.footer_offset);
+        if self.num_records != num_records {
+            return Err(bad(IndexCorruption::RecordCountMismatch { sum: self.num_records, footer: num_records }));
+        }
+        let group = self.group;
+        if let Some((chunk, offset, count)) = self.odd {
+            return Err(bad(IndexCorruption::GroupSize { chunk, offset, count, group }));
+        }
+        if self.last_count > group {
+            return Err(bad(IndexCorruption::LastChunkOverGroupSize { group }));
+        }
+        // Where the last chunk's room ends: after every offset, within the universe.
+        self.bounds
+            .push(self.footer_offset)
+            .map_err(|_| Error::internal("the footer's offset refused by the index"))?;
+        let ratio = if self.raw_with_size > 0 { self.decoded as f64 / self.raw_with_size as f64 } else { 0.0 };
+        Ok(ChunkIndex::footer(self.bounds.build(), group, num_records, ratio))
     }
-    if let Some((chunk, offset, count)) = odd_chunk {
-        return Err(bad(IndexCorruption::GroupSize { chunk, offset, count, group }));
-    }
-    if last_count > group {
-        return Err(bad(IndexCorruption::LastChunkOverGroupSize { group }));
-    }
-    // Where the last chunk's room ends.
-    bounds.push(footer_offset).map_err(|_| Error::internal("the footer's offset refused by the index"))?;
-    let decoded_per_raw = if raw_with_size > 0 { decoded as f64 / raw_with_size as f64 } else { 0.0 };
-    let index = ChunkIndex::footer(bounds.build(), group, num_records, decoded_per_raw);
-    Ok(FooterIndex { index, writer_options })
 }
 
 /// Builds the index from the chunk headers, reading the file from the
