@@ -175,8 +175,6 @@ fn get_bits(words: &[u64], at: usize, width: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
-
     use super::*;
 
     fn build(values: &[u64], universe: u64) -> EliasFano {
@@ -187,17 +185,35 @@ mod tests {
         builder.build()
     }
 
-    proptest! {
-        #[test]
-        fn every_element_reads_back(steps in proptest::collection::vec(0u64..100_000, 0..2000), slack in 0u64..1_000_000) {
-            let values: Vec<u64> = steps.iter().scan(0u64, |sum, &s| { *sum += s; Some(*sum) }).collect();
-            let universe = values.last().copied().unwrap_or(0) + slack;
-            let sequence = build(&values, universe);
-            prop_assert_eq!(sequence.len(), values.len());
-            for (i, &v) in values.iter().enumerate() {
-                prop_assert_eq!(sequence.get(i), Some(v), "element {}", i);
+    /// A xorshift generator: the cases below are the same on every run.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn every_element_reads_back() {
+        let mut state = 0x9e37_79b9_7f4a_7c15;
+        for case in 0..300 {
+            // Lengths across the sampling period (1024), steps from none to large.
+            let len = (next(&mut state) % 3000) as usize;
+            let max_step = [1, 64, 1100, 100_000, 1 << 40][case % 5];
+            let mut values = Vec::with_capacity(len);
+            let mut sum = next(&mut state) % 1000;
+            for _ in 0..len {
+                let step = if next(&mut state).is_multiple_of(8) { 0 } else { next(&mut state) % max_step };
+                sum += step;
+                values.push(sum);
             }
-            prop_assert_eq!(sequence.get(values.len()), None);
+            let universe = values.last().copied().unwrap_or(0) + next(&mut state) % 1_000_000;
+            let sequence = build(&values, universe);
+            assert_eq!(sequence.len(), values.len());
+            for (i, &v) in values.iter().enumerate() {
+                assert_eq!(sequence.get(i), Some(v), "case {case}, element {i}");
+            }
+            assert_eq!(sequence.get(values.len()), None);
         }
     }
 
