@@ -759,6 +759,13 @@ mod zstd_impl {
 
     /// Appends the first `prefix` (< `size`) decompressed bytes of `stream`,
     /// through a streaming context that stops there.
+    ///
+    /// A damaged stream fails as it would in a new context: a context used
+    /// before keeps internal buffers sized by earlier frames, with which zstd
+    /// gets further into the same bytes and fails otherwise ("Data corruption
+    /// detected" rather than "Destination buffer is too small"; found by
+    /// fuzzing: serial and parallel ArrayRecord reads disagreed). So a failure
+    /// in a used context is decoded again in a new one, which is kept.
     pub(super) fn decompress_prefix(
         context: &mut Option<zstd::stream::raw::Decoder<'static>>,
         stream: &[u8],
@@ -767,20 +774,29 @@ mod zstd_impl {
         out: &mut Vec<u8>,
     ) -> Result<(), CodecError> {
         check_frame(stream, size)?;
-        let decoder = match context {
-            Some(decoder) => {
-                decoder.reinit().map_err(|e| failed(0, &e))?;
-                decoder
-            }
-            None => {
-                let mut decoder = zstd::stream::raw::Decoder::new().map_err(|e| failed(0, &e))?;
-                decoder.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG)).map_err(|e| failed(0, &e))?;
-                context.insert(decoder)
-            }
-        };
         let start = out.len();
         out.resize(start + prefix, 0);
-        let mut output = OutBuffer::around(out.get_mut(start..).unwrap_or_default());
+        let target = out.get_mut(start..).unwrap_or_default();
+        if let Some(decoder) = context.as_mut() {
+            decoder.reinit().map_err(|e| failed(0, &e))?;
+            if prefix_into(decoder, stream, target).is_ok() {
+                return Ok(());
+            }
+            target.fill(0);
+        }
+        let mut decoder = zstd::stream::raw::Decoder::new().map_err(|e| failed(0, &e))?;
+        decoder.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG)).map_err(|e| failed(0, &e))?;
+        prefix_into(context.insert(decoder), stream, target)
+    }
+
+    /// Fills `target` with the first decompressed bytes of `stream`.
+    fn prefix_into(
+        decoder: &mut zstd::stream::raw::Decoder<'static>,
+        stream: &[u8],
+        target: &mut [u8],
+    ) -> Result<(), CodecError> {
+        let prefix = target.len();
+        let mut output = OutBuffer::around(target);
         let mut input = InBuffer::around(stream);
         while output.pos() < prefix {
             let before = (input.pos(), output.pos());
@@ -851,6 +867,48 @@ mod snappy_impl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged zstd frame declaring 196 bytes (from a fuzzed ArrayRecord footer), after its
+    /// varint-coded size.
+    #[cfg(feature = "zstd")]
+    const DAMAGED_ZSTD_BLOCK: &[u8] = &[
+        0xc4, 0x01, 0x28, 0xb5, 0x2f, 0xfd, 0x20, 0xc4, 0xc5, 0x04, 0x00, 0x54, 0x08, 0x0a, 0x69, 0x08, 0x01, 0x10,
+        0x0a, 0x18, 0xa0, 0x01, 0x22, 0x60, 0x67, 0x72, 0x6f, 0x75, 0x70, 0x5f, 0x73, 0x69, 0x7a, 0x65, 0x3a, 0x31,
+        0x36, 0x2c, 0x74, 0x72, 0x61, 0x6e, 0x73, 0x70, 0x6f, 0x73, 0x65, 0x3a, 0x66, 0x61, 0x6c, 0x73, 0x65, 0x2c,
+        0x70, 0x61, 0x64, 0x5f, 0x74, 0x6f, 0x5f, 0x62, 0x6c, 0x6f, 0x63, 0x6b, 0x5f, 0x62, 0x6f, 0x75, 0x6e, 0x64,
+        0x61, 0x72, 0x79, 0x7a, 0x73, 0x74, 0x64, 0x3a, 0x33, 0x2c, 0x77, 0x69, 0x6e, 0x64, 0x6f, 0x77, 0x5f, 0x6c,
+        0x6f, 0x67, 0x3a, 0x32, 0x30, 0x2c, 0x6d, 0x61, 0x78, 0x5f, 0x70, 0x61, 0x72, 0x61, 0x6c, 0x6c, 0x65, 0x6c,
+        0x69, 0x73, 0x6d, 0x3a, 0x31, 0x08, 0x40, 0x10, 0x80, 0x80, 0x01, 0x18, 0x10, 0x08, 0xf0, 0x01, 0xa0, 0x03,
+        0xd0, 0x04, 0x80, 0x06, 0xb0, 0x07, 0xe0, 0x08, 0x90, 0x0a, 0xc0, 0x0b, 0xf0, 0x0c, 0x10, 0x80, 0x80, 0x01,
+        0x18, 0x10, 0x09, 0x04, 0x04, 0x00, 0x03, 0x0c, 0x30, 0xc0, 0x00, 0x03, 0x0c, 0x70, 0xb0, 0x40, 0xff, 0x09,
+        0xff,
+    ];
+
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn a_damaged_prefix_fails_alike_whatever_failed_before() {
+        let prefix = |decompressor: &mut Decompressor, wanted| {
+            let mut out = Vec::new();
+            let result =
+                decompressor.decompress_prefix(CompressionType::Zstd, DAMAGED_ZSTD_BLOCK, 1 << 20, wanted, &mut out);
+            result.map_err(|e| e.to_string())
+        };
+        let fresh = prefix(&mut Decompressor::default(), 142);
+        assert!(fresh.is_err());
+        // Contexts used before: on a failure, on larger valid frames read in part and whole.
+        let mut used = Decompressor::default();
+        assert!(prefix(&mut used, 151).is_err());
+        assert_eq!(prefix(&mut used, 142), fresh);
+        let data: Vec<u8> = (0..1u32 << 16).map(|i| (i * 7 / 3 % 251) as u8).collect();
+        let mut block = Vec::new();
+        Compressor::new(CompressorOptions::zstd()).compress(&data, &mut block).unwrap();
+        for wanted in [1000, 1 << 16, 20_000] {
+            let mut out = Vec::new();
+            used.decompress_prefix(CompressionType::Zstd, &block, 1 << 20, wanted, &mut out).unwrap();
+            assert_eq!(out, data[..wanted as usize]);
+            assert_eq!(prefix(&mut used, 142), fresh, "after a prefix of {wanted} bytes of a larger frame");
+        }
+    }
 
     #[test]
     fn compression_type_bytes() {
