@@ -1,7 +1,7 @@
 //! Fetching and decoding the chunks of a [`Plan`](super::plan::Plan) for an
 //! [`ArrayRecordReader`](super::ArrayRecordReader): serially on the calling
 //! thread, or as tasks on the decode stream when the options give threads
-//! and the plan is worth them ([`batch`](super::batch)).
+//! and the plan is worth them ([`batch`]).
 
 use std::io::{Read, Seek};
 use std::sync::Arc;
