@@ -762,54 +762,30 @@ fn build_at(sh: &Shell, git_ref: &str, benchmark: Benchmark) -> Result<Baseline>
     let moved = dir.join("xtask/bench/Cargo.toml").is_file();
     crate::common::step(&format!("building the baseline at {git_ref} ({short}, release)"));
     let target = dir.join("target");
-    let (program, prefix) = match (benchmark, moved) {
-        (Benchmark::Records, true) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin records_bench")
+    // The program: (package, `--bin` or `--example`, name) as it was at the revision.
+    let built = match (benchmark, moved) {
+        (Benchmark::Python, _) => None,
+        (Benchmark::Records, true) => Some(("riegeli-bench", "--bin", "records_bench")),
+        (Benchmark::Records, false) => Some(("riegeli-cli", "--bin", "riegeli")),
+        (Benchmark::ArrayRecord, true) => Some(("riegeli-bench", "--bin", "array_record_bench")),
+        (Benchmark::ArrayRecord, false) => Some(("riegeli-records", "--example", "array_record_bench")),
+        (Benchmark::Objects, true) => Some(("riegeli-bench", "--bin", "object_bench")),
+        (Benchmark::Objects, false) => Some(("riegeli-object-store", "--example", "object_bench")),
+    };
+    let (program, prefix) = match built {
+        Some((package, kind, name)) => {
+            cmd!(sh, "cargo build --release --locked -p {package} {kind} {name}")
                 .env("CARGO_TARGET_DIR", &target)
                 .run()?;
-            (target.join("release/records_bench"), Vec::new())
+            let dir = if kind == "--example" { "release/examples" } else { "release" };
+            // An older `riegeli` binary: its `bench` subcommand takes records_bench's arguments.
+            let prefix = if name == "riegeli" { vec!["bench".to_owned()] } else { Vec::new() };
+            (target.join(dir).join(name), prefix)
         }
-        (Benchmark::Records, false) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-cli").env("CARGO_TARGET_DIR", &target).run()?;
-            (target.join("release/riegeli"), vec!["bench".to_owned()])
-        }
-        (Benchmark::ArrayRecord, true) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin array_record_bench")
-                .env("CARGO_TARGET_DIR", &target)
-                .run()?;
-            (target.join("release/array_record_bench"), Vec::new())
-        }
-        (Benchmark::ArrayRecord, false) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-records --example array_record_bench")
-                .env("CARGO_TARGET_DIR", &target)
-                .run()?;
-            (target.join("release/examples/array_record_bench"), Vec::new())
-        }
-        (Benchmark::Objects, true) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin object_bench")
-                .env("CARGO_TARGET_DIR", &target)
-                .run()?;
-            (target.join("release/object_bench"), Vec::new())
-        }
-        (Benchmark::Objects, false) => {
-            cmd!(sh, "cargo build --release --locked -p riegeli-object-store --example object_bench")
-                .env("CARGO_TARGET_DIR", &target)
-                .run()?;
-            (target.join("release/examples/object_bench"), Vec::new())
-        }
-        (Benchmark::Python, _) => {
+        None => {
             // The oracle venv's packages, and the package as it was, built from its tree.
             let python = crate::python::venv_with(sh, "bench-baseline-venv", &crate::python::oracle_packages())?;
-            let wheels = target.join("python-wheel");
-            let _ = std::fs::remove_dir_all(&wheels);
-            cmd!(sh, "{python} -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir {wheels} ./crates/riegeli-python")
-                .env("CARGO_TARGET_DIR", &target)
-                .run()
-                .context("building the baseline's Python package failed")?;
-            let wheel = std::fs::read_dir(&wheels)?
-                .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-                .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-                .context("pip wheel left no wheel")?;
+            let wheel = crate::python::build_wheel(sh, &python, &target.join("python-wheel"), Some(&target))?;
             cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps {wheel}")
                 .run()?;
             (python, Vec::new())

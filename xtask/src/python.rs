@@ -86,22 +86,31 @@ pub(crate) fn install_package(sh: &Shell) -> Result<PathBuf> {
 pub(crate) fn install_package_into(sh: &Shell, pythons: &[&Path]) -> Result<()> {
     let Some(first) = pythons.first() else { return Ok(()) };
     let dir = crate::common::project_root().join("target").join("python-wheel");
-    let _ = std::fs::remove_dir_all(&dir);
-    cmd!(
-        sh,
-        "{first} -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir {dir} ./crates/riegeli-python"
-    )
-    .run()
-    .context("building the Python package failed")?;
-    let wheel = std::fs::read_dir(&dir)?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-        .context("pip wheel left no wheel")?;
+    let wheel = build_wheel(sh, first, &dir, None)?;
     for python in pythons {
         cmd!(sh, "{python} -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps {wheel}")
             .run()?;
     }
     Ok(())
+}
+
+/// Builds the Python package of the current directory's tree (release) with `python` as one
+/// wheel in `dir` (emptied first), its Rust built under `target` if given (else where cargo
+/// builds by default); returns the wheel.
+pub(crate) fn build_wheel(sh: &Shell, python: &Path, dir: &Path, target: Option<&Path>) -> Result<PathBuf> {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut build = cmd!(
+        sh,
+        "{python} -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir {dir} ./crates/riegeli-python"
+    );
+    if let Some(target) = target {
+        build = build.env("CARGO_TARGET_DIR", target);
+    }
+    build.run().context("building the Python package failed")?;
+    std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .context("pip wheel left no wheel")
 }
 
 /// Fails unless each `name==version` of `pins` is the lower bound `"name>=version"` that the
