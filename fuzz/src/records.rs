@@ -107,7 +107,7 @@ fn on_disk(file: &[u8]) -> Option<ArrayRecordReader<PositionalFile>> {
 }
 
 /// Every read of `parallel` (whole, by index list, by range) agrees with `serial`.
-fn agree<R: Read + Seek>(
+fn agree<R: Read + Seek + riegeli_records::ReadHints>(
     serial: &mut ArrayRecordReader<Cursor<&[u8]>>,
     parallel: &mut ArrayRecordReader<R>,
     indices: &[u64],

@@ -75,7 +75,7 @@ pub(crate) fn open(input: &Input, trailer: Option<Trailer>) -> Result<(ArrayReco
     let name = input.name();
     let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
     let options = ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
-    let reader = riegeli_object_store::array_record_reader(file, options).with_context(|| name.to_owned())?;
+    let reader = ArrayRecordReader::with_options(file, options).with_context(|| name.to_owned())?;
     let index = reader.index();
     let footer_offset = trailer.map(|t| t.footer_offset).or(index.footer_without_postscript);
     let damage = index.skipped_regions.iter().filter(|r| Some(r.begin) != footer_offset).cloned().collect();

@@ -13,8 +13,8 @@
 //! - any other read fetches [`FetchConfig::min_fetch`] bytes (a chunk header
 //!   and what follows);
 //! - an `ArrayRecordReader` opened by [`open_array_record`] tells the source
-//!   the exact byte range of every chunk a read is about to read (its
-//!   prefetch hook): they are fetched concurrently, adjacent chunks in one
+//!   the exact byte range of every chunk a read is about to read
+//!   ([`ReadAt::will_need`](riegeli_records::ReadAt::will_need)): they are fetched concurrently, adjacent chunks in one
 //!   request. Opening one makes two requests: one for the object's size and
 //!   last 64 KiB (a suffix range), one for the footer. Nothing else.
 //!
@@ -60,6 +60,6 @@ mod store;
 mod windows;
 
 pub use crate::config::{FetchConfig, FetchStats};
-pub use crate::location::{Location, array_record_reader, open_array_record, open_records};
+pub use crate::location::{Location, open_array_record, open_records};
 pub use crate::source::ObjectSource;
 pub use crate::store::is_url;

@@ -73,16 +73,6 @@ impl Location {
         Ok(Self::File(PositionalFile::from(file)))
     }
 
-    /// A source reading the same bytes at offsets for several threads: the
-    /// file (where the platform reads at offsets, see
-    /// [`PositionalFile::shared`]), a clone of an object's source.
-    pub fn read_at(&self) -> Option<Arc<dyn ReadAt>> {
-        match self {
-            Self::File(file) => file.shared(),
-            Self::Object(object) => Some(Arc::new(object.clone())),
-        }
-    }
-
     /// The object's source, if this is an object.
     pub fn object(&self) -> Option<&ObjectSource> {
         match self {
@@ -135,6 +125,15 @@ impl ReadHints for Location {
             object.will_read(range);
         }
     }
+
+    /// The file (where the platform reads at offsets), a clone of an
+    /// object's source.
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        match self {
+            Self::File(file) => file.positional(),
+            Self::Object(object) => object.positional(),
+        }
+    }
 }
 
 /// A [`RecordReader`] of `location` (a path or a URL, opened by
@@ -144,32 +143,14 @@ pub fn open_records(location: impl AsRef<Path>, options: RecordReaderOptions) ->
 }
 
 /// An [`ArrayRecordReader`] of `location` (a path or a URL, opened by
-/// [`Location::open`]), see [`array_record_reader`].
+/// [`Location::open`]): its decoding threads read their chunks themselves (a
+/// file by positional reads, an object through its cache), and an object
+/// fetches the chunks a read is about to read concurrently.
 pub fn open_array_record(
     location: impl AsRef<Path>,
     options: ArrayRecordReaderOptions,
 ) -> riegeli_records::Result<ArrayRecordReader<Location>> {
-    array_record_reader(Location::open(location, FetchConfig::default())?, options)
-}
-
-/// An [`ArrayRecordReader`] of `source` whose decoding threads read their
-/// chunks themselves (a file by positional reads on Unix, an object from its
-/// cache) and, for an object, whose reads fetch the chunks they need
-/// concurrently (its prefetch hook is the source's).
-pub fn array_record_reader(
-    source: Location,
-    options: ArrayRecordReaderOptions,
-) -> riegeli_records::Result<ArrayRecordReader<Location>> {
-    let shared = source.read_at();
-    let hook = source.object().map(ObjectSource::prefetcher);
-    let mut reader = ArrayRecordReader::with_options(source, options)?;
-    if let Some(shared) = shared {
-        reader.set_read_at(shared);
-    }
-    if let Some(hook) = hook {
-        reader.set_prefetch(hook);
-    }
-    Ok(reader)
+    ArrayRecordReader::with_options(Location::open(location, FetchConfig::default())?, options)
 }
 
 #[cfg(test)]

@@ -170,13 +170,6 @@ impl ObjectSource {
             shared.prefetch(ranges);
         }
     }
-
-    /// A hook for [`ArrayRecordReader::set_prefetch`](riegeli_records::ArrayRecordReader::set_prefetch): the chunks a read is
-    /// about to read are fetched concurrently.
-    pub fn prefetcher(&self) -> impl FnMut(&[Range<u64>]) + Send + Sync + 'static {
-        let source = self.clone();
-        move |ranges| source.prefetch(ranges)
-    }
 }
 
 impl Read for ObjectSource {
@@ -196,6 +189,12 @@ impl ReadAt for ObjectSource {
 
     fn size(&self) -> io::Result<u64> {
         Ok(self.object.size)
+    }
+
+    /// The chunks an [`ArrayRecordReader`](riegeli_records::ArrayRecordReader)'s
+    /// read is about to read are fetched concurrently ([`prefetch`](Self::prefetch)).
+    fn will_need(&self, ranges: &[Range<u64>]) {
+        self.prefetch(ranges);
     }
 }
 
@@ -230,5 +229,10 @@ impl ReadHints for ObjectSource {
             shared.limit(&self.object, range.end);
             shared.start_read_ahead(range.start);
         }
+    }
+
+    /// A clone of the source: threads read through the shared cache.
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        Some(Arc::new(self.clone()))
     }
 }

@@ -9,8 +9,8 @@ use common::data_chunks;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use riegeli_object_store::{FetchConfig, Location, ObjectSource, array_record_reader};
-use riegeli_records::{ArrayRecordReaderOptions, ArrayRecordWriter, RecordReader, RecordWriter};
+use riegeli_object_store::{FetchConfig, Location, ObjectSource};
+use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, RecordReader, RecordWriter};
 
 fn records(n: usize) -> Vec<Vec<u8>> {
     (0..n).map(|i| format!("record {i} {}", "x".repeat(i % 300)).into_bytes()).collect()
@@ -53,7 +53,8 @@ fn array_record_open_fetches_the_trailer_and_a_batch_fetches_its_chunks() {
     let store = store_with("a.array_record", file.clone());
     let source = source(&store, "a.array_record");
     let opened = source.clone();
-    let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default()).unwrap();
+    let mut reader =
+        ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default()).unwrap();
     assert_eq!(reader.num_records(), 20_000);
     let open = opened.stats();
     // The size with the last 64 KiB (one suffix range), and the footer.

@@ -193,7 +193,7 @@ fn fill(py: Python<'_>, objects: &mut [Option<Py<PyBytes>>], records: impl Itera
 /// Opens the reader of `path` (a file or a URL); the failure, as `ok()` reports it.
 /// Does I/O: call it without the GIL.
 fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<Inner, String> {
-    (|| riegeli_object_store::array_record_reader(Location::open(path, FetchConfig::default())?, options))()
+    (|| Inner::with_options(Location::open(path, FetchConfig::default())?, options))()
         .map_err(|e| format!("{e}; opening {}", path.display()))
 }
 

@@ -235,7 +235,7 @@ impl RecordReader {
         let failure: Mutex<Option<PyErr>> = Mutex::new(None);
         let cancelled = std::sync::atomic::AtomicBool::new(false);
         let result = self.run(py, |reader| {
-            reader.search_with(|reader| {
+            reader.search(|reader| {
                 if cancelled.load(std::sync::atomic::Ordering::Relaxed) {
                     return Ok(None);
                 }

@@ -1,11 +1,15 @@
 //! `ReadHints`: what a reader tells its source of the reads to come, so that a
 //! source that fetches ahead (an object in object storage) fetches what will
-//! be read and not what will not. Every method is advisory and does nothing by
-//! default; reading is the same whatever a source does with them.
+//! be read and not what will not, and what the source offers the reader's
+//! threads. Every method has a default that does nothing; reading gives the
+//! same records whatever a source does with them.
 
 use std::fs::File;
 use std::io::{BufReader, Cursor};
 use std::ops::Range;
+use std::sync::Arc;
+
+use crate::positional::{self, PositionalFile, ReadAt};
 
 /// What a [`RecordReader`](crate::RecordReader) tells its source of the
 /// reads to come (today: [`set_byte_range`](crate::RecordReader::set_byte_range)
@@ -36,6 +40,29 @@ pub trait ReadHints {
     fn will_read(&self, range: Range<u64>) {
         let _ = range;
     }
+
+    /// A view of the same bytes that several threads can read at offsets at
+    /// once, if the source has one: the decoding threads of an
+    /// [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel reads then
+    /// read their chunks themselves through it, instead of the calling thread
+    /// reading every chunk, and its [`will_need`](ReadAt::will_need) is told
+    /// which chunks a read is about to read. A [`PositionalFile`](crate::PositionalFile)
+    /// offers itself (where the platform reads at offsets), an object in
+    /// object storage its shared cache; the default offers nothing.
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        None
+    }
+}
+
+/// A local file reads what it is asked for: hints change nothing.
+/// The file itself is read at offsets by other threads (the decoding threads
+/// of an [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel reads),
+/// where the platform reads at an offset in one call (Unix's `pread`,
+/// Windows' `seek_read`).
+impl ReadHints for PositionalFile {
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        if positional::POSITIONAL { Some(Arc::new(self.clone())) } else { None }
+    }
 }
 
 impl ReadHints for File {}
@@ -52,6 +79,10 @@ impl<R: ReadHints> ReadHints for BufReader<R> {
     fn will_read(&self, range: Range<u64>) {
         self.get_ref().will_read(range);
     }
+
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        self.get_ref().positional()
+    }
 }
 
 impl<R: ReadHints + ?Sized> ReadHints for &mut R {
@@ -62,6 +93,10 @@ impl<R: ReadHints + ?Sized> ReadHints for &mut R {
     fn will_read(&self, range: Range<u64>) {
         (**self).will_read(range);
     }
+
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        (**self).positional()
+    }
 }
 
 impl<R: ReadHints + ?Sized> ReadHints for Box<R> {
@@ -71,6 +106,10 @@ impl<R: ReadHints + ?Sized> ReadHints for Box<R> {
 
     fn will_read(&self, range: Range<u64>) {
         (**self).will_read(range);
+    }
+
+    fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+        (**self).positional()
     }
 }
 

@@ -11,16 +11,26 @@ use std::sync::Arc;
 
 /// Bytes read at given offsets, by several threads at once: what the decoding
 /// threads of an [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel
-/// reads read their chunks through (see
-/// [`set_read_at`](crate::ArrayRecordReader::set_read_at)). A
-/// [`PositionalFile`], a `File` on Unix (`pread`); an object in object
-/// storage (`riegeli-object-store`).
+/// reads read their chunks through, when the reader's source offers it
+/// ([`ReadHints::positional`](crate::ReadHints::positional)). A
+/// [`PositionalFile`] (`pread` on Unix); an object in object storage
+/// (`riegeli-object-store`).
 pub trait ReadAt: Send + Sync {
     /// Reads bytes at `offset` into `buf`; 0 at the end.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
 
     /// The size of the source.
     fn size(&self) -> io::Result<u64>;
+
+    /// The bytes of `ranges` (data chunks, in file order) are about to be
+    /// read: a source with latency (object storage) fetches them
+    /// concurrently, each range exactly, so that the reads find them at hand.
+    /// Advisory; the default does nothing. An ArrayRecord reader announces
+    /// up to its `readahead_buffer_size` of chunks at a time, the next ones
+    /// once half of those are read.
+    fn will_need(&self, ranges: &[std::ops::Range<u64>]) {
+        let _ = ranges;
+    }
 }
 
 /// A source shared by the threads of a parallel batch, read at given offsets.
@@ -28,7 +38,7 @@ pub(crate) type SharedFile = Arc<dyn ReadAt>;
 
 /// Whether the platform reads a file at an offset in one call, moving no
 /// position that another read depends on.
-const POSITIONAL: bool = cfg!(any(unix, windows));
+pub(crate) const POSITIONAL: bool = cfg!(any(unix, windows));
 
 /// Reads `file` at `offset`: `pread` on Unix, `seek_read` on Windows (which
 /// moves the handle's cursor, but nothing here reads at the cursor); elsewhere
@@ -78,15 +88,6 @@ impl PositionalFile {
     /// converts with `From`).
     pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
         File::open(path).map(Self::from)
-    }
-
-    /// The file for positional reads by other threads (the decoding threads
-    /// of [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel reads,
-    /// see [`set_read_at`](crate::ArrayRecordReader::set_read_at)), where the
-    /// platform reads at an offset in one call (Unix's `pread`, Windows'
-    /// `seek_read`); `None` elsewhere.
-    pub fn shared(&self) -> Option<Arc<dyn ReadAt>> {
-        if POSITIONAL { Some(Arc::new(self.clone())) } else { None }
     }
 }
 
@@ -187,9 +188,6 @@ impl Seek for AtCursor {
         Ok(self.pos)
     }
 }
-
-/// A local file reads what it is asked for: hints change nothing.
-impl crate::hints::ReadHints for PositionalFile {}
 
 #[cfg(all(test, unix))]
 mod tests {

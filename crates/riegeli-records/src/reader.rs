@@ -826,39 +826,42 @@ impl<R: Read + Seek> RecordReader<R> {
         }
     }
 
-    /// Binary search over the records, as C++ `RecordReader::Search`: bisects
-    /// byte positions, reading O(log size) chunks.
+    /// Binary search over the records, as C++ `RecordReader::Search(test)`
+    /// and Python's `search`: bisects byte positions, reading O(log size)
+    /// chunks.
     ///
-    /// `test` judges a record: `Some(Less)` if it is before the desired
-    /// position, `Some(Equal)` if it is desired, `Some(Greater)` if it is
-    /// after, `None` if it cannot tell (the record is skipped). Records must be
-    /// ordered: all `Less` before all `Equal`/`Greater`.
+    /// `test` is given the reader positioned at a record to judge, and may
+    /// read it (and the records after it: [`read_record`](Self::read_record),
+    /// [`pos`](Self::pos), ...) before it answers: `Some(Less)` if the record
+    /// is before the desired position, `Some(Equal)` if it is desired,
+    /// `Some(Greater)` if it is after, `None` if it cannot tell (the record is
+    /// skipped). Records must be ordered: all `Less` before all
+    /// `Equal`/`Greater`. An error `test` returns ends the search with that
+    /// error. `test` is not called twice for one record; where it leaves the
+    /// reader does not matter (the search puts it back where it needs it).
     ///
     /// Returns `Some(Equal)` positioned at an equal record; `Some(Greater)`
     /// positioned at the earliest greater record if none is equal;
     /// `Some(Less)` positioned at the end if every ordered record is less;
     /// `None` positioned at the end if no record is ordered.
     ///
-    /// This is Python's `search_for_record` (and, with `test` parsing the
-    /// record, `search_for_message`); [`search_with`](Self::search_with)
-    /// gives `test` the reader itself.
-    pub fn search(&mut self, mut test: impl FnMut(&Bytes) -> Option<Ordering>) -> Result<Option<Ordering>> {
-        self.bisect(|this, _, i| Ok(this.records.get(i).and_then(|record| test(&record))))
-    }
-
-    /// [`search`](Self::search) whose `test` reads the record itself, as
-    /// C++ `RecordReader::Search(test)` and Python's `search`: `test` is
-    /// given the reader positioned at the record to judge, and may read it
-    /// (and the records after it: [`read_record`](Self::read_record),
-    /// [`pos`](Self::pos), ...) before
-    /// it answers. An error it returns ends the search with that error.
+    /// Python's `search_for_record` is `test` reading the record first:
     ///
-    /// `test` is not called twice for one record. Where the reader is left
-    /// by `test` does not matter: the search puts it back where it needs it.
-    pub fn search_with(
-        &mut self,
-        mut test: impl FnMut(&mut Self) -> Result<Option<Ordering>>,
-    ) -> Result<Option<Ordering>> {
+    /// ```
+    /// # use std::io::Cursor;
+    /// use riegeli_records::{RecordReader, RecordWriter};
+    ///
+    /// let mut writer = RecordWriter::new(Vec::new(), "uncompressed".parse()?)?;
+    /// for key in [b"apple", b"grape", b"peach"] {
+    ///     writer.write_record(key)?;
+    /// }
+    /// let mut reader = RecordReader::new(Cursor::new(writer.close()?));
+    /// let found = reader.search(|r| Ok(r.read_record()?.map(|record| record[..].cmp(b"grape"))))?;
+    /// assert_eq!(found, Some(std::cmp::Ordering::Equal));
+    /// assert_eq!(reader.read_record()?.as_deref(), Some(&b"grape"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search(&mut self, mut test: impl FnMut(&mut Self) -> Result<Option<Ordering>>) -> Result<Option<Ordering>> {
         self.bisect(|this, chunk, i| {
             this.index = i;
             this.last_pos = None;
@@ -874,7 +877,7 @@ impl<R: Read + Seek> RecordReader<R> {
         })
     }
 
-    /// The search of [`search`](Self::search): `judge(self, chunk, i)` tells
+    /// The bisection of [`search`](Self::search): `judge(self, chunk, i)` tells
     /// where record `i` of the chunk at `chunk` (loaded, with the source at
     /// its end) is; it must leave that chunk loaded.
     fn bisect(

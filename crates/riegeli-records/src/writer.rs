@@ -101,12 +101,6 @@ impl<W: Write + Send + 'static> RecordWriter<W> {
     pub fn with_io_thread(dest: W, options: RecordWriterOptions) -> Result<Self> {
         Self::start(Dest::Behind(WriteBehind::new(dest)?), 0, options, Tuning::default())
     }
-
-    /// [`append`](Self::append), writing to `dest` on a thread of its own
-    /// (see [`with_io_thread`](Self::with_io_thread)).
-    pub fn append_with_io_thread(dest: W, existing_size: u64, options: RecordWriterOptions) -> Result<Self> {
-        Self::start(Dest::Behind(WriteBehind::new(dest)?), existing_size, options, Tuning::default())
-    }
 }
 
 impl<W: Write> RecordWriter<W> {

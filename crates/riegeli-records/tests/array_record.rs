@@ -473,7 +473,9 @@ fn cut_files_are_refused_unless_scanned() {
     }
 }
 
-/// A file read through a counter of the bytes it hands out.
+/// A file read through a counter of the bytes it hands out, by the calling
+/// thread and at offsets (by the decoding threads).
+#[derive(Clone)]
 struct Counted {
     file: Cursor<Vec<u8>>,
     read: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -505,6 +507,12 @@ impl riegeli_records::ReadAt for Counted {
 
     fn size(&self) -> std::io::Result<u64> {
         Ok(self.file.get_ref().len() as u64)
+    }
+}
+
+impl riegeli_records::ReadHints for Counted {
+    fn positional(&self) -> Option<std::sync::Arc<dyn riegeli_records::ReadAt>> {
+        Some(std::sync::Arc::new(self.clone()))
     }
 }
 
@@ -551,9 +559,6 @@ fn a_random_read_reads_its_chunk_not_a_block() {
         // `parallelism` threads, the calling one included.
         let options = ArrayRecordReaderOptions { parallelism: parallelism - 1, ..Default::default() };
         let mut reader = ArrayRecordReader::with_options(source, options).unwrap();
-        if parallelism > 1 {
-            reader.set_read_at(std::sync::Arc::new(Counted { file: Cursor::new(file.clone()), read: read.clone() }));
-        }
         read.store(0, Relaxed);
         let got = reader.read_batch(&scattered).unwrap();
         assert!(got.iter().zip(&scattered).all(|(r, &i)| *r == records[i as usize]));
@@ -759,7 +764,10 @@ fn record_writer_chunks_are_the_array_record_writer_chunks() {
     assert_eq!(&ours[..plain.len()], &plain[..]);
 }
 
-/// A source that logs, in one list with the prefetch hook's announcements, where it is read.
+/// A source that logs, in one list with the announcements of the chunks about
+/// to be read, where it is read (by the calling thread, and at offsets by the
+/// decoding threads).
+#[derive(Clone)]
 struct Logged {
     inner: Cursor<Vec<u8>>,
     log: std::sync::Arc<std::sync::Mutex<Vec<Event>>>,
@@ -784,6 +792,34 @@ impl std::io::Seek for Logged {
     }
 }
 
+impl riegeli_records::ReadAt for Logged {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.log.lock().unwrap().push(Event::Read(offset));
+        let file = self.inner.get_ref();
+        let at = usize::try_from(offset).unwrap_or(usize::MAX).min(file.len());
+        let n = buf.len().min(file.len() - at);
+        buf[..n].copy_from_slice(&file[at..at + n]);
+        Ok(n)
+    }
+
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.inner.get_ref().len() as u64)
+    }
+
+    fn will_need(&self, ranges: &[std::ops::Range<u64>]) {
+        assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start), "in file order: {ranges:?}");
+        let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        assert!(ranges.len() == 1 || bytes <= 8 << 20, "{bytes} bytes announced at once");
+        self.log.lock().unwrap().extend(ranges.iter().cloned().map(Event::Announced));
+    }
+}
+
+impl riegeli_records::ReadHints for Logged {
+    fn positional(&self) -> Option<std::sync::Arc<dyn riegeli_records::ReadAt>> {
+        Some(std::sync::Arc::new(self.clone()))
+    }
+}
+
 #[test]
 fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
     let records = sample_records(3000, 5);
@@ -803,13 +839,6 @@ fn prefetch_announces_each_chunk_before_it_is_read_within_the_budget() {
         };
         let source = Logged { inner: Cursor::new(file.clone()), log: log.clone() };
         let mut reader = ArrayRecordReader::with_options(source, options).unwrap();
-        let hook_log = log.clone();
-        reader.set_prefetch(move |ranges| {
-            assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start), "in file order: {ranges:?}");
-            let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
-            assert!(ranges.len() == 1 || bytes <= 8 << 20, "{bytes} bytes announced at once");
-            hook_log.lock().unwrap().extend(ranges.iter().cloned().map(Event::Announced));
-        });
         log.lock().unwrap().clear();
         let indices: Vec<u64> = (0..3000u64).rev().step_by(7).collect();
         let got = reader.read_batch(&indices).unwrap();

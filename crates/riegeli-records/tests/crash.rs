@@ -351,7 +351,7 @@ fn check_file(config: &Config, file: &[u8], path: &Path, what: &str, read_ahead:
 
     // Truncated to the last valid chunk, appended to: a valid file.
     std::fs::write(path, file.get(..valid_end as usize).unwrap_or_default()).map_err(|e| e.to_string())?;
-    append(path, config, options.clone(), valid_end, k)?;
+    append(path, options.clone(), valid_end, k)?;
     let appended = std::fs::read(path).map_err(|e| e.to_string())?;
     let all = read_strict(&appended).map_err(|e| format!("{what}: truncated at {valid_end} and appended: {e}"))?;
     if all.len() as u64 != k + APPENDED {
@@ -366,7 +366,7 @@ fn check_file(config: &Config, file: &[u8], path: &Path, what: &str, read_ahead:
     // block boundary, past the torn end, which recovery skips.
     if options.initial_padding > 1 {
         std::fs::write(path, file).map_err(|e| e.to_string())?;
-        append(path, config, options, len, k)?;
+        append(path, options, len, k)?;
         let appended = std::fs::read(path).map_err(|e| e.to_string())?;
         let (all, regions) = read_recovering(&appended, 0);
         let context = format!("{what}: appended to as it is ({len} bytes, {k} records recovered; skipped {regions:?})");
@@ -386,14 +386,10 @@ struct Recovered {
 }
 
 /// Appends the records `first..first + APPENDED` to the file of `size` bytes at `path`.
-fn append(path: &Path, config: &Config, options: RecordWriterOptions, size: u64, first: u64) -> Result<(), String> {
+fn append(path: &Path, options: RecordWriterOptions, size: u64, first: u64) -> Result<(), String> {
     let file = OpenOptions::new().append(true).open(path).map_err(|e| e.to_string())?;
-    let mut writer = if config.io_thread {
-        RecordWriter::append_with_io_thread(file, size, options)
-    } else {
-        RecordWriter::append(file, size, options)
-    }
-    .map_err(|e| format!("append: {e}"))?;
+    // (Appending writes on the caller's thread, whatever the first writer did.)
+    let mut writer = RecordWriter::append(file, size, options).map_err(|e| format!("append: {e}"))?;
     for i in first..first + APPENDED {
         writer.write_record(&record(i)).map_err(|e| format!("append: {e}"))?;
     }

@@ -697,6 +697,9 @@ impl Seek for FaultySource {
     }
 }
 
+/// Offers no reads at offsets: the calling thread reads every chunk, through the faults.
+impl riegeli_records::ReadHints for FaultySource {}
+
 #[derive(Debug, Clone, Copy)]
 enum ArrayOp {
     /// `read_batch(Selection::All)`.

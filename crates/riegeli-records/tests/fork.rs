@@ -108,7 +108,11 @@ fn indices(seed: u64, count: usize, n: u64) -> Vec<u64> {
 }
 
 /// Reads random records of `reader` every way it can; the number read wrong.
-fn check_reads<R: Read + std::io::Seek>(reader: &mut ArrayRecordReader<R>, seed: u64, n: u64) -> usize {
+fn check_reads<R: Read + std::io::Seek + riegeli_records::ReadHints>(
+    reader: &mut ArrayRecordReader<R>,
+    seed: u64,
+    n: u64,
+) -> usize {
     let mut wrong = 0;
     for (round, &i) in indices(seed, 300, n).iter().enumerate() {
         wrong += usize::from(reader.read(i).map(|r| r != record(i)).unwrap_or(true));

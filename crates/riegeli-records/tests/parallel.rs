@@ -255,12 +255,16 @@ fn seeking_after_partial_parallel_reads() {
             // Search finds what serial search finds, then reading goes on in order.
             let target = records[900].clone();
             let mut serial = RecordReader::new(Cursor::new(&file));
-            let mut test = |r: &bytes::Bytes| Some(if r[..] == target[..] { Ordering::Equal } else { Ordering::Less });
-            let serial_found = serial.search(&mut test).unwrap();
+            let judge = |r: &bytes::Bytes| Some(if r[..] == target[..] { Ordering::Equal } else { Ordering::Less });
+            let serial_found = serial.search(|r| Ok(r.read_record()?.and_then(|record| judge(&record)))).unwrap();
             for _ in 0..10 {
                 reader.read_record().unwrap();
             }
-            assert_eq!(reader.search(&mut test).unwrap(), serial_found, "{file_options} search");
+            assert_eq!(
+                reader.search(|r| Ok(r.read_record()?.and_then(|record| judge(&record)))).unwrap(),
+                serial_found,
+                "{file_options} search"
+            );
             assert_eq!(reader.pos(), serial.pos(), "{file_options} search");
             let rest_serial: Vec<_> = serial.by_ref().map(|r| r.unwrap()).collect();
             let rest: Vec<_> = reader.by_ref().map(|r| r.unwrap()).collect();

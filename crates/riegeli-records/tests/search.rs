@@ -15,6 +15,14 @@ fn compare_to(target: &[u8]) -> impl FnMut(&bytes::Bytes) -> Option<Ordering> + 
     move |record: &bytes::Bytes| Some(record.as_ref().cmp(target))
 }
 
+/// A search test that reads the record and judges its bytes with `test`
+/// (Python's `search_for_record`).
+fn by_record<R: std::io::Read>(
+    mut test: impl FnMut(&bytes::Bytes) -> Option<Ordering>,
+) -> impl FnMut(&mut RecordReader<R>) -> riegeli_records::Result<Option<Ordering>> {
+    move |reader| Ok(reader.read_record()?.and_then(|record| test(&record)))
+}
+
 #[test]
 fn finds_equal_greater_and_end() {
     let records: Vec<Vec<u8>> = (0..3000).map(key).collect();
@@ -22,11 +30,11 @@ fn finds_equal_greater_and_end() {
         let file = write_file(&records, options);
         let mut reader = RecordReader::new(Cursor::new(&file));
         for i in [0u32, 1, 17, 1500, 2998, 2999] {
-            assert_eq!(reader.search(compare_to(&key(i))).unwrap(), Some(Ordering::Equal), "{options} {i}");
+            assert_eq!(reader.search(by_record(compare_to(&key(i)))).unwrap(), Some(Ordering::Equal), "{options} {i}");
             assert_eq!(reader.read_record().unwrap().unwrap(), key(i), "{options} {i}");
             // Odd numbers are missing: the next even key follows.
             let missing = format!("key{:08}", i * 2 + 1).into_bytes();
-            let found = reader.search(compare_to(&missing)).unwrap();
+            let found = reader.search(by_record(compare_to(&missing))).unwrap();
             if i == 2999 {
                 assert_eq!(found, Some(Ordering::Less), "{options}: past the last key");
                 assert_eq!(reader.read_record().unwrap(), None);
@@ -35,8 +43,8 @@ fn finds_equal_greater_and_end() {
                 assert_eq!(reader.read_record().unwrap().unwrap(), key(i + 1), "{options} {i}");
             }
         }
-        assert_eq!(reader.search(|_| None).unwrap(), None, "all unordered");
-        assert_eq!(reader.search(compare_to(b"a")).unwrap(), Some(Ordering::Greater));
+        assert_eq!(reader.search(by_record(|_| None)).unwrap(), None, "all unordered");
+        assert_eq!(reader.search(by_record(compare_to(b"a"))).unwrap(), Some(Ordering::Greater));
         assert_eq!(reader.read_record().unwrap().unwrap(), key(0));
     }
 }
@@ -49,10 +57,10 @@ fn search_calls_test_logarithmically_often() {
     let mut calls = 0;
     let target = key(12_345);
     let found = reader
-        .search(|record| {
+        .search(by_record(|record| {
             calls += 1;
             Some(record.as_ref().cmp(&target[..]))
-        })
+        }))
         .unwrap();
     assert_eq!(found, Some(Ordering::Equal));
     // ~1300 chunks: about 11 chunk probes plus a binary search inside one chunk.
@@ -89,10 +97,10 @@ fn search_parsing_skips_records_that_do_not_parse() {
         let file = message_file(options);
         let mut reader = RecordReader::new(Cursor::new(&file));
         for i in [0u64, 1, 5, 777, 1998, 1999] {
-            let found = reader.search(|record| parse_key(record).map(|key| key.cmp(&(i * 2)))).unwrap();
+            let found = reader.search(by_record(|record| parse_key(record).map(|key| key.cmp(&(i * 2))))).unwrap();
             assert_eq!(found, Some(Ordering::Equal), "{options} {i}");
             assert_eq!(read_key(&mut reader), Some(i * 2), "{options} {i}");
-            let found = reader.search(|record| parse_key(record).map(|key| key.cmp(&(i * 2 + 1)))).unwrap();
+            let found = reader.search(by_record(|record| parse_key(record).map(|key| key.cmp(&(i * 2 + 1))))).unwrap();
             if i == 1999 {
                 assert_eq!(found, Some(Ordering::Less), "{options}");
                 assert_eq!(reader.read_record().unwrap(), None);
@@ -103,20 +111,20 @@ fn search_parsing_skips_records_that_do_not_parse() {
             }
         }
         // Every parsed record said "cannot tell": the end, as with no ordered record.
-        assert_eq!(reader.search(|record| parse_key(record).and(None)).unwrap(), None);
+        assert_eq!(reader.search(by_record(|record| parse_key(record).and(None))).unwrap(), None);
         assert_eq!(reader.read_record().unwrap(), None);
     }
 }
 
 #[test]
-fn search_with_lets_the_test_read_the_record() {
+fn search_lets_the_test_read_the_record() {
     for options in ["uncompressed,chunk_size:1k", "zstd,chunk_size:4k", "transpose,snappy,chunk_size:2k"] {
         let file = message_file(options);
         let mut reader = RecordReader::new(Cursor::new(&file));
         for target in [0u64, 1, 10, 1555, 3998, 3999] {
             let mut judged = std::collections::HashSet::new();
             let found = reader
-                .search_with(|reader| {
+                .search(|reader| {
                     assert!(judged.insert(reader.pos()), "{options}: a record judged twice");
                     let key = reader.read_record()?.and_then(|record| parse_key(&record));
                     // Read ahead past the record, across chunk ends and to the end of the file.
@@ -137,9 +145,8 @@ fn search_with_lets_the_test_read_the_record() {
             assert_eq!(next, want_next, "{options} {target}");
         }
         // An error of the test ends the search with it.
-        let error = reader
-            .search_with(|_| Err(riegeli_records::Error::from(std::io::Error::other("from the test"))))
-            .unwrap_err();
+        let error =
+            reader.search(|_| Err(riegeli_records::Error::from(std::io::Error::other("from the test")))).unwrap_err();
         assert!(error.to_string().contains("from the test"), "{error}");
     }
 }

@@ -196,32 +196,6 @@ fn io_thread_errors_are_reported() {
 }
 
 #[test]
-fn io_thread_append_matches_append() {
-    let first = sample_records(40, 15);
-    let more = sample_records(60, 16);
-    let (file, _) = write(&first, "snappy", Kind::Serial);
-    let append = |io_thread: bool| {
-        let dest = Shared(Arc::new(Mutex::new(file.clone())));
-        let options: RecordWriterOptions = "snappy,initial_padding".parse().unwrap();
-        let mut writer = if io_thread {
-            RecordWriter::append_with_io_thread(dest.clone(), file.len() as u64, options)
-        } else {
-            RecordWriter::append(dest.clone(), file.len() as u64, options)
-        }
-        .unwrap();
-        for record in &more {
-            writer.write_record(record).unwrap();
-        }
-        writer.close().unwrap();
-        dest.bytes()
-    };
-    let appended = append(true);
-    assert!(appended == append(false));
-    let all: Vec<Vec<u8>> = first.iter().chain(&more).cloned().collect();
-    assert_eq!(read_all(&mut RecordReader::new(Cursor::new(appended))), all);
-}
-
-#[test]
 fn array_record_io_thread_writes_the_same_bytes() {
     use riegeli_records::{ArrayRecordReader, ArrayRecordWriter};
     let records = mixed_records(700);

@@ -4,21 +4,20 @@
 //! and the plan is worth them ([`batch`]).
 
 use std::io::{Read, Seek};
-use std::sync::Arc;
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
 use super::batch::{self, MIN_TASK_BYTES, Started};
 use super::options::ArrayRecordReaderOptions;
 use super::plan::{ChunkIndex, Step};
-use super::prefetch::{PrefetchHook, Prefetcher};
+use super::prefetch::Prefetcher;
 use crate::chunk_reader::RawChunk;
 use crate::decode::ChunkDecoder;
 use crate::error::Result;
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
 use crate::pool::Plug;
-use crate::positional::{ReadAt, SharedFile};
+use crate::positional::SharedFile;
 use crate::source::Source;
 use crate::stream::{DecodeStream, DecodeWorker, Piece};
 
@@ -35,38 +34,31 @@ pub(crate) struct Fetcher<R> {
     /// Decodes on worker threads, made by the first plan worth it (its
     /// threads are joined on drop).
     pub(super) stream: Option<DecodeStream>,
-    /// For a reader opened on a `File` (where the platform allows) or on an
-    /// object: what the decoding threads read their chunks from themselves.
+    /// For a source that offers it (a file where the platform allows, an
+    /// object): what the decoding threads read their chunks from themselves,
+    /// told which chunks are about to be read.
     file: Option<SharedFile>,
-    prefetch: Option<PrefetchHook>,
     /// What the decoding workers run in (see [`DecodeStream::new`]).
     pub(super) plug: Plug<DecodeWorker>,
 }
 
 impl<R: Read + Seek> Fetcher<R> {
-    /// A fetcher of chunks from `source`, decoding the fields of `projection`.
-    pub(crate) fn new(source: Source<R>, options: &ChunkReadOptions, projection: FieldProjection) -> Self {
+    /// A fetcher of chunks from `source` (and `file`, the same bytes read at
+    /// offsets, if it offers them), decoding the fields of `projection`.
+    pub(crate) fn new(
+        source: Source<R>,
+        file: Option<SharedFile>,
+        options: &ChunkReadOptions,
+        projection: FieldProjection,
+    ) -> Self {
         Self {
             source,
             decoder: ChunkDecoder::with_projection(options, projection.clone()),
             projection,
             stream: None,
-            file: None,
-            prefetch: None,
+            file,
             plug: Plug::default(),
         }
-    }
-
-    /// Lets the decoding threads read their chunks from `shared`; threads
-    /// already started are dropped (they read through the file they were
-    /// started with).
-    pub(crate) fn set_read_at(&mut self, shared: Option<Arc<dyn ReadAt>>) {
-        self.file = shared;
-        self.stream = None;
-    }
-
-    pub(crate) fn set_prefetch(&mut self, hook: PrefetchHook) {
-        self.prefetch = Some(hook);
     }
 
     /// Reads the chunk of `entry` by itself (`Alone`), or after the one before
@@ -77,8 +69,8 @@ impl<R: Read + Seek> Fetcher<R> {
         entry: &ChunkEntry,
         reading: Reading,
     ) -> Result<RawChunk> {
-        if let Some(hook) = &mut self.prefetch {
-            hook(std::slice::from_ref(&(entry.offset..entry.limit)));
+        if let Some(file) = &self.file {
+            file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)));
         }
         Ok(read_entry(&mut self.source, options, entry, reading)?.gather())
     }
@@ -105,7 +97,7 @@ impl<R: Read + Seek> Fetcher<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let (source, decoder) = (&mut self.source, &mut self.decoder);
-        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
+        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size);
         let threads = (&self.file, &self.projection, &self.plug);
         if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
@@ -148,7 +140,7 @@ impl<R: Read + Seek> Fetcher<R> {
     ) -> Option<Started> {
         self.file.as_ref()?;
         let stream = stream_for(&mut self.stream, (&self.file, &self.projection, &self.plug), options, index, steps)?;
-        let mut prefetcher = Prefetcher::new(self.prefetch.as_mut(), index, steps, options.readahead_buffer_size);
+        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size);
         batch::start(stream, &mut read_where_decoded(index, &mut prefetcher), index, steps).ok()
     }
 

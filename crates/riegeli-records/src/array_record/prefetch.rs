@@ -1,19 +1,17 @@
-//! The prefetch hook of an ArrayRecord reader, told which chunks a plan
-//! reads next.
+//! Telling an ArrayRecord reader's source which chunks a plan reads next
+//! ([`ReadAt::will_need`]).
 
 use super::plan::{ChunkIndex, Step};
-
-/// What [`ArrayRecordReader::set_prefetch`](crate::ArrayRecordReader::set_prefetch) installs.
-pub(crate) type PrefetchHook = Box<dyn FnMut(&[std::ops::Range<u64>]) + Send + Sync>;
+use crate::positional::ReadAt;
 
 /// The fewest bytes of chunks announced at once.
 pub(crate) const MIN_PREFETCH: u64 = 8 << 20;
 
-/// Announces to a prefetch hook the byte ranges of the chunks a read is about
-/// to read, in order, a window of up to `budget` raw bytes at a time (a new
+/// Announces to a source the byte ranges of the chunks a read is about to
+/// read, in order, a window of up to `budget` raw bytes at a time (a new
 /// window once half of the last one is read).
 pub(crate) struct Prefetcher<'a> {
-    hook: Option<&'a mut PrefetchHook>,
+    hook: Option<&'a dyn ReadAt>,
     index: &'a ChunkIndex,
     steps: &'a [Step],
     budget: u64,
@@ -26,18 +24,13 @@ pub(crate) struct Prefetcher<'a> {
 impl<'a> Prefetcher<'a> {
     /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
     /// as array_record's data source asks, every chunk would be a request of its own).
-    pub(crate) fn new(
-        hook: Option<&'a mut PrefetchHook>,
-        index: &'a ChunkIndex,
-        steps: &'a [Step],
-        budget: u64,
-    ) -> Self {
+    pub(crate) fn new(hook: Option<&'a dyn ReadAt>, index: &'a ChunkIndex, steps: &'a [Step], budget: u64) -> Self {
         Self { hook, index, steps, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
     }
 
     /// Called before reading the chunk of `steps[i]`.
     pub(crate) fn before(&mut self, i: usize) {
-        let Some(hook) = self.hook.as_mut() else { return };
+        let Some(hook) = self.hook else { return };
         if i < self.refill_at {
             return;
         }
@@ -53,7 +46,7 @@ impl<'a> Prefetcher<'a> {
             to += 1;
         }
         if !ranges.is_empty() {
-            hook(&ranges);
+            hook.will_need(&ranges);
         }
         self.announced = to;
         self.refill_at = i + (to - i).div_ceil(2).max(1);

@@ -16,8 +16,9 @@ use super::options::ArrayRecordReaderOptions;
 use super::plan::{ChunkId, ChunkIndex, Plan, Selection, not_indexed};
 use super::sequential::Sequential;
 use crate::error::Result;
+use crate::hints::ReadHints;
 use crate::indexed::Reading;
-use crate::positional::{PositionalFile, ReadAt};
+use crate::positional::PositionalFile;
 use crate::source::Source;
 
 /// Reads by index copy the records they want out of a chunk when these are
@@ -120,7 +121,7 @@ impl<R> std::fmt::Debug for ArrayRecordReader<R> {
     }
 }
 
-impl<R: Read + Seek> ArrayRecordReader<R> {
+impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
     /// Opens an ArrayRecord file with default options.
     pub fn new(src: R) -> Result<Self> {
         Self::with_options(src, ArrayRecordReaderOptions::default())
@@ -132,11 +133,17 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
     /// [`scan_fallback`](ArrayRecordReaderOptions::scan_fallback) scans the
     /// file instead, failing then only on I/O errors and on files that are not
     /// Riegeli/records files at all.
+    ///
+    /// A source that offers a view for reads at offsets
+    /// ([`ReadHints::positional`]) lets the decoding threads of the parallel
+    /// reads read their chunks themselves, and is told which chunks a read
+    /// is about to read.
     pub fn with_options(src: R, options: ArrayRecordReaderOptions) -> Result<Self> {
+        let read_at = src.positional();
         let mut source = Source::new(src, 0);
         let loaded = load(&mut source, &options)?;
         Ok(Self {
-            fetcher: Fetcher::new(source, &options.chunks, options.field_projection.clone()),
+            fetcher: Fetcher::new(source, read_at, &options.chunks, options.field_projection.clone()),
             info: IndexInfo {
                 index_source: loaded.index_source,
                 num_chunks: loaded.index.num_chunks(),
@@ -238,29 +245,6 @@ impl<R: Read + Seek> ArrayRecordReader<R> {
             records.extend(picks.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
             each(&records);
         })
-    }
-
-    /// Lets the decoding threads of the parallel reads read their chunks
-    /// themselves, at offsets of `shared` (which must hold the same bytes as
-    /// the reader's source), instead of the calling thread reading them all:
-    /// what [`open`](ArrayRecordReader::open) does with a duplicate
-    /// of the file handle, and a source in object storage does with its cache.
-    pub fn set_read_at(&mut self, shared: std::sync::Arc<dyn ReadAt>) {
-        // Workers read through the source they were started with.
-        self.ahead = None;
-        self.fetcher.set_read_at(Some(shared));
-    }
-
-    /// Installs `hook`, told the byte ranges of the data chunks a read is
-    /// about to read, in file order, before it reads them: up to
-    /// [`readahead_buffer_size`](ArrayRecordReaderOptions::readahead_buffer_size)
-    /// bytes of chunks at a time, the next ones once half of those are read.
-    /// A source with latency (object storage) fetches them concurrently,
-    /// each chunk's exact range, so that the reads then find them at hand.
-    /// (Readers of local files opened with [`open`](ArrayRecordReader::open)
-    /// read chunks on the decoding threads and do not call it.)
-    pub fn set_prefetch(&mut self, hook: impl FnMut(&[Range<u64>]) + Send + Sync + 'static) {
-        self.fetcher.set_prefetch(Box::new(hook));
     }
 
     /// The index of the record [`read_next`](Self::read_next) returns.
@@ -435,24 +419,22 @@ type ChunkRun<'a> = dyn FnMut(&DecodedRecords, &[(usize, usize)]) + 'a;
 impl ArrayRecordReader<PositionalFile> {
     /// Opens the ArrayRecord file at `path`: [`with_options`](Self::with_options)
     /// on positional reads of it (no file position shared with other handles
-    /// or a forked process), and then the parallel reads' decoding threads
+    /// or a forked process), so that the parallel reads' decoding threads
     /// read their chunks themselves, from the same handle (on Unix and
-    /// Windows; on other platforms the calling thread reads every chunk, as
-    /// for any `R`). For a file opened already, give a
-    /// [`PositionalFile`] to [`with_options`](Self::with_options) and its
-    /// [`shared`](PositionalFile::shared) handle to [`set_read_at`](Self::set_read_at).
+    /// Windows; on other platforms the calling thread reads every chunk). For
+    /// a file opened already, give [`with_options`](Self::with_options) a
+    /// [`PositionalFile`] made `From` it.
     pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        let file = PositionalFile::open(path)?;
-        let shared = file.shared();
-        let mut reader = Self::with_options(file, options)?;
-        reader.fetcher.set_read_at(shared);
-        Ok(reader)
+        Self::with_options(PositionalFile::open(path)?, options)
     }
 }
 
 #[cfg(all(test, feature = "zstd"))]
 mod tests {
     use std::io::Cursor;
+    use std::sync::Arc;
+
+    use crate::positional::ReadAt;
 
     use super::*;
     use crate::ArrayRecordWriter;
@@ -507,28 +489,53 @@ mod tests {
         check::<ArrayRecordReader<Cursor<Vec<u8>>>>();
     }
 
-    /// The file's bytes, read at offsets as a file opened with `open` is.
-    struct Mem(Vec<u8>);
+    /// The file's bytes, offering reads at offsets as a file opened with `open` does.
+    #[derive(Clone)]
+    struct Mem(Cursor<Arc<[u8]>>);
+
+    impl std::io::Read for Mem {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Seek for Mem {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            self.0.seek(to)
+        }
+    }
+
+    impl ReadHints for Mem {
+        fn positional(&self) -> Option<Arc<dyn ReadAt>> {
+            Some(Arc::new(self.clone()))
+        }
+    }
 
     impl ReadAt for Mem {
         fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-            let at = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
-            let n = buf.len().min(self.0.len() - at);
-            buf[..n].copy_from_slice(&self.0[at..at + n]);
+            let bytes = self.0.get_ref();
+            let at = usize::try_from(offset).unwrap_or(usize::MAX).min(bytes.len());
+            let n = buf.len().min(bytes.len() - at);
+            buf[..n].copy_from_slice(&bytes[at..at + n]);
             Ok(n)
         }
 
         fn size(&self) -> std::io::Result<u64> {
-            Ok(self.0.len() as u64)
+            Ok(self.0.get_ref().len() as u64)
         }
+    }
+
+    /// [`open`] on a source offering reads at offsets ([`Mem`]).
+    fn open_offering(file: &[u8], parallelism: usize) -> ArrayRecordReader<Mem> {
+        let options = ArrayRecordReaderOptions { parallelism: parallelism.saturating_sub(1), ..Default::default() };
+        ArrayRecordReader::with_options(Mem(Cursor::new(Arc::from(file))), options).unwrap()
     }
 
     #[test]
     fn reading_in_order_decodes_the_next_records_ahead_and_other_reads_drop_them() {
         let bytes = file(3000);
         let want = open(&bytes, 0).read_batch(Selection::All).unwrap();
-        let mut reader = open(&bytes, 2);
-        reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
+        let mut reader = open_offering(&bytes, 2);
         let mut got = Vec::new();
         // Where the read-aheads started began.
         let mut aheads = std::collections::BTreeSet::new();
@@ -565,8 +572,7 @@ mod tests {
     fn records_kept_while_reading_in_order_stay_intact() {
         let bytes = file(3000);
         let want = open(&bytes, 0).read_batch(Selection::All).unwrap();
-        let mut reader = open(&bytes, 2);
-        reader.set_read_at(std::sync::Arc::new(Mem(bytes.clone())));
+        let mut reader = open_offering(&bytes, 2);
         let mut kept = Vec::new();
         for (i, want) in want.iter().enumerate() {
             let record = reader.read_next().unwrap().unwrap();

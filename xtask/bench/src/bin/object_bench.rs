@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use riegeli_object_store::{FetchConfig, Location, ObjectSource, array_record_reader};
+use riegeli_object_store::{FetchConfig, Location, ObjectSource};
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader,
     RecordReaderOptions, RecordWriter,
@@ -221,7 +221,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let start = Instant::now();
             let source = open("bench.array_record", false)?;
             let counting = source.clone();
-            let mut reader = array_record_reader(Location::Object(source), ArrayRecordReaderOptions::default())?;
+            let mut reader =
+                ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
             opens.push(start.elapsed().as_secs_f64());
             let opened = counting.stats();
             let records = reader.read_batch(&indices)?;
