@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::recycle::Homing;
+use crate::recycle::{Homing, Reusable};
 
 /// The records of one decoded chunk: a single buffer holding every record's
 /// bytes back to back, and where each record ends.
@@ -17,13 +17,39 @@ use crate::recycle::Homing;
 pub struct DecodedRecords {
     values: Bytes,
     /// `ends[i]` is the end offset of record `i` in `values`; non-decreasing,
-    /// the last equal to `values.len()`.
-    ends: Arc<Homing<usize>>,
+    /// the last equal to `values.len()`. (Its values buffer is what `values`
+    /// slices, or unused when `values` slices the chunk's data.)
+    buffers: Arc<Homing<Buffers>>,
+}
+
+/// The two buffers a decoder decodes a chunk's records into, which go home
+/// together (one return to the decoder per chunk, not one per buffer).
+#[derive(Debug, Default)]
+pub(crate) struct Buffers {
+    /// The records' bytes, when they are not slices of the chunk's data.
+    pub(crate) values: Vec<u8>,
+    /// Where each record ends.
+    pub(crate) ends: Vec<usize>,
+}
+
+impl Reusable for Buffers {
+    fn bytes(&self) -> usize {
+        self.values.bytes().saturating_add(self.ends.bytes())
+    }
+}
+
+/// The values buffer of shared [`Buffers`], as the owner of [`Bytes`].
+struct Values(Arc<Homing<Buffers>>);
+
+impl AsRef<[u8]> for Values {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.values
+    }
 }
 
 impl Default for DecodedRecords {
     fn default() -> Self {
-        Self { values: Bytes::new(), ends: Arc::new(Homing::stray(Vec::new())) }
+        Self { values: Bytes::new(), buffers: Arc::new(Homing::stray(Buffers::default())) }
     }
 }
 
@@ -41,25 +67,42 @@ impl DecodedRecords {
     /// Returns `None` unless `ends` is non-decreasing and its last entry (if
     /// any) equals `values.len()` (and `values` is empty when `ends` is).
     pub fn new(values: Bytes, ends: Vec<usize>) -> Option<Self> {
-        Self::homing(values, Homing::stray(ends))
+        if !ends.windows(2).all(|w| matches!(w, [a, b] if a <= b)) {
+            return None;
+        }
+        Self::decoded(Homing::stray(Buffers { values: Vec::new(), ends }), Some(values), 0)
     }
 
-    /// [`new`](Self::new) with end offsets in a buffer that goes home when
-    /// the records are dropped.
-    pub(crate) fn homing(values: Bytes, ends: Homing<usize>) -> Option<Self> {
-        let ordered = ends.windows(2).all(|w| matches!(w, [a, b] if a <= b));
-        let complete = ends.last().copied().unwrap_or(0) == values.len();
-        (ordered && complete).then(|| Self { values, ends: Arc::new(ends) })
+    /// Records a decoder made: their ends in `buffers` and their bytes
+    /// `values`, or if none, `buffers`' values from `values_start` on; the
+    /// buffers go home when the records and every slice of them are dropped.
+    /// `None` unless the last end is where the values end.
+    ///
+    /// The ends are non-decreasing by construction (sums of sizes), which
+    /// debug builds check; should a bug break that, records read as `None`
+    /// or empty rather than panicking (see [`range`](Self::range)).
+    pub(crate) fn decoded(buffers: Homing<Buffers>, values: Option<Bytes>, values_start: usize) -> Option<Self> {
+        debug_assert!(buffers.ends.windows(2).all(|w| matches!(w, [a, b] if a <= b)), "record ends out of order");
+        let buffers = Arc::new(buffers);
+        let values = match values {
+            Some(values) => values,
+            None if values_start <= buffers.values.len() => {
+                Bytes::from_owner(Values(Arc::clone(&buffers))).slice(values_start..)
+            }
+            None => return None,
+        };
+        let complete = buffers.ends.last().copied().unwrap_or(0) == values.len();
+        complete.then_some(Self { values, buffers })
     }
 
     /// The number of records.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.buffers.ends.len()
     }
 
     /// Whether there are no records.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.buffers.ends.is_empty()
     }
 
     /// The sum of the record sizes.
@@ -69,12 +112,12 @@ impl DecodedRecords {
 
     /// The byte range of record `index` in [`values`](Self::values).
     pub fn range(&self, index: usize) -> Option<std::ops::Range<usize>> {
-        let end = *self.ends.get(index)?;
+        let end = *self.buffers.ends.get(index)?;
         let begin = match index.checked_sub(1) {
-            Some(prev) => *self.ends.get(prev)?,
+            Some(prev) => *self.buffers.ends.get(prev)?,
             None => 0,
         };
-        Some(begin..end)
+        (begin <= end && end <= self.values.len()).then_some(begin..end)
     }
 
     /// Record `index`, without copying.
@@ -94,14 +137,16 @@ impl DecodedRecords {
 
     /// The end offset of each record in [`values`](Self::values).
     pub fn ends(&self) -> &[usize] {
-        &self.ends[..]
+        &self.buffers.ends[..]
     }
 
     /// Iterates over the records, without copying.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Bytes> + '_ {
         let mut begin = 0;
-        self.ends.iter().map(move |&end| {
-            let record = self.values.slice(begin..end);
+        let len = self.values.len();
+        self.buffers.ends.iter().map(move |&end| {
+            // Always true (see `decoded`): a bug reads as an empty record, not a panic.
+            let record = if begin <= end && end <= len { self.values.slice(begin..end) } else { Bytes::new() };
             begin = end;
             record
         })

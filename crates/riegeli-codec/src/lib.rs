@@ -39,7 +39,7 @@ pub use crate::{
     decoded::DecodedRecords,
     error::{CodecError, CodecErrorKind},
     limits::DecodeLimits,
-    recycle::{Homing, Recycler},
+    recycle::{Homing, Recycler, Reusable},
     simple::{SimpleChunkDecoder, SimpleChunkEncoder},
     transpose::{FieldProjection, TransposedChunkDecoder, TransposedChunkEncoder},
 };

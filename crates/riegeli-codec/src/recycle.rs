@@ -17,24 +17,58 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError, Weak};
 
 use bytes::Bytes;
 
+/// What a [`Recycler`] keeps: a buffer (or buffers that go together) whose
+/// allocation is worth reusing; its default holds no allocation.
+pub trait Reusable: Send + Default {
+    /// The bytes of capacity it holds.
+    fn bytes(&self) -> usize;
+}
+
+impl<T: Send> Reusable for Vec<T> {
+    fn bytes(&self) -> usize {
+        self.capacity().saturating_mul(size_of::<T>())
+    }
+}
+
 /// Idle buffers of one owner (a decoder, a file source, a writer), at most
 /// `max_buffers` of them holding at most `max_bytes` in all.
 #[derive(Debug)]
-pub struct Recycler<T> {
-    idle: Mutex<Vec<Vec<T>>>,
+pub struct Recycler<B> {
+    idle: Mutex<Idle<B>>,
     max_buffers: usize,
     max_bytes: usize,
 }
 
-impl<T> Recycler<T> {
+/// The idle buffers and the bytes they hold.
+#[derive(Debug)]
+struct Idle<B> {
+    buffers: Vec<B>,
+    bytes: usize,
+}
+
+impl<B> Idle<B> {
+    const fn new() -> Self {
+        Self { buffers: Vec::new(), bytes: 0 }
+    }
+}
+
+impl<B: Reusable> Idle<B> {
+    fn remove(&mut self, i: usize) -> B {
+        let buffer = self.buffers.swap_remove(i);
+        self.bytes = self.bytes.saturating_sub(buffer.bytes());
+        buffer
+    }
+}
+
+impl<B: Reusable> Recycler<B> {
     /// A recycler keeping at most `max_buffers` idle buffers of at most
     /// `max_bytes` bytes (of capacity) in all.
     pub fn new(max_buffers: usize, max_bytes: usize) -> Arc<Self> {
-        Arc::new(Self { idle: Mutex::new(Vec::new()), max_buffers, max_bytes })
+        Arc::new(Self { idle: Mutex::new(Idle::new()), max_buffers, max_bytes })
     }
 
     /// The idle buffers, unless another thread holds them.
-    fn try_idle(&self) -> Option<MutexGuard<'_, Vec<Vec<T>>>> {
+    fn try_idle(&self) -> Option<MutexGuard<'_, Idle<B>>> {
         match self.idle.try_lock() {
             Ok(idle) => Some(idle),
             Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
@@ -42,92 +76,96 @@ impl<T> Recycler<T> {
         }
     }
 
-    /// An idle buffer that `fits`, if there is one (the largest otherwise
-    /// would not fit either: buffers are tried newest first).
-    pub fn take_if(&self, fits: impl Fn(&Vec<T>) -> bool) -> Option<Vec<T>> {
+    /// The most recently returned idle buffer that `fits`, if any (and if no
+    /// other thread holds the list).
+    pub fn take_if(&self, fits: impl Fn(&B) -> bool) -> Option<B> {
         let mut idle = self.try_idle()?;
-        let i = idle.iter().rposition(fits)?;
-        Some(idle.swap_remove(i))
+        let i = idle.buffers.iter().rposition(fits)?;
+        Some(idle.remove(i))
     }
 
-    /// The most recently returned idle buffer, if any.
-    pub fn take(&self) -> Option<Vec<T>> {
-        self.try_idle()?.pop()
+    /// The most recently returned idle buffer, if any (and if no other thread
+    /// holds the list). Its contents are stale: clear it before use.
+    pub fn take(&self) -> Option<B> {
+        let mut idle = self.try_idle()?;
+        let i = idle.buffers.len().checked_sub(1)?;
+        Some(idle.remove(i))
     }
 
-    /// Keeps `buffer` for a later [`take`](Self::take), unless the bounds are
-    /// reached (then it is freed). Buffers without capacity are not kept.
-    pub fn give(&self, buffer: Vec<T>) {
-        let bytes = buffer.capacity().saturating_mul(size_of::<T>());
+    /// Keeps `buffer` for reuse, or frees it if the list is full, would hold
+    /// more than its bytes, or is held by another thread. Buffers without
+    /// capacity are not kept.
+    pub fn give(&self, buffer: B) {
+        let bytes = buffer.bytes();
         if bytes == 0 {
             return;
         }
         let Some(mut idle) = self.try_idle() else { return };
-        let held = idle.iter().map(|b| b.capacity().saturating_mul(size_of::<T>())).fold(0, usize::saturating_add);
-        if idle.len() < self.max_buffers && held.saturating_add(bytes) <= self.max_bytes {
-            idle.push(buffer);
+        if idle.buffers.len() < self.max_buffers && idle.bytes.saturating_add(bytes) <= self.max_bytes {
+            idle.bytes += bytes;
+            idle.buffers.push(buffer);
         }
     }
 
-    /// How many buffers are idle (for tests).
+    /// How many idle buffers it holds (0 while another thread holds them).
     pub fn idle(&self) -> usize {
-        self.try_idle().map_or(0, |idle| idle.len())
+        self.try_idle().map_or(0, |idle| idle.buffers.len())
     }
 }
 
-/// The most a [default](Recycler::default) recycler holds idle.
+/// How much a default recycler keeps idle: a decoder's buffers for chunks of
+/// up to this decoded size are reused, larger ones are freed.
 const DEFAULT_MAX_IDLE_BYTES: usize = 64 << 20;
 
-impl<T> Default for Recycler<T> {
-    /// Keeps one idle buffer of at most 64 MiB: what a
-    /// decoder needs, whose reader lets go of one chunk's records before it
-    /// asks for the next (the buffer of a larger chunk is freed rather than
-    /// held between chunks).
+/// One idle buffer of at most 64 MiB: a decoder's, reused chunk after chunk.
+impl<B> Default for Recycler<B> {
     fn default() -> Self {
-        Self { idle: Mutex::new(Vec::new()), max_buffers: 1, max_bytes: DEFAULT_MAX_IDLE_BYTES }
+        Self { idle: Mutex::new(Idle::new()), max_buffers: 1, max_bytes: DEFAULT_MAX_IDLE_BYTES }
     }
 }
 
-/// A buffer that goes back to its [`Recycler`] (if that still exists) when dropped.
+/// A buffer that goes back to its [`Recycler`] when dropped (if the
+/// recycler still exists), on whatever thread that happens.
 #[derive(Debug)]
-pub struct Homing<T> {
-    buffer: Vec<T>,
-    home: Weak<Recycler<T>>,
+pub struct Homing<B: Reusable> {
+    buffer: B,
+    home: Weak<Recycler<B>>,
 }
 
-impl<T> Homing<T> {
-    /// `buffer`, to go back to `home` when dropped.
-    pub fn new(buffer: Vec<T>, home: &Arc<Recycler<T>>) -> Self {
+impl<B: Reusable> Homing<B> {
+    /// `buffer`, returning to `home` when dropped.
+    pub fn new(buffer: B, home: &Arc<Recycler<B>>) -> Self {
         Self { buffer, home: Arc::downgrade(home) }
     }
 
-    /// A buffer without a home (freed when dropped).
-    pub fn stray(buffer: Vec<T>) -> Self {
+    /// `buffer` without a home: freed when dropped.
+    pub fn stray(buffer: B) -> Self {
         Self { buffer, home: Weak::new() }
     }
 }
 
-impl Homing<u8> {
-    /// The buffer as [`Bytes`]: it goes home when the last slice drops.
+impl Homing<Vec<u8>> {
+    /// The buffer as [`Bytes`] (without copying), going home when the last
+    /// slice of it is dropped.
     pub fn into_bytes(self) -> Bytes {
         Bytes::from_owner(self)
     }
 }
 
-impl<T> std::ops::Deref for Homing<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
+impl<B: Reusable> std::ops::Deref for Homing<B> {
+    type Target = B;
+    fn deref(&self) -> &B {
         &self.buffer
     }
 }
 
-impl AsRef<[u8]> for Homing<u8> {
+impl AsRef<[u8]> for Homing<Vec<u8>> {
     fn as_ref(&self) -> &[u8] {
         &self.buffer
     }
 }
 
-impl<T> Drop for Homing<T> {
+impl<B: Reusable> Drop for Homing<B> {
     fn drop(&mut self) {
         if let Some(home) = self.home.upgrade() {
             home.give(std::mem::take(&mut self.buffer));
@@ -141,7 +179,7 @@ mod tests {
 
     #[test]
     fn a_buffer_goes_home_when_its_last_slice_drops_on_any_thread() {
-        let home = Recycler::<u8>::new(4, 1 << 20);
+        let home = Recycler::<Vec<u8>>::new(4, 1 << 20);
         let mut buffer = Vec::with_capacity(1000);
         buffer.extend_from_slice(b"hello world");
         let address = buffer.as_ptr();
@@ -157,12 +195,12 @@ mod tests {
 
     #[test]
     fn the_idle_list_is_bounded_by_count_and_bytes() {
-        let home = Recycler::<u64>::new(3, 1 << 10);
+        let home = Recycler::<Vec<u64>>::new(3, 1 << 10);
         for _ in 0..5 {
             home.give(Vec::with_capacity(8));
         }
         assert_eq!(home.idle(), 3);
-        let home = Recycler::<u64>::new(10, 1 << 10);
+        let home = Recycler::<Vec<u64>>::new(10, 1 << 10);
         for _ in 0..5 {
             home.give(Vec::with_capacity(50)); // 400 bytes each
         }
@@ -175,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_buffer_whose_home_is_gone_is_freed() {
-        let home = Recycler::<u8>::new(4, 1 << 20);
+        let home = Recycler::<Vec<u8>>::new(4, 1 << 20);
         let bytes = Homing::new(vec![1, 2, 3], &home).into_bytes();
         drop(home);
         assert_eq!(bytes, &[1u8, 2, 3][..]);

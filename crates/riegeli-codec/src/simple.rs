@@ -19,6 +19,7 @@ use bytes::Bytes;
 
 use crate::{
     compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
+    decoded::Buffers,
     decoded::DecodedRecords,
     error::CodecError,
     limits::DecodeLimits,
@@ -262,8 +263,7 @@ pub struct SimpleChunkDecoder {
     /// Decompressed sizes.
     sizes: Vec<u8>,
     /// Buffers of record ends and of decompressed values, back from records dropped.
-    ends: Arc<Recycler<usize>>,
-    values: Arc<Recycler<u8>>,
+    buffers: Arc<Recycler<Buffers>>,
 }
 
 impl SimpleChunkDecoder {
@@ -320,21 +320,23 @@ impl SimpleChunkDecoder {
             ));
         };
 
-        let mut ends = self.ends.take().unwrap_or_default();
-        ends.clear();
+        let mut buffers = self.buffers.take().unwrap_or_default();
+        buffers.ends.clear();
+        buffers.values.clear();
         let wanted = usize::try_from(wanted).unwrap_or(usize::MAX).min(num_records);
-        match self.decode_impl(&data, num_records, decoded_data_size, limits, wanted, &mut ends) {
-            Ok(values) => DecodedRecords::homing(values, Homing::new(ends, &self.ends))
+        match self.decode_impl(&data, num_records, decoded_data_size, limits, wanted, &mut buffers) {
+            Ok(values) => DecodedRecords::decoded(Homing::new(buffers, &self.buffers), values, 0)
                 .ok_or_else(|| CodecError::invalid(WHAT, 0, "inconsistent record ends")),
             Err(e) => {
-                self.ends.give(ends);
+                self.buffers.give(buffers);
                 Err(e)
             }
         }
     }
 
-    /// Fills `ends` with the ends of the first `wanted` (at most
-    /// `num_records`) records and returns their values.
+    /// Fills `buffers.ends` with the ends of the first `wanted` (at most
+    /// `num_records`) records and returns their values: a slice of `data`,
+    /// or `None` for values decompressed into `buffers.values`.
     fn decode_impl(
         &mut self,
         data: &Bytes,
@@ -342,8 +344,9 @@ impl SimpleChunkDecoder {
         decoded_data_size: usize,
         limits: &DecodeLimits,
         wanted: usize,
-        ends: &mut Vec<usize>,
-    ) -> Result<Bytes, CodecError> {
+        buffers: &mut Buffers,
+    ) -> Result<Option<Bytes>, CodecError> {
+        let ends = &mut buffers.ends;
         let Some((&type_byte, rest)) = data.split_first() else {
             return Err(CodecError::truncated(WHAT, 0, 2));
         };
@@ -378,7 +381,7 @@ impl SimpleChunkDecoder {
                     "bytes after decoded_data_size bytes of values",
                 )),
                 // Zero-copy: the records are slices of `data`.
-                std::cmp::Ordering::Equal => Ok(data.slice(sizes_end..sizes_end + keep_prefix(ends, wanted))),
+                std::cmp::Ordering::Equal => Ok(Some(data.slice(sizes_end..sizes_end + keep_prefix(ends, wanted)))),
             };
         }
 
@@ -397,15 +400,10 @@ impl SimpleChunkDecoder {
             ));
         }
         let prefix = keep_prefix(ends, wanted) as u64;
-        let mut values = self.values.take().unwrap_or_default();
-        values.clear();
-        if let Err(e) =
-            self.decompressor.decompress_prefix(compression_type, values_block, declared, prefix, &mut values)
-        {
-            self.values.give(values);
-            return Err(e.within(WHAT, sizes_end as u64));
-        }
-        Ok(Homing::new(values, &self.values).into_bytes())
+        self.decompressor
+            .decompress_prefix(compression_type, values_block, declared, prefix, &mut buffers.values)
+            .map_err(|e| e.within(WHAT, sizes_end as u64))?;
+        Ok(None)
     }
 
     /// Decompresses the sizes into `self.sizes`, after checking that their

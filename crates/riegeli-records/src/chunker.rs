@@ -264,7 +264,7 @@ pub(crate) struct Chunker<W: Write, L> {
     /// Chunk data buffers already written, kept to encode later chunks into:
     /// without them every chunk would allocate (and page-fault) a fresh buffer.
     /// (Up to about what can be in flight at once.)
-    spare_data: Arc<Recycler<u8>>,
+    spare_data: Arc<Recycler<Vec<u8>>>,
     /// Closed chunks not yet written (with parallel encoding), and the sum of
     /// their decoded sizes: for [`estimated_end`](Self::estimated_end).
     pending_chunks: u64,

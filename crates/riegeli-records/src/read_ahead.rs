@@ -253,7 +253,7 @@ impl ReadAhead {
                 Some(chunk)
                     if worth_a_worker(&chunk, options.parallel_min_chunk_size, options.chunks.verify_hashes) =>
                 {
-                    self.stream.submit(vec![Piece::Scanned(chunk.clone())]);
+                    self.stream.submit(smallvec::smallvec![Piece::Scanned(chunk.clone())]);
                     Ok(Some(Queued { chunk, on_stream: true }))
                 }
                 Some(mut chunk) => match verify_hash(&mut chunk, &options.chunks) {
@@ -465,8 +465,8 @@ mod tests {
             ChunkHeader::new(h.chunk_type(), h.data_size(), h.data_hash(), h.num_records(), PANIC_ON_DECODED_SIZE)
                 .unwrap();
         let stream = &mut ahead.stream;
-        stream.submit(vec![Piece::Scanned(poisoned)]);
-        stream.submit(vec![Piece::Scanned(chunk)]);
+        stream.submit(smallvec::smallvec![Piece::Scanned(poisoned)]);
+        stream.submit(smallvec::smallvec![Piece::Scanned(chunk)]);
         assert!(matches!(stream.next(), Some(Err(Panicked))));
         let good = stream.next().unwrap().unwrap();
         assert!(matches!(good.as_slice(), [Decoded { hash: Ok(()), result: Ok(Some(_)) }]));

@@ -38,7 +38,7 @@ const BUFFER_GRANULE: usize = 64 << 10;
 /// buffer is initialized (`len() == capacity()`), so reusing one needs no
 /// zeroing.
 #[derive(Debug)]
-struct BufferPool(Arc<Recycler<u8>>);
+struct BufferPool(Arc<Recycler<Vec<u8>>>);
 
 impl Default for BufferPool {
     fn default() -> Self {

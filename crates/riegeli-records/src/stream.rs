@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use riegeli_codec::{DecodedRecords, FieldProjection};
+use smallvec::SmallVec;
 
 use crate::chunk_reader::{Damage, LazyChunk, RawChunk, verify_hash};
 use crate::decode::ChunkDecoder;
@@ -85,12 +86,16 @@ impl Decoded {
     }
 }
 
+/// The pieces of a job, or what they decoded to: held inline when there is
+/// one (a sequential read's jobs), so that a job costs no allocation.
+pub(crate) type Pieces<T> = SmallVec<[T; 1]>;
+
 /// What a job yields: one [`Decoded`] per piece up to the first that failed.
-pub(crate) type Outcome = std::result::Result<Vec<Decoded>, Panicked>;
+pub(crate) type Outcome = std::result::Result<Pieces<Decoded>, Panicked>;
 
 /// A job: its pieces and the projection to decode them with.
 pub(crate) struct Job {
-    pieces: Vec<Piece>,
+    pieces: Pieces<Piece>,
     projection: Arc<FieldProjection>,
 }
 
@@ -106,14 +111,14 @@ pub(crate) struct DecodeWorker {
 
 impl Worker for DecodeWorker {
     type Job = Job;
-    type Output = Vec<Decoded>;
+    type Output = Pieces<Decoded>;
 
-    fn run(&mut self, job: Job) -> Vec<Decoded> {
+    fn run(&mut self, job: Job) -> Pieces<Decoded> {
         if !Arc::ptr_eq(&self.projection, &job.projection) {
             self.decoder.set_field_projection((*job.projection).clone());
             self.projection = job.projection;
         }
-        let mut out = Vec::with_capacity(job.pieces.len());
+        let mut out = Pieces::with_capacity(job.pieces.len());
         let mut pieces = job.pieces.into_iter().peekable();
         while let Some(piece) = pieces.next() {
             let decoded = match piece {
@@ -230,7 +235,7 @@ impl DecodeStream {
     }
 
     /// Queues a job of `pieces` (not empty), decoded after those before it.
-    pub(crate) fn submit(&mut self, pieces: Vec<Piece>) {
+    pub(crate) fn submit(&mut self, pieces: Pieces<Piece>) {
         let projection = Arc::clone(&self.projection);
         let ticket = self.pool().submit(Job { pieces, projection });
         self.tickets.push_back(ticket);
@@ -325,9 +330,9 @@ pub(crate) mod tests {
 
     impl Worker for Faulty {
         type Job = Job;
-        type Output = Vec<Decoded>;
+        type Output = Pieces<Decoded>;
 
-        fn run(&mut self, job: Job) -> Vec<Decoded> {
+        fn run(&mut self, job: Job) -> Pieces<Decoded> {
             let panic_on = self.panic_on.load(Ordering::SeqCst);
             for piece in &job.pieces {
                 let size = match piece {

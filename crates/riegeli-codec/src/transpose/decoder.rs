@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use super::projection::{FieldProjection, IncludeTree, IncludeType, ROOT_ID};
 use crate::compression::{CompressionType, Decompressor};
+use crate::decoded::Buffers;
 use crate::decoded::DecodedRecords;
 use crate::error::CodecError;
 use crate::limits::DecodeLimits;
@@ -198,8 +199,7 @@ pub struct TransposedChunkDecoder {
     cursors: Vec<Cursor>,
     stack: Vec<StackEntry>,
     /// Buffers of decoded values and record ends, back from records dropped.
-    out: Arc<Recycler<u8>>,
-    ends: Arc<Recycler<usize>>,
+    buffers: Arc<Recycler<Buffers>>,
 }
 
 /// Everything the header says, ready to run.
@@ -449,8 +449,7 @@ impl TransposedChunkDecoder {
     ) -> Result<DecodedRecords, CodecError> {
         let projection = tree.is_some();
         let parsed = self.parse(data, limits, projection)?;
-        let out = self.out.take().unwrap_or_default();
-        let ends = self.ends.take().unwrap_or_default();
+        let Buffers { values: out, ends } = self.buffers.take().unwrap_or_default();
         // The stack may take as many bytes as the decoded size limit, no more:
         // what its pops must emit bounds its entries by the chunk's decoded
         // size, but each entry takes several times the bytes it stands for.
@@ -535,7 +534,7 @@ impl TransposedChunkDecoder {
         };
         self.stack = stack;
         result?;
-        state.finish(cursors, projection, &self.out, &self.ends)
+        state.finish(cursors, projection, &self.buffers)
     }
 
     /// Parses the chunk data up to the transitions (§3–§6).
@@ -1234,8 +1233,7 @@ impl RunState {
         mut self,
         cursors: &[Cursor],
         projection: bool,
-        out_home: &Arc<Recycler<u8>>,
-        ends_home: &Arc<Recycler<usize>>,
+        home: &Arc<Recycler<Buffers>>,
     ) -> Result<DecodedRecords, CodecError> {
         if self.skipped_level != 0 {
             return Err(bad_run(0, "skipped submessages still open"));
@@ -1265,9 +1263,8 @@ impl RunState {
             }
         }
         let pos = self.pos;
-        let values = Homing::new(self.out, out_home).into_bytes().slice(pos..);
-        DecodedRecords::homing(values, Homing::new(ends, ends_home))
-            .ok_or_else(|| bad_run(0, "inconsistent record limits"))
+        let buffers = Homing::new(Buffers { values: self.out, ends }, home);
+        DecodedRecords::decoded(buffers, None, pos).ok_or_else(|| bad_run(0, "inconsistent record limits"))
     }
 }
 

@@ -14,7 +14,7 @@ use riegeli_codec::DecodedRecords;
 
 use super::plan::{ChunkIndex, Step};
 use crate::error::{Error, Result};
-use crate::stream::{DecodeStream, Decoded, Piece};
+use crate::stream::{DecodeStream, Decoded, Piece, Pieces};
 
 /// A batch is cut into about this many tasks per thread (for balance),
 /// within [`MIN_TASK_BYTES`] and [`MAX_TASK_BYTES`] of decoded data each.
@@ -118,7 +118,7 @@ impl Batch<'_> {
         let estimate = index.decoded_size(steps, MIN_TASK_BYTES);
         let task_bytes = (estimate / (threads * TASKS_PER_THREAD)).clamp(MIN_TASK_BYTES, MAX_TASK_BYTES);
         let batch = self;
-        let mut task = Vec::new();
+        let mut task = Pieces::new();
         let mut task_first = 0;
         let mut task_bytes_so_far = 0u64;
         for (i, step) in steps.iter().enumerate() {
@@ -166,7 +166,7 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
-    fn submit(&mut self, first: usize, pieces: Vec<Piece>) {
+    fn submit(&mut self, first: usize, pieces: Pieces<Piece>) {
         if pieces.is_empty() {
             return;
         }
@@ -195,7 +195,7 @@ impl Batch<'_> {
     }
 
     /// Hands the oldest task's records to `sink`.
-    fn emit(&mut self, done: Vec<Decoded>) -> Result<()> {
+    fn emit(&mut self, done: Pieces<Decoded>) -> Result<()> {
         let Some(task) = self.submitted.pop_front() else { return Ok(()) };
         self.in_flight = self.in_flight.saturating_sub(task.raw_bytes);
         for (j, decoded) in done.into_iter().enumerate() {
