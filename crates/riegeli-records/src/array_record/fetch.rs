@@ -9,7 +9,7 @@ use riegeli_codec::{DecodedRecords, FieldProjection};
 
 use super::batch::{self, MIN_TASK_BYTES, Started};
 use super::options::ArrayRecordReaderOptions;
-use super::plan::{ChunkIndex, Step};
+use super::plan::{ChunkIndex, Offloaded, Step};
 use super::prefetch::Prefetcher;
 use crate::chunk_reader::RawChunk;
 use crate::decode::ChunkDecoder;
@@ -157,6 +157,17 @@ impl<R: Read + Seek> Fetcher<R> {
             return None;
         }
         Some(batch::finish(stream, started, sink))
+    }
+
+    /// The index `at` stands for, read from the file's footer again (see
+    /// [`load::reload`](super::load::reload)).
+    pub(crate) fn reload_index(
+        &mut self,
+        options: &ChunkReadOptions,
+        at: Offloaded,
+        num_records: u64,
+    ) -> Result<ChunkIndex> {
+        super::load::reload(&mut self.source, options, at, num_records)
     }
 
     /// Drops what [`start`](Self::start) handed out.

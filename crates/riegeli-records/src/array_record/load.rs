@@ -11,7 +11,7 @@ use riegeli_framing::CHUNK_HEADER_SIZE;
 
 use super::compact::EliasFanoBuilder;
 use super::options::ArrayRecordReaderOptions;
-use super::plan::ChunkIndex;
+use super::plan::{ChunkIndex, Offloaded};
 use crate::chunk_reader::{RawChunk, ReadError, read_chunk, skip_damage};
 use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error, IndexCorruption, Result};
@@ -136,11 +136,18 @@ impl Loaded {
 pub(crate) fn load<R: Read + Seek>(source: &mut Source<R>, options: &ArrayRecordReaderOptions) -> Result<Loaded> {
     let size = source.size()?;
     match read_index(source, &options.chunks, size) {
-        Ok(footer) => Ok(Loaded {
-            index: footer.index,
-            writer_options: footer.writer_options,
-            ..Loaded::empty(IndexSource::Footer)
-        }),
+        Ok(footer) => {
+            // Offloaded, the footer checked now is read again by each read that needs it.
+            let index = match footer.index.group() {
+                Some(group) if options.offload_index => {
+                    let (num_chunks, num_records) = (footer.index.num_chunks(), footer.index.num_records());
+                    let at = Offloaded { footer_offset: footer.footer_offset, end: footer.end, group, num_chunks };
+                    ChunkIndex::offloaded(at, num_records)
+                }
+                _ => footer.index,
+            };
+            Ok(Loaded { index, writer_options: footer.writer_options, ..Loaded::empty(IndexSource::Footer) })
+        }
         Err(e) if e.is_corruption() && !options.scan_fallback => Err(in_index(e, IndexCorruption::NoScanFallback)),
         Err(e) if e.is_corruption() => {
             let mut loaded = scan(source, &options.chunks)?;
@@ -155,6 +162,31 @@ pub(crate) fn load<R: Read + Seek>(source: &mut Source<R>, options: &ArrayRecord
 struct FooterIndex {
     index: ChunkIndex,
     writer_options: Option<String>,
+    /// Where the footer is, and where it must end.
+    footer_offset: u64,
+    end: u64,
+}
+
+/// The index an offloaded one stands for, read from its footer again and
+/// checked as when the file was opened; a footer that changed since is a
+/// corruption of it.
+pub(crate) fn reload<R: Read + Seek>(
+    source: &mut Source<R>,
+    options: &ChunkReadOptions,
+    at: Offloaded,
+    num_records: u64,
+) -> Result<ChunkIndex> {
+    let footer = read_footer(source, options, at.footer_offset, at.end)?;
+    let index = footer.index;
+    let bad = |cause| Err(corrupt(at.footer_offset, cause));
+    if index.num_chunks() != at.num_chunks {
+        let (announced, present) = (at.num_chunks as u64, index.num_chunks() as u64);
+        return bad(IndexCorruption::ChunkCount { announced, present });
+    }
+    if index.num_records() != num_records || index.group() != Some(at.group) {
+        return bad(IndexCorruption::RecordCountMismatch { sum: index.num_records(), footer: num_records });
+    }
+    Ok(index)
 }
 
 /// A corruption of the index at `pos`.
@@ -253,7 +285,7 @@ fn read_footer<R: Read + Seek>(
         entries.push(entry, &parsed).map_err(bad)?;
     }
     let index = entries.finish(num_records, bad)?;
-    Ok(FooterIndex { index, writer_options })
+    Ok(FooterIndex { index, writer_options, footer_offset, end })
 }
 
 /// The entries of a footer, checked one by one as they come (each offset

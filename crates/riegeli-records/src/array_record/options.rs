@@ -254,9 +254,9 @@ impl fmt::Display for ArrayRecordWriterOptions {
 /// ```
 ///
 /// `max_parallelism:0` (C++: no thread pool) decodes on the calling thread;
-/// `index_storage_option` and `footer_prefetch_bytes` are checked as C++
-/// checks them and choose nothing here (the index is always in memory, the
-/// footer is read at once).
+/// `index_storage_option:offloaded` sets [`offload_index`](Self::offload_index);
+/// `footer_prefetch_bytes` is checked as C++ checks it and chooses nothing
+/// here (the footer is read at once).
 ///
 /// One option is this crate's, not C++'s (array_record's reader rejects it as
 /// unknown): `scan_fallback` (`"scan_fallback" (":" ("true" | "false"))?`, a
@@ -289,6 +289,15 @@ pub struct ArrayRecordReaderOptions {
     /// chunks are read whole), as [`RecordReaderOptions::field_projection`](crate::RecordReaderOptions::field_projection).
     /// Not in the option string.
     pub field_projection: FieldProjection,
+    /// Keeps nothing of the footer's index in memory (default `false`; C++'s
+    /// `index_storage_option:offloaded`): the footer is checked when the file
+    /// is opened, then read and decoded again by every read that needs chunk
+    /// entries (a batch, a record of a chunk not decoded last, a sequential
+    /// read-ahead), as array_record's reader does for every entry. In memory
+    /// the index takes about 12 bits per chunk of 1 KiB; offloaded, none,
+    /// at the price of a footer read per read. A file indexed by a scan keeps
+    /// its index in memory either way.
+    pub offload_index: bool,
 }
 
 /// The name of [`ArrayRecordReaderOptions::scan_fallback`] in the option
@@ -306,6 +315,7 @@ impl Default for ArrayRecordReaderOptions {
             readahead_buffer_size: DEFAULT_READAHEAD,
             scan_fallback: false,
             field_projection: FieldProjection::all(),
+            offload_index: false,
         }
     }
 }
@@ -325,7 +335,7 @@ impl FromStr for ArrayRecordReaderOptions {
         const KEYS: [&str; 4] =
             ["max_parallelism", "readahead_buffer_size", "index_storage_option", "footer_prefetch_bytes"];
         let mut options = Self::default();
-        let (mut offloaded, mut footer_prefetch) = (false, 1u64 << 20);
+        let mut footer_prefetch = 1u64 << 20;
         parse_options(text, &KEYS, &[SCAN_FALLBACK], |item, _| {
             let v = item.value;
             let bytes = |default| value::or(value::one_of(v, &[("auto", default)]), || value::bytes(v, 0, 1 << 30));
@@ -344,11 +354,13 @@ impl FromStr for ArrayRecordReaderOptions {
                 SCAN_FALLBACK => {
                     options.scan_fallback = value::one_of(v, &[("", true), ("true", true), ("false", false)])?
                 }
-                _ => offloaded = value::one_of(v, &[("", false), ("in_memory", false), ("offloaded", true)])?,
+                _ => {
+                    options.offload_index = value::one_of(v, &[("", false), ("in_memory", false), ("offloaded", true)])?
+                }
             }
             Ok(())
         })?;
-        if offloaded && footer_prefetch > 0 {
+        if options.offload_index && footer_prefetch > 0 {
             let message = "footer_prefetch_bytes > 0 is only supported with index_storage_option:in_memory.";
             return Err(ParseOptionsError::new(text, message));
         }

@@ -67,7 +67,9 @@ impl ChunkId {
 /// 1 KiB), with the group size: a record's chunk is a division, its room
 /// ends where the next chunk begins, and the decoded sizes the footer gives
 /// are left to the chunk headers (one average ratio is kept, for planning).
-/// From a scan, each chunk's entry as its header gave it.
+/// From a scan, each chunk's entry as its header gave it. Offloaded
+/// (`index_storage_option:offloaded`), only where the footer is: a read
+/// that needs entries reads it again ([`load::reload`](super::load::reload)).
 #[derive(Debug)]
 pub(crate) struct ChunkIndex {
     storage: Storage,
@@ -81,6 +83,19 @@ enum Storage {
     Footer { bounds: EliasFano, group: u64, decoded_per_raw: f64 },
     /// Each chunk's entry (`first_record` the sum of the counts before it).
     Scanned(Vec<ChunkEntry>),
+    /// Nothing but where the footer is (checked when the file was opened).
+    Offloaded(Offloaded),
+}
+
+/// Where an offloaded index is: the footer, read again by each read that
+/// needs chunk entries, and what it held when the file was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Offloaded {
+    pub(crate) footer_offset: u64,
+    /// Where the footer must end (the postscript's block).
+    pub(crate) end: u64,
+    pub(crate) group: u64,
+    pub(crate) num_chunks: usize,
 }
 
 impl Default for ChunkIndex {
@@ -97,6 +112,27 @@ impl ChunkIndex {
         Self { storage: Storage::Footer { bounds, group: group.max(1), decoded_per_raw }, num_records }
     }
 
+    /// An index left in the file, at `offloaded`.
+    pub(crate) fn offloaded(offloaded: Offloaded, num_records: u64) -> Self {
+        Self { storage: Storage::Offloaded(offloaded), num_records }
+    }
+
+    /// Where the index is, if it is left in the file.
+    pub(crate) fn offloaded_at(&self) -> Option<Offloaded> {
+        match self.storage {
+            Storage::Offloaded(at) => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The group size of a footer's index (every chunk but the last holds that many).
+    pub(crate) fn group(&self) -> Option<u64> {
+        match self.storage {
+            Storage::Footer { group, .. } | Storage::Offloaded(Offloaded { group, .. }) => Some(group),
+            Storage::Scanned(_) => None,
+        }
+    }
+
     /// The index a scan found: entries in file order, `first_record` set.
     pub(crate) fn scanned(entries: Vec<ChunkEntry>, num_records: u64) -> Self {
         Self { storage: Storage::Scanned(entries), num_records }
@@ -106,6 +142,7 @@ impl ChunkIndex {
         match &self.storage {
             Storage::Footer { bounds, .. } => bounds.len().saturating_sub(1),
             Storage::Scanned(entries) => entries.len(),
+            Storage::Offloaded(at) => at.num_chunks,
         }
     }
 
@@ -118,6 +155,7 @@ impl ChunkIndex {
         match &self.storage {
             Storage::Footer { bounds, .. } => bounds.heap_bytes(),
             Storage::Scanned(entries) => entries.capacity() * std::mem::size_of::<ChunkEntry>(),
+            Storage::Offloaded(_) => 0,
         }
     }
 
@@ -133,6 +171,8 @@ impl ChunkIndex {
                 Ok(ChunkEntry { offset, limit, num_records, decoded_data_size: u64::MAX, first_record })
             }
             Storage::Scanned(entries) => entries.get(id.0).copied().ok_or_else(not_indexed),
+            // The reader reloads the index before anything that needs an entry.
+            Storage::Offloaded(_) => Err(Error::internal("a chunk entry asked of an offloaded index")),
         }
     }
 
@@ -147,7 +187,7 @@ impl ChunkIndex {
             .into());
         }
         match &self.storage {
-            Storage::Footer { group, .. } => {
+            Storage::Footer { group, .. } | Storage::Offloaded(Offloaded { group, .. }) => {
                 let k = usize::try_from(index / group).map_err(|_| not_indexed())?;
                 Ok((ChunkId(k), (index % group) as usize))
             }
@@ -165,7 +205,7 @@ impl ChunkIndex {
     pub(crate) fn decoded_size(&self, steps: &[Step], unknown: u64) -> u64 {
         let ratio = match &self.storage {
             Storage::Footer { decoded_per_raw, .. } => *decoded_per_raw,
-            Storage::Scanned(_) => 0.0,
+            Storage::Scanned(_) | Storage::Offloaded(_) => 0.0,
         };
         steps
             .iter()

@@ -189,24 +189,44 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         let (id, j) = self.index.locate(index)?;
         let cached = self.cached.as_ref().filter(|(cached, _)| *cached == id).map(|(_, records)| records.len());
         if cached.is_none_or(|decoded| j >= decoded) {
-            // After the chunk before it, reading goes on by blocks; a chunk by itself
-            // (a random read) is read alone, only its bytes.
-            let in_order = self.cached.as_ref().is_some_and(|(last, _)| last.next() == id);
-            let reading = if in_order { Reading::InOrder } else { Reading::Alone };
-            self.cached = None;
-            let entry = self.index.entry(id)?;
-            let needed = j as u64 + 1;
-            let further = if cached.is_some() { u64::MAX } else { needed };
-            let chunk = self.fetcher.read_one(&self.options.chunks, &entry, reading)?;
-            let verify = self.options.chunks.verify_hashes;
-            let records = match self.fetcher.decode(&chunk, verify, further) {
-                Err(_) if further > needed => self.fetcher.decode(&chunk, verify, needed)?,
-                result => result?,
-            };
-            self.cached = Some((id, records));
+            self.with_index(|this| this.decode_chunk(id, j, cached.is_some()))?;
         }
         // A chunk's record count is checked against the index when it is decoded.
         self.cached.as_ref().and_then(|(_, records)| records.get(j)).ok_or_else(not_indexed)
+    }
+
+    /// Decodes chunk `id` as far as its record `j` (all of it if it was
+    /// decoded `before` as far as an earlier record) into the cache.
+    fn decode_chunk(&mut self, id: ChunkId, j: usize, before: bool) -> Result<()> {
+        // After the chunk before it, reading goes on by blocks; a chunk by itself
+        // (a random read) is read alone, only its bytes.
+        let in_order = self.cached.as_ref().is_some_and(|(last, _)| last.next() == id);
+        let reading = if in_order { Reading::InOrder } else { Reading::Alone };
+        self.cached = None;
+        let entry = self.index.entry(id)?;
+        let needed = j as u64 + 1;
+        let further = if before { u64::MAX } else { needed };
+        let chunk = self.fetcher.read_one(&self.options.chunks, &entry, reading)?;
+        let verify = self.options.chunks.verify_hashes;
+        let records = match self.fetcher.decode(&chunk, verify, further) {
+            Err(_) if further > needed => self.fetcher.decode(&chunk, verify, needed)?,
+            result => result?,
+        };
+        self.cached = Some((id, records));
+        Ok(())
+    }
+
+    /// Runs `f` with the index in memory: an offloaded one
+    /// ([`offload_index`](ArrayRecordReaderOptions::offload_index)) is read
+    /// from the footer for it, and dropped after.
+    fn with_index<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let Some(at) = self.index.offloaded_at() else { return f(self) };
+        let num_records = self.index.num_records();
+        let index = self.fetcher.reload_index(&self.options.chunks, at, num_records)?;
+        let offloaded = std::mem::replace(&mut self.index, index);
+        let result = f(self);
+        self.index = offloaded;
+        result
     }
 
     /// Reads the records `selection` names (a range, a list of indices in
@@ -218,11 +238,13 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
     /// anything is read.
     pub fn read_batch<'a>(&mut self, selection: impl Into<Selection<'a>>) -> Result<Vec<Bytes>> {
         let selection = selection.into();
-        let plan = Plan::new(&self.index, &selection)?;
-        match selection {
-            Selection::All | Selection::Range(_) => self.collect_in_order(&plan),
-            Selection::Indices(_) => self.collect(&plan),
-        }
+        self.with_index(|this| {
+            let plan = Plan::new(&this.index, &selection)?;
+            match selection {
+                Selection::All | Selection::Range(_) => this.collect_in_order(&plan),
+                Selection::Indices(_) => this.collect(&plan),
+            }
+        })
     }
 
     /// [`read_batch`](Self::read_batch), handing the records of each chunk,
@@ -238,12 +260,15 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         selection: impl Into<Selection<'a>>,
         mut each: impl FnMut(&[(usize, Bytes)]),
     ) -> Result<()> {
-        let plan = Plan::new(&self.index, &selection.into())?;
-        let mut records = Vec::new();
-        self.plan_each(&plan, &mut |decoded, picks| {
-            records.clear();
-            records.extend(picks.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
-            each(&records);
+        let selection = selection.into();
+        self.with_index(|this| {
+            let plan = Plan::new(&this.index, &selection)?;
+            let mut records = Vec::new();
+            this.plan_each(&plan, &mut |decoded, picks| {
+                records.clear();
+                records.extend(picks.iter().filter_map(|&(p, j)| Some((p, decoded.get(j)?))));
+                each(&records);
+            })
         })
     }
 
@@ -292,16 +317,22 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
             if range.end - range.start == 1 {
                 return Ok(vec![self.read(range.start)?]);
             }
-            if let Some(records) = self.take_ahead(&range) {
-                return records;
-            }
-            self.collect_in_order(&Plan::range(&self.index, range)?)
+            self.with_index(|this| {
+                if let Some(records) = this.take_ahead(&range) {
+                    return records;
+                }
+                this.collect_in_order(&Plan::range(&this.index, range)?)
+            })
         });
         if fetched
             && next.is_ok()
             && let Some(range) = sequential.upcoming(num_records, readahead)
         {
-            self.start_ahead(range);
+            // Best effort: an offloaded index that fails to load now fails the read that needs it.
+            let _ = self.with_index(|this| {
+                this.start_ahead(range);
+                Ok(())
+            });
         }
         self.sequential = sequential;
         next
@@ -481,6 +512,80 @@ mod tests {
         let all = reader.read_batch(Selection::All).unwrap();
         assert_eq!(all.len(), 20_000);
         assert_eq!(reader.read(12_345).unwrap(), all[12_345]);
+    }
+
+    #[test]
+    fn an_offloaded_index_reads_what_an_index_in_memory_reads_and_keeps_nothing() {
+        let file = file(95);
+        let offloaded: ArrayRecordReaderOptions =
+            "index_storage_option:offloaded,footer_prefetch_bytes:0".parse().unwrap();
+        assert!(offloaded.offload_index);
+        for parallelism in [0, 2] {
+            let options = ArrayRecordReaderOptions { parallelism, ..offloaded.clone() };
+            let mut reader = ArrayRecordReader::with_options(Cursor::new(&file[..]), options).unwrap();
+            let mut memory = open(&file, parallelism + 1);
+            assert_eq!(reader.index.heap_bytes(), 0);
+            assert_eq!((reader.num_records(), reader.index().num_chunks), (95, 10));
+            for i in [0, 9, 10, 11, 94, 10, 3] {
+                assert_eq!(reader.read(i).unwrap(), memory.read(i).unwrap(), "record {i}");
+            }
+            let indices = [94, 0, 47, 47, 12];
+            assert_eq!(reader.read_batch(&indices[..]).unwrap(), memory.read_batch(&indices[..]).unwrap());
+            assert_eq!(reader.read_batch(5..93).unwrap(), memory.read_batch(5..93).unwrap());
+            let all = memory.read_batch(Selection::All).unwrap();
+            assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
+            let mut seen = Vec::new();
+            reader.read_batch_each(&indices[..], |records| seen.extend_from_slice(records)).unwrap();
+            seen.sort_by_key(|&(p, _)| p);
+            assert_eq!(seen.into_iter().map(|(_, r)| r).collect::<Vec<_>>(), memory.read_batch(&indices[..]).unwrap());
+            reader.seek_record(7);
+            let rest: Vec<Bytes> = std::iter::from_fn(|| reader.read_next().unwrap()).collect();
+            assert_eq!(rest, all[7..]);
+            // Nothing stays: the index was read for each read and dropped after it.
+            assert_eq!(reader.index.heap_bytes(), 0);
+            assert!(reader.index.offloaded_at().is_some());
+        }
+        // A record index past the end is refused without reading the footer.
+        let mut reader = ArrayRecordReader::with_options(Cursor::new(&file[..]), offloaded.clone()).unwrap();
+        assert!(matches!(reader.read(95).unwrap_err().kind(), ErrorKind::InvalidArgument(_)));
+    }
+
+    #[test]
+    fn an_offloaded_footer_that_changed_since_the_open_is_an_error_not_other_records() {
+        let a = file(95);
+        let options: ArrayRecordReaderOptions =
+            "index_storage_option:offloaded,footer_prefetch_bytes:0".parse().unwrap();
+        // The footer of the file the reader opened changes under it.
+        let shared = Arc::new(std::sync::Mutex::new(a.clone()));
+        struct Swapped(Arc<std::sync::Mutex<Vec<u8>>>, u64);
+        impl std::io::Read for Swapped {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let data = self.0.lock().unwrap();
+                let start = (self.1 as usize).min(data.len());
+                let n = buf.len().min(data.len() - start);
+                buf[..n].copy_from_slice(&data[start..start + n]);
+                self.1 += n as u64;
+                Ok(n)
+            }
+        }
+        impl std::io::Seek for Swapped {
+            fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+                let len = self.0.lock().unwrap().len() as u64;
+                self.1 = match to {
+                    std::io::SeekFrom::Start(p) => p,
+                    std::io::SeekFrom::End(d) => len.saturating_add_signed(d),
+                    std::io::SeekFrom::Current(d) => self.1.saturating_add_signed(d),
+                };
+                Ok(self.1)
+            }
+        }
+        impl crate::ReadHints for Swapped {}
+        let mut reader = ArrayRecordReader::with_options(Swapped(Arc::clone(&shared), 0), options).unwrap();
+        assert_eq!(reader.read(3).unwrap(), format!("{:0>1000}", 3).as_bytes());
+        let at = reader.index.offloaded_at().unwrap().footer_offset as usize;
+        shared.lock().unwrap()[at + 50] ^= 1;
+        let e = reader.read(90).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
     }
 
     #[test]
