@@ -40,6 +40,13 @@
 //!   `target/object-bench/table.md`. `--baseline-ref REF [--alternations N]`: `object_bench` as
 //!   it was at REF and ours, N times each, alternately, against the same servers; a before → now
 //!   table of the medians in `target/object-bench/baseline.md`.
+//! - `bench grain [--shards N] [--records-per-shard N] [--record-size B] [--options STR] [--batch N]
+//!   [--rounds R] [--workers W]`: one shuffled epoch of ArrayRecord shards (4 x 250,000 records of
+//!   ~1 KiB, `group_size:1,zstd:3`) through Grain over array_record's `ArrayRecordDataSource`
+//!   (C++), over ours, through our native read-ahead (`riegeli.grain.ArrayRecordIterDataset`) and
+//!   over a list of the records, in process and in `mp_prefetch` workers
+//!   (`xtask/bench/python/bench_grain.py`); and a reader's index memory per record beside C++'s;
+//!   a table in `target/bench-grain/table.md`.
 //! - `bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R] [--out PATH] ...`:
 //!   in the engines venv (`xtask/bench/python/bench_engines.py`), on the same records
 //!   (1 GB of ~4 KiB text-like records by default, kept under /dev/shm): Beam's DirectRunner
@@ -91,6 +98,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         Some("records") => records(sh, &args[1..]),
         Some("array-record") => array_record(sh, &args[1..]),
         Some("python") => python(sh, &args[1..]),
+        Some("grain") => grain(sh, &args[1..]),
         Some("objects") => objects(sh, &args[1..]),
         Some("engines") => engines(sh, &args[1..]),
         Some("limits") => crate::bench_limits::run(sh, &args[1..]),
@@ -380,6 +388,17 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
     let report = compare_tables(&tables, &[(4, "ours rec/s"), (5, "ours/C++")], &before.name);
     println!("{report}");
     sh.write_file(work.join("baseline.md"), &report)?;
+    Ok(())
+}
+
+/// `bench grain`: Grain pipelines over array_record's data source, ours and our native
+/// read-ahead, and the index memory of a reader, in the oracle venv
+/// (`xtask/bench/python/bench_grain.py`, whose flags `args` are).
+fn grain(sh: &Shell, args: &[String]) -> Result<()> {
+    crate::common::step("installing riegeli (Python, release) into the oracle venv");
+    let python = crate::python::install_package(sh)?;
+    crate::common::step("a shuffled epoch through Grain: array_record's source, ours, our read-ahead, a list");
+    cmd!(sh, "{python} xtask/bench/python/bench_grain.py {args...}").run()?;
     Ok(())
 }
 

@@ -78,6 +78,8 @@ fn main() -> Result<()> {
                                              S3 (xtask/s3-server) and HTTP (nginx) with latency vs local disk (table)\n  \
                  bench python [--records N] [--record-size B] [--options STR] [--rounds R]\n  \
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
+                 bench grain [--shards N] [--records-per-shard N] [--rounds R] [--workers W]\n  \
+                                             Grain over array_record's source, ours, our read-ahead (table)\n  \
                  bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \
                                              Beam ReadFromRiegeli vs ReadFromTFRecord, Ray read_riegeli on 1 and 2 CPUs\n  \
                  bench limits [--skip-huge | --huge-only] [--huge-mib M] [--rounds R]\n  \
