@@ -110,17 +110,21 @@ pub fn array_record_reader(data: &[u8]) {
         let Some(seed) = seeds().get(usize::from(mode / 2) % 3) else { return };
         super::seeds::mutated(seed, rest)
     };
-    check_reads(&file, &requests, readahead);
+    // The high bit of `mode` leaves the parallel reader's index in the file
+    // (`index_storage_option:offloaded`), compared with the serial one's in memory.
+    check_reads(&file, &requests, readahead, *mode >= 0x80);
 }
 
-/// Every read of the indices `requests` ask for, serially and on 2 threads.
-fn check_reads(file: &[u8], requests: &[[u8; 3]], readahead: u64) {
+/// Every read of the indices `requests` ask for, serially and on 2 threads
+/// (with the index `offloaded`, if so).
+fn check_reads(file: &[u8], requests: &[[u8; 3]], readahead: u64, offloaded: bool) {
     let Ok(mut serial) = ArrayRecordReader::with_options(Cursor::new(file), options(1, readahead)) else {
         assert!(ArrayRecordReader::with_options(Cursor::new(file), options(2, readahead)).is_err());
         return;
     };
+    let parallel_options = ArrayRecordReaderOptions { offload_index: offloaded, ..options(2, readahead) };
     let mut parallel =
-        ArrayRecordReader::with_options(Cursor::new(file), options(2, readahead)).expect("opened once already");
+        ArrayRecordReader::with_options(Cursor::new(file), parallel_options).expect("opened once already");
     let n = serial.num_records();
     assert_eq!(n, parallel.num_records());
     let indices: Vec<u64> = requests.iter().map(|&r| index(r, n)).collect();
