@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import pickle
 import random
 
@@ -173,6 +174,20 @@ def test_worker_processes_read_as_grains_pipeline(shards):
     want = list(theirs.mp_prefetch(multiprocessing_options(2)))
     assert sorted(want) == sorted(grain_records(source, lambda ds: ds.shuffle(seed=6).repeat(2)))
     assert list(mine.mp_prefetch(multiprocessing_options(2))) == want
+
+
+def test_worker_processes_slice_sequentially_as_grain(shards):
+    """`mp_prefetch(sequential_slice=True)`: each worker reads a contiguous part of the keys the
+    order starts from (Grain 0.2.18 slices its sources so)."""
+    if 'sequential_slice' not in inspect.signature(grain.IterDataset.mp_prefetch).parameters:
+        pytest.skip('this Grain has no sequential slices')
+    paths, _ = shards
+    source = ArrayRecordDataSource(paths)
+    theirs = grain.MapDataset.source(source).shuffle(seed=6).to_iter_dataset()
+    mine = ArrayRecordIterDataset(source, grain.MapDataset.range(len(source)).shuffle(seed=6), window_size=16)
+    want = list(theirs.mp_prefetch(multiprocessing_options(3), sequential_slice=True))
+    assert sorted(want) == sorted(grain_records(source, lambda ds: ds))
+    assert list(mine.mp_prefetch(multiprocessing_options(3), sequential_slice=True)) == want
 
 
 def test_keys_out_of_range_raise(shards):

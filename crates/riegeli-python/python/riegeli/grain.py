@@ -33,15 +33,17 @@ __all__ = ('ArrayRecordIterDataset', 'RiegeliIterDataset')
 DEFAULT_WINDOW_SIZE = 1024
 
 
-def _sliced(order: grain.MapDataset, sl: slice, sequential_slice: bool) -> grain.MapDataset:
-    """`order[sl]`; with `sequential_slice`, the `sl.start`th of `sl.step` contiguous parts of
-    it instead (as Grain splits a dataset among workers)."""
-    if not sequential_slice:
-        return order[sl]
-    index, count = sl.start or 0, sl.step or 1
-    size, extra = divmod(len(order), count)
-    start = index * size + min(index, extra)
-    return order[start : start + size + (1 if index < extra else 0)]
+def _slice_sources(dataset: Any, sl: slice) -> None:
+    """Gives the sources `dataset` starts from (`MapDataset.range(...)`) the contiguous part
+    `sl` names (worker `sl.start` of `sl.step`), as Grain slices its own pipelines sequentially:
+    in place, on a copy of the pipeline."""
+    if hasattr(dataset, 'set_slice'):
+        dataset.set_slice(sl, True)
+        return
+    if not dataset.parents:
+        raise ValueError(f'Cannot slice {type(dataset)} sequentially')
+    for parent in dataset.parents:
+        _slice_sources(parent, sl)
 
 
 class ArrayRecordIterDataset(grain.IterDataset):
@@ -90,8 +92,13 @@ class ArrayRecordIterDataset(grain.IterDataset):
         self._drop_remainder = drop_remainder
 
     def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
-        """Reads `order[sl]` only (Grain's `mp_prefetch` gives each worker a slice)."""
-        self._parents = (_sliced(self._parents[0], sl, sequential_slice),)
+        """Reads `order[sl]` only, or with `sequential_slice` the keys of a contiguous part of
+        the sources of `order` (Grain's `mp_prefetch` gives each worker a slice, as it slices
+        `MapDataset.to_iter_dataset()`)."""
+        if sequential_slice:
+            _slice_sources(self._parents[0], sl)
+        else:
+            self._parents = (self._parents[0][sl],)
 
     def __iter__(self) -> _ReadAheadIterator:
         return _ReadAheadIterator(self)
