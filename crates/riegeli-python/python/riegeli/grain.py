@@ -228,6 +228,7 @@ class _RiegeliIterator(grain.DatasetIterator):
         super().__init__()
         self._paths = paths
         self._file = 0
+        # Where reading file `_file` starts when it is opened.
         self._position = 0
         self._reader: Optional[riegeli.RecordReader] = None
 
@@ -239,7 +240,6 @@ class _RiegeliIterator(grain.DatasetIterator):
                     self._reader.seek_numeric(self._position)
             record = self._reader.read_record()
             if record is not None:
-                self._position = self._reader.pos.numeric
                 return record
             self._close()
             self._file += 1
@@ -252,7 +252,9 @@ class _RiegeliIterator(grain.DatasetIterator):
             self._reader = None
 
     def get_state(self) -> dict[str, Any]:
-        return {'file_index': self._file, 'position': self._position}
+        # The reader is where the last record handed out ended (it reads nothing ahead of it).
+        position = self._reader.pos.numeric if self._reader is not None else self._position
+        return {'file_index': self._file, 'position': position}
 
     def set_state(self, state: dict[str, Any]) -> None:
         file_index, position = int(state['file_index']), int(state['position'])
