@@ -198,7 +198,7 @@ fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<Inn
 }
 
 /// The path argument: `str` or `os.PathLike` (a URL is a `str`).
-fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+pub(crate) fn path_arg(path: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     as_path(path)?
         .ok_or_else(|| PyTypeError::new_err(format!("path must be str or os.PathLike, not {}", path.get_type())))
 }

@@ -17,6 +17,7 @@ mod errors;
 mod position;
 mod pyio;
 mod reader;
+mod shards;
 mod writer;
 
 use pyo3::prelude::*;
@@ -31,6 +32,8 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<writer::RecordWriter>()?;
     module.add_class::<array_reader::ArrayRecordReader>()?;
     module.add_class::<array_writer::ArrayRecordWriter>()?;
+    module.add_class::<shards::ArrayRecordShards>()?;
+    module.add_class::<shards::PendingRead>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
     // The version of this crate, the package's (maturin takes it from Cargo.toml).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 import warnings
+from unittest import mock
 
 import pytest
 
@@ -27,6 +28,7 @@ import riegeli
 from riegeli.array_record import ArrayRecordDataSource
 from riegeli.array_record import ArrayRecordReader
 from riegeli.array_record import ArrayRecordWriter
+from riegeli.array_record import array_record_data_source
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
 
@@ -328,11 +330,25 @@ def test_a_record_reader_given_a_path_reads_on_in_a_forked_child(files, tmp_path
 
 
 def test_a_data_source_opens_readers_in_a_child_forked_while_the_parent_opened_one(files):
-    """A data source opens its readers on first use, one at a time: a child forked while the
-    parent was opening one (holding the lock they are opened under) opens its own."""
+    """A data source opens its files on first use, each under a lock of its own: a child forked
+    while a thread of the parent was opening one (holding that file's lock) opens its own."""
     source = ArrayRecordDataSource([files['single'], files['grouped']])
-    assert source[0] == record(0)  # the first file's reader is open, the second's not yet
-    with source._lock:  # as a thread of the parent opening a reader at the fork would
+    assert source[0] == record(0)  # the first file is open, the second not yet
+    parent = os.getpid()
+    opening, release = threading.Event(), threading.Event()
+
+    def check_group_size(filename, reader) -> None:
+        """Called as the second file is opened, its lock held: waits in the parent."""
+        if os.getpid() == parent:
+            opening.set()
+            release.wait()
+
+    with mock.patch.object(array_record_data_source, '_check_group_size', check_group_size):
+        thread = threading.Thread(target=lambda: source[NUM_RECORDS + 1])
+        thread.start()
+        assert opening.wait(DEADLINE)
         status = run_forked(lambda: 0 if source[NUM_RECORDS + 5] == record(5) else 1)
+        release.set()
+        thread.join()
     assert status == 0, 'the child could not open a reader (None: it hung)'
     assert source.__getitems__([NUM_RECORDS + 6, 7]) == [record(6), record(7)]

@@ -46,7 +46,7 @@ pub trait ReadHints {
     /// [`ArrayRecordReader`](crate::ArrayRecordReader)'s parallel reads then
     /// read their chunks themselves through it, instead of the calling thread
     /// reading every chunk, and its [`will_need`](ReadAt::will_need) is told
-    /// which chunks a read is about to read. A [`PositionalFile`](crate::PositionalFile)
+    /// which chunks a read is about to read. A [`PositionalFile`]
     /// offers itself (where the platform reads at offsets), an object in
     /// object storage its shared cache; the default offers nothing.
     fn positional(&self) -> Option<Arc<dyn ReadAt>> {

@@ -87,9 +87,10 @@ mod loom_tests;
 
 pub use crate::{
     array_record::{
-        ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordTrailer,
-        ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE, DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexInfo,
-        IndexReport, IndexSource, Selection, find_array_record_trailer, index_riegeli_file,
+        ARRAY_RECORD_ZSTD_WINDOW_LOG, ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordShards,
+        ArrayRecordTrailer, ArrayRecordWriter, ArrayRecordWriterOptions, DEFAULT_GROUP_SIZE,
+        DEFAULT_TRANSPOSE_BUCKET_SIZE, IndexInfo, IndexReport, IndexSource, Selection, find_array_record_trailer,
+        index_riegeli_file,
     },
     chunk_reader::Chunk,
     chunks::{ChunkReader, DecodedChunk},

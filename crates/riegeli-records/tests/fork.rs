@@ -21,8 +21,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use riegeli_records::{
-    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ErrorKind, PositionalFile, RecordReader,
-    RecordReaderOptions, RecordWriter, Selection,
+    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordShards, ArrayRecordWriter, ErrorKind, PositionalFile,
+    RecordReader, RecordReaderOptions, RecordWriter, Selection,
 };
 
 /// One fork at a time.
@@ -169,6 +169,57 @@ fn an_array_record_reader_reads_on_in_a_child_forked_while_its_threads_decode_ah
     assert_eq!(wrong, 0);
     drop(reader);
     std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn shards_read_on_in_a_child_forked_while_a_thread_of_the_parent_opens_one() {
+    let _one = FORKING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    const N: u64 = 20_000;
+    let paths = [array_record_file("shard-a", N), array_record_file("shard-b", N)];
+    let parent = std::process::id();
+    let (opening, opened) = std::sync::mpsc::channel();
+    let release = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let (opener_paths, opener_release) = (paths.clone(), std::sync::Arc::clone(&release));
+    // Records [1000, N) of the second file follow all of the first.
+    let shards = std::sync::Arc::new(
+        ArrayRecordShards::new(vec![0..N, 1000..N], move |i| {
+            if i == 1 && std::process::id() == parent {
+                // The parent's thread opening the second file stops here, its lock held.
+                let _ = opening.send(());
+                let (released, wake) = &*opener_release;
+                let mut released = released.lock().unwrap();
+                while !*released {
+                    released = wake.wait(released).unwrap();
+                }
+            }
+            ArrayRecordReader::open(&opener_paths[i], ArrayRecordReaderOptions { parallelism: 2, ..Default::default() })
+        })
+        .unwrap(),
+    );
+    let want = |key: u64| if key < N { record(key) } else { record(key - N + 1000) };
+    // The first file open, its decoding threads started.
+    let first = indices(1, 5000, N);
+    let records = shards.read_batch(&first).unwrap();
+    assert!(records.iter().zip(&first).all(|(r, &k)| *r == want(k)));
+    let opener = {
+        let shards = std::sync::Arc::clone(&shards);
+        std::thread::spawn(move || shards.read(N).map(|r| r == want(N)))
+    };
+    opened.recv().unwrap();
+    let keys = indices(2, 5000, shards.num_records());
+    let pid = fork(|| match shards.read_batch(&keys) {
+        Ok(records) => i32::from(records.iter().zip(&keys).any(|(r, &k)| *r != want(k))),
+        Err(_) => 3,
+    });
+    *release.0.lock().unwrap() = true;
+    release.1.notify_all();
+    assert!(matches!(opener.join(), Ok(Ok(true))));
+    assert_eq!(wait(pid), Some(0), "the child read records wrong (None: it hung)");
+    let records = shards.read_batch(&keys).unwrap();
+    assert!(records.iter().zip(&keys).all(|(r, &k)| *r == want(k)));
+    for path in paths {
+        std::fs::remove_file(path).unwrap();
+    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ process forked after this one read URLs reads them too (readers opened in the wo
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, BinaryIO, Generic, Optional, TypeVar, Union, final, overload
+from typing import Any, BinaryIO, Generic, Optional, SupportsIndex, TypeVar, Union, final, overload
 
 from google.protobuf.message import Message
 
@@ -37,6 +37,8 @@ __all__ = [
     'RecordWriter',
     'ArrayRecordReader',
     'ArrayRecordWriter',
+    'ArrayRecordShards',
+    'PendingRead',
     'EXISTENCE_ONLY',
     'byte_ranges',
     '__version__',
@@ -315,3 +317,51 @@ class ArrayRecordReader:
         """The records in `[begin, end)` (negative: from the end); `IndexError` if empty or out of range."""
     def read_all(self) -> list[bytes]:
         """Every record (the position of `read()` does not move)."""
+
+@final
+class ArrayRecordShards:
+    """The records of several ArrayRecord files, each the records `[start, end)` of its file,
+    numbered one after the other by keys `0..len()`: what `ArrayRecordDataSource` and
+    `riegeli.grain` read through (riegeli-rs's, not array_record's).
+
+    Files (paths or URLs, as `ArrayRecordReader` takes them, opened with `options`, its
+    option grammar) are opened on first use, and again in a process forked since.
+    `on_open(index, writer_options)` is called with each file opened; what it raises is
+    raised by the read that opened the file. A batch (`read_batch`) reads each file's part
+    as one batch read (each chunk decoded once), the files concurrently, without the GIL.
+
+    A key that is not an integer raises `TypeError`, one outside `[0, len())` raises
+    `ValueError`, a file that cannot be opened or read raises `RuntimeError`.
+    """
+
+    def __new__(
+        cls,
+        paths: Sequence[Union[str, 'os.PathLike[str]']],
+        ranges: Sequence[tuple[int, int]],
+        options: str = '',
+        on_open: Optional[Callable[[int, Optional[str]], object]] = None,
+    ) -> ArrayRecordShards: ...
+    def __len__(self) -> int: ...
+    def num_shards(self) -> int:
+        """The number of files."""
+    def locate(self, key: SupportsIndex) -> tuple[int, int]:
+        """The file of `key` and the record's index in that file."""
+    def read(self, key: SupportsIndex) -> bytes:
+        """The record of `key` (its chunk stays decoded for the next key of the same file)."""
+    def read_batch(self, keys: Sequence[SupportsIndex]) -> list[bytes]:
+        """The records of `keys` (any order, repeats allowed), in order."""
+    def start_read(self, keys: Sequence[SupportsIndex]) -> PendingRead:
+        """Starts `read_batch(keys)` on a thread of its own (keys are checked here)."""
+    def is_open(self, shard: int) -> bool:
+        """Whether file `shard` is open in this process."""
+    def close(self) -> None:
+        """Closes the files open in this process (they open again when read)."""
+
+@final
+class PendingRead:
+    """A batch read of `ArrayRecordShards.start_read`, going on on a thread of its own (in a
+    process forked since, `result()` reads the batch itself)."""
+
+    def result(self) -> list[bytes]:
+        """The records, in the order of the keys, waiting for them without the GIL; once only
+        (`RuntimeError` the second time)."""

@@ -170,6 +170,13 @@ impl<R: Read + Seek> Fetcher<R> {
         super::load::reload(&mut self.source, options, at, num_records)
     }
 
+    /// Tells the source which chunks `steps` reads first (a window of
+    /// `readahead_buffer_size`, as [`run`](Self::run) does before its first
+    /// chunk), without reading them: an object's are fetched meanwhile.
+    pub(crate) fn announce(&self, options: &ArrayRecordReaderOptions, index: &ChunkIndex, steps: &[Step]) {
+        Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size).before(0);
+    }
+
     /// Drops what [`start`](Self::start) handed out.
     pub(crate) fn abandon(&mut self) {
         if let Some(stream) = &mut self.stream {

@@ -13,7 +13,7 @@
 //! loads the index from the footer or a scan (`load`), plans which chunks a
 //! selection of records needs (`plan`), reads them through the index
 //! (`crate::indexed`) and decodes them serially or on the decode stream
-//! (`fetch`, `batch`);
+//! (`fetch`, `batch`); `shards` reads several files as one sequence of keys;
 //! `from_plain` turns a plain Riegeli/records file into an ArrayRecord file.
 
 mod batch;
@@ -26,6 +26,7 @@ mod plan;
 mod prefetch;
 mod reader;
 mod sequential;
+mod shards;
 mod writer;
 
 pub use self::from_plain::{IndexReport, index_riegeli_file};
@@ -36,4 +37,5 @@ pub use self::options::{
 };
 pub use self::plan::Selection;
 pub use self::reader::ArrayRecordReader;
+pub use self::shards::ArrayRecordShards;
 pub use self::writer::ArrayRecordWriter;

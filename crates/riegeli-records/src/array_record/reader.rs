@@ -410,36 +410,90 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
     /// chunks, or copied out of a chunk of which they are a small part.
     fn collect(&mut self, plan: &Plan) -> Result<Vec<Bytes>> {
         let mut out = vec![Bytes::new(); plan.len()];
-        self.plan_each(plan, &mut |records, picks| {
-            let wanted: usize = picks.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
-            if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
-                for &(p, j) in picks {
-                    if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
-                        *slot = record;
-                    }
-                }
-                return;
-            }
-            // A small part of the chunk: copied, so that the batch does not
-            // keep every chunk it touched alive (and the allocator can reuse
-            // their buffers for the next chunks instead of faulting in new pages).
-            let mut buffer = Vec::with_capacity(wanted);
-            let mut spans = Vec::with_capacity(picks.len());
-            for &(p, j) in picks {
-                if let Some(record) = records.get_slice(j) {
-                    let begin = buffer.len();
-                    buffer.extend_from_slice(record);
-                    spans.push((p, begin, buffer.len()));
-                }
-            }
-            let buffer = Bytes::from(buffer);
-            for (p, begin, end) in spans {
-                if let Some(slot) = out.get_mut(p) {
-                    *slot = buffer.slice(begin..end);
-                }
-            }
-        })?;
+        self.plan_each(plan, &mut |records, picks| place(&mut out, records, picks))?;
         Ok(out)
+    }
+
+    /// Plans a batch read of `indices` (as [`read_batch`](Self::read_batch)
+    /// with [`Selection::Indices`]) and starts it without waiting: handed to
+    /// the decoding threads when they read their chunks themselves and the
+    /// plan is worth them, else only announced to the source
+    /// ([`ReadAt::will_need`](crate::ReadAt::will_need): an object's chunks
+    /// are fetched meanwhile). [`finish_batch`](Self::finish_batch) collects
+    /// it; until then the reader must not read anything else. Several
+    /// readers' batches started before any is finished proceed concurrently
+    /// (the multi-file reads of [`ArrayRecordShards`](super::ArrayRecordShards)).
+    /// Every index is checked before anything is read.
+    pub(super) fn start_batch(&mut self, indices: &[u64]) -> Result<StartedBatch> {
+        self.cancel_ahead();
+        self.with_index(|this| {
+            let plan = Plan::new(&this.index, &Selection::Indices(indices))?;
+            let started = this.fetcher.start(&this.options, &this.index, plan.steps());
+            if started.is_none() {
+                this.fetcher.announce(&this.options, &this.index, plan.steps());
+            }
+            Ok(StartedBatch { plan, started })
+        })
+    }
+
+    /// The records of a batch [`start_batch`](Self::start_batch) started, in
+    /// the order asked: waits for the decoding threads, or reads the batch
+    /// now (also when its threads were lost: in a child forked since).
+    pub(super) fn finish_batch(&mut self, batch: StartedBatch) -> Result<Vec<Bytes>> {
+        let StartedBatch { plan, started } = batch;
+        self.with_index(|this| {
+            let Some(started) = started else { return this.collect(&plan) };
+            let mut out = vec![Bytes::new(); plan.len()];
+            let (index, mut picks) = (&this.index, Vec::new());
+            let finished = this.fetcher.finish(started, &mut |i, records| {
+                plan.picks(index, i, &mut picks);
+                place(&mut out, &records, &picks);
+            });
+            match finished {
+                Some(result) => result.map(|()| out),
+                None => this.collect(&plan),
+            }
+        })
+    }
+}
+
+/// A batch read [`ArrayRecordReader::start_batch`] started.
+pub(super) struct StartedBatch {
+    plan: Plan,
+    /// `None`: left to [`ArrayRecordReader::finish_batch`] to read.
+    started: Option<Started>,
+}
+
+/// Puts the records of one chunk that a plan picks (position in the
+/// selection, index in the chunk) at their positions in `out`: slices of the
+/// chunk, or copied out of it when they are a small part of it.
+fn place(out: &mut [Bytes], records: &DecodedRecords, picks: &[(usize, usize)]) {
+    let wanted: usize = picks.iter().filter_map(|&(_, j)| records.get_slice(j)).map(<[u8]>::len).sum();
+    if wanted.saturating_mul(COPY_BELOW) >= records.decoded_data_size() {
+        for &(p, j) in picks {
+            if let (Some(slot), Some(record)) = (out.get_mut(p), records.get(j)) {
+                *slot = record;
+            }
+        }
+        return;
+    }
+    // A small part of the chunk: copied, so that the batch does not
+    // keep every chunk it touched alive (and the allocator can reuse
+    // their buffers for the next chunks instead of faulting in new pages).
+    let mut buffer = Vec::with_capacity(wanted);
+    let mut spans = Vec::with_capacity(picks.len());
+    for &(p, j) in picks {
+        if let Some(record) = records.get_slice(j) {
+            let begin = buffer.len();
+            buffer.extend_from_slice(record);
+            spans.push((p, begin, buffer.len()));
+        }
+    }
+    let buffer = Bytes::from(buffer);
+    for (p, begin, end) in spans {
+        if let Some(slot) = out.get_mut(p) {
+            *slot = buffer.slice(begin..end);
+        }
     }
 }
 

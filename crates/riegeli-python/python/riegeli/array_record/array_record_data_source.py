@@ -20,28 +20,26 @@ Workers receive the data source pickled and open their own readers, forked or sp
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
+import functools
 import hashlib
-import itertools
 import logging
 import os
 import pathlib
 import re
-import threading
 import typing
 from concurrent import futures
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Protocol, Sequence, SupportsIndex, Tuple, TypeVar, Union
 
+from riegeli import _riegeli
 from riegeli.array_record import array_record_module
 
 __all__ = ('ArrayRecordDataSource', 'FileInstruction')
 
 _T = TypeVar('_T')
 
-# Threads that open files to count their records, and that read from several files at once.
+# Threads that open files to count their records.
 _NUM_THREADS_COMPUTING_NUM_RECORDS = 64
-_NUM_THREADS_FETCHING_RECORDS = 64
 
 _log = logging.getLogger(__name__)
 
@@ -122,14 +120,19 @@ def _get_read_instructions(
     return _run_in_parallel(get_read_instruction, [{'path': path} for path in paths], num_workers)
 
 
-def _create_reader(filename: str, additional_reader_options: str) -> array_record_module.ArrayRecordReader:
-    """A reader for random access (no read-ahead), as array_record's data source opens."""
-    return array_record_module.ArrayRecordReader(
-        filename, options=f'readahead_buffer_size:0,{additional_reader_options}'
-    )
+def _reader_options(additional_reader_options: str) -> str:
+    """The options of readers for random access (no read-ahead), as array_record's data source
+    opens them."""
+    return f'readahead_buffer_size:0,{additional_reader_options}'
 
 
-def _check_group_size(filename: str, reader: array_record_module.ArrayRecordReader) -> None:
+class _HasWriterOptions(Protocol):
+    """What `_check_group_size` asks of a reader."""
+
+    def writer_options_string(self) -> Optional[str]: ...
+
+
+def _check_group_size(filename: str, reader: _HasWriterOptions) -> None:
     """Logs an error if the file's group size is not 1 (slow random access), as array_record."""
     options = reader.writer_options_string()
     if not options:
@@ -146,8 +149,41 @@ def _check_group_size(filename: str, reader: array_record_module.ArrayRecordRead
         )
 
 
+class _WriterOptions:
+    """What `_check_group_size` asks of a reader: the writer options of a file just opened."""
+
+    def __init__(self, options: Optional[str]) -> None:
+        self._options = options
+
+    def writer_options_string(self) -> Optional[str]:
+        return self._options
+
+
+def _on_open(paths: Sequence[str], index: int, writer_options: Optional[str]) -> None:
+    """Called when file `index` of `paths` is opened: checks its group size, as array_record."""
+    _check_group_size(paths[index], _WriterOptions(writer_options))
+
+
+class _OpenedShard:
+    """A file `ArrayRecordDataSource` has open (`_peek_readers`, for tests): open until the data
+    source closes its files."""
+
+    def __init__(self, source: ArrayRecordDataSource, index: int) -> None:
+        self._source = source
+        self._index = index
+        self._closes = source._closes
+
+    def is_open(self) -> bool:
+        return self._source._closes == self._closes and self._source._shards.is_open(self._index)
+
+
 class ArrayRecordDataSource:
-    """Data source over ArrayRecord files (array_record's API)."""
+    """Data source over ArrayRecord files (array_record's API).
+
+    Keys are mapped to files and read natively (`riegeli._riegeli.ArrayRecordShards`): a batch
+    of keys (`__getitems__`) reads each file's part as one batch, each chunk decoded once, the
+    files concurrently, without the GIL.
+    """
 
     def __init__(
         self,
@@ -192,21 +228,27 @@ class ArrayRecordDataSource:
             self._reader_options_string = ','.join(f'{k}:{v}' for k, v in reader_options.items())
         self._read_instructions = _get_read_instructions(paths, self._reader_options_string)
         self._paths = [ri.filename for ri in self._read_instructions]
-        # Readers are opened on first use.
-        self._readers: List[Any] = [None] * len(self._read_instructions)
-        self._lock = threading.Lock()
-        self._lock_pid = os.getpid()
         self._num_records = sum(ri.num_records for ri in self._read_instructions)
-        self._prefix_sums = list(itertools.accumulate(ri.num_records for ri in self._read_instructions))
+        self._open_shards()
+
+    def _open_shards(self) -> None:
+        """The native reader of the files (which opens each on first use, in each process)."""
+        self._shards = _riegeli.ArrayRecordShards(
+            self._paths,
+            [(ri.start, ri.end) for ri in self._read_instructions],
+            _reader_options(self._reader_options_string),
+            # Not a method of this object: the native object would keep it alive.
+            functools.partial(_on_open, tuple(self._paths)),
+        )
+        # How many times the files were closed (`_peek_readers`).
+        self._closes = 0
 
     def __enter__(self) -> ArrayRecordDataSource:
         return self
 
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-        for reader in self._readers:
-            if reader:
-                reader.close()
-        self._readers = [None] * len(self._read_instructions)
+        self._shards.close()
+        self._closes += 1
 
     def __len__(self) -> int:
         return self._num_records
@@ -216,99 +258,32 @@ class ArrayRecordDataSource:
             yield self[index]
 
     def _reader_idx_and_position(self, record_key: SupportsIndex) -> Tuple[int, int]:
-        """The reader of a record key and the record's index in its file."""
-        record_key = record_key.__index__()
-        if record_key < 0 or record_key >= self._num_records:
-            raise ValueError('Record key should be in [0, num_records)')
-        reader_idx = bisect.bisect_right(self._prefix_sums, record_key)
-        before = self._prefix_sums[reader_idx - 1] if reader_idx > 0 else 0
-        return reader_idx, record_key - before + self._read_instructions[reader_idx].start
-
-    def _split_keys_per_reader(self, record_keys: Sequence[SupportsIndex]) -> Mapping[int, List[Tuple[int, int]]]:
-        """For each reader: the positions to read and their indices in `record_keys`."""
-        positions_and_indices: dict[int, List[Tuple[int, int]]] = {}
-        for idx, record_key in enumerate(record_keys):
-            reader_idx, position = self._reader_idx_and_position(record_key)
-            positions_and_indices.setdefault(reader_idx, []).append((position, idx))
-        return positions_and_indices
-
-    def _opening_lock(self) -> threading.Lock:
-        """The lock readers are opened under, of this process: a process forked from the one
-        that made it (a data loader's worker) makes its own, since a thread of the parent may
-        have held the parent's at the fork. (Readers are shared with forked processes: each
-        process reads with state of its own.)"""
-        if self._lock_pid != os.getpid():
-            self._lock = threading.Lock()
-            self._lock_pid = os.getpid()
-        return self._lock
-
-    def _ensure_reader_exists(self, reader_idx: int) -> Any:
-        """The reader of `reader_idx`, opened if it is not yet (thread-safe)."""
-        reader = self._readers[reader_idx]
-        if reader is not None:
-            return reader
-        with self._opening_lock():
-            reader = self._readers[reader_idx]
-            if reader is not None:
-                return reader
-            filename = self._read_instructions[reader_idx].filename
-            reader = _create_reader(filename, self._reader_options_string)
-            _check_group_size(filename, reader)
-            self._readers[reader_idx] = reader
-            return reader
+        """The file of a record key and the record's index in it."""
+        return self._shards.locate(record_key)
 
     def __getitem__(self, record_key: SupportsIndex) -> bytes:
-        reader_idx, position = self._reader_idx_and_position(record_key)
-        reader = self._ensure_reader_exists(reader_idx)
-        if hasattr(reader, 'read'):
-            return reader.read([position])[0]
-        return reader[position]
+        return self._shards.read(record_key)
 
     def __getitems__(self, record_keys: Sequence[SupportsIndex]) -> Sequence[bytes]:
         """The records of `record_keys`, in order; each file's are read in one batch."""
-
-        def read_records(reader_idx: int, reader_positions_and_indices: Sequence[Tuple[int, int]]) -> List[Tuple[Any, int]]:
-            reader = self._ensure_reader_exists(reader_idx)
-            positions = [position for position, _ in reader_positions_and_indices]
-            if hasattr(reader, 'read'):
-                records = reader.read(positions)
-            else:
-                records = [reader[p] for p in positions]
-            return list(zip(records, (index for _, index in reader_positions_and_indices)))
-
-        positions_and_indices = self._split_keys_per_reader(record_keys)
-        # No keys: no workers, which _run_in_parallel refuses (ValueError), as array_record's.
-        num_workers = min(len(positions_and_indices), _NUM_THREADS_FETCHING_RECORDS)
-        records_with_indices = _run_in_parallel(
-            read_records,
-            [
-                {'reader_idx': reader_idx, 'reader_positions_and_indices': pairs}
-                for reader_idx, pairs in positions_and_indices.items()
-            ],
-            num_workers,
-        )
-        sorted_records: List[Any] = [b''] * len(record_keys)
-        for single_reader_records in records_with_indices:
-            for record, index in single_reader_records:
-                sorted_records[index] = record
-        return sorted_records
+        if len(record_keys) == 0:
+            # As array_record's: no keys means no worker thread, which its helper refuses.
+            raise ValueError('num_workers must be >=1 for parallelism.')
+        return self._shards.read_batch(record_keys)
 
     # Grain's batched path.
     _getitems = __getitems__
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state['_readers']
-        del state['_lock']
-        del state['_lock_pid']
+        del state['_shards']
+        del state['_closes']
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        # Readers are opened on first use, in this process.
-        self._readers = [None] * len(self._read_instructions)
-        self._lock = threading.Lock()
-        self._lock_pid = os.getpid()
+        # Files are opened on first use, in this process.
+        self._open_shards()
 
     def __repr__(self) -> str:
         """A hash of the paths, which can be a long list."""
@@ -318,5 +293,8 @@ class ArrayRecordDataSource:
         return f'ArrayRecordDataSource(hash_of_paths={h.hexdigest()})'
 
     def _peek_readers(self) -> List[Any]:
-        """The reader of each file, `None` where none is open (array_record's, for tests)."""
-        return list(self._readers)
+        """For each file, an object whose `is_open()` says whether it is open, or `None` where it
+        is not (array_record's gives the readers, for tests)."""
+        return [
+            _OpenedShard(self, index) if self._shards.is_open(index) else None for index in range(len(self._paths))
+        ]
