@@ -1,0 +1,1 @@
+//! tf.train.Example records as columns.
