@@ -25,11 +25,11 @@ use crate::wire::{Cursor, FIXED32, LEN, VARINT, WireError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FeatureKind {
-    /// `int64_list`: a List<Int64> column.
+    /// `int64_list`: a `List<Int64>` column.
     Int64,
-    /// `float_list`: a List<Float32> column.
+    /// `float_list`: a `List<Float32>` column.
     Float,
-    /// `bytes_list`: a List<Binary> column.
+    /// `bytes_list`: a `List<Binary>` column.
     Bytes,
 }
 
@@ -292,8 +292,8 @@ impl Columns {
 }
 
 /// `tf.train.Example` records decoded into one column per feature:
-/// `int64_list` → List<Int64>, `float_list` → List<Float32>, `bytes_list` →
-/// List<Binary>, null where a record lacks the feature.
+/// `int64_list` → `List<Int64>`, `float_list` → `List<Float32>`, `bytes_list` →
+/// `List<Binary>`, null where a record lacks the feature.
 ///
 /// The features are those of a given spec (in its order; other features of
 /// the records are ignored), or else inferred from the records of the first

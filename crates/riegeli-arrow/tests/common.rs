@@ -49,7 +49,7 @@ fn map_entry(name: &str, key: Type, value: Type, value_type: Option<&str>) -> De
 }
 
 /// A proto3 file `t3.proto` (package `t`) with `t.All`, which has a field of
-/// every kind, and a proto2 file `t2.proto` with `t.P2`.
+/// every kind, and the recursive `t.Node`; and a proto2 file `t2.proto` with `t.P2`.
 pub(crate) fn files() -> Vec<FileDescriptorProto> {
     let color = EnumDescriptorProto {
         name: Some("Color".into()),
@@ -118,6 +118,7 @@ pub(crate) fn files() -> Vec<FileDescriptorProto> {
         rep("r_f32", 34, Type::Fixed32),
         rep("r_fl", 35, Type::Float),
         rep("r_unpacked", 36, Type::Uint32),
+        msg("e", 37, Label::Optional, ".t.Empty"),
     ];
     // proto3 `optional`: synthetic oneofs 1 and 2; the real oneof `choice` is 0.
     for (f, oneof) in [(16, 1), (17, 2)] {
@@ -142,11 +143,21 @@ pub(crate) fn files() -> Vec<FileDescriptorProto> {
             .collect(),
         ..Default::default()
     };
+    let empty = DescriptorProto { name: Some("Empty".into()), ..Default::default() };
+    let node = DescriptorProto {
+        name: Some("Node".into()),
+        field: vec![
+            opt("v", 1, Type::Int32),
+            msg("next", 2, Label::Optional, ".t.Node"),
+            msg("kids", 3, Label::Repeated, ".t.Node"),
+        ],
+        ..Default::default()
+    };
     let t3 = FileDescriptorProto {
         name: Some("t3.proto".into()),
         package: Some("t".into()),
         syntax: Some("proto3".into()),
-        message_type: vec![inner2, inner, all],
+        message_type: vec![inner2, inner, all, empty, node],
         enum_type: vec![color],
         ..Default::default()
     };

@@ -177,6 +177,28 @@ fn projection_reaches_the_transposed_decoder() {
 }
 
 #[test]
+fn array_record_files_decode_through_a_proto_decoder() {
+    use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, Selection};
+    let desc = message("t.All");
+    let (records, messages) = records(&desc, 10, 300, 2);
+    let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:50,transpose".parse().unwrap()).unwrap();
+    for record in &records {
+        writer.write_record(record).unwrap();
+    }
+    let file = writer.close().unwrap();
+    let mut decoder = ProtoDecoder::new(&desc, Some(PROJECTION), BadRecords::Fail).unwrap();
+    let options =
+        ArrayRecordReaderOptions { field_projection: decoder.field_projection().clone(), ..Default::default() };
+    let mut reader = ArrayRecordReader::with_options(Cursor::new(&file), options).unwrap();
+    for record in reader.read_batch(Selection::All).unwrap() {
+        decoder.push(&record, None).unwrap();
+    }
+    let batch = decoder.flush().unwrap();
+    check_batch(&batch, &messages);
+    assert_eq!(batch, decode_all(&desc, &records, Some(PROJECTION)));
+}
+
+#[test]
 fn the_type_comes_from_the_metadata_or_is_given() {
     let desc = message("t.P2");
     let (records, messages) = records(&desc, 6, 50, 2);
@@ -211,6 +233,21 @@ fn plans_refuse_what_has_no_columns() {
     let decoder = ProtoDecoder::new(&desc, Some(&["inner.s", "inner"]), BadRecords::Fail).unwrap();
     let arrow_schema::DataType::Struct(fields) = decoder.schema().field(0).data_type().clone() else { panic!() };
     assert_eq!(fields.len(), 5);
+}
+
+#[test]
+fn recursive_types_need_a_projection() {
+    let desc = message("t.Node");
+    let err = ProtoDecoder::new(&desc, None::<&[&str]>, BadRecords::Fail).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Type(_)), "{err}");
+    assert!(err.to_string().contains("field next: message type t.Node contains itself"), "{err}");
+    let paths = ["v", "next.v", "next.next.v", "kids.v", "kids.kids.v", "kids.next.v"];
+    let (records, messages) = records(&desc, 9, 200, 3);
+    let batch = decode_all(&desc, &records, Some(&paths));
+    check_batch(&batch, &messages);
+    let file = write_file(&desc, &records, "transpose");
+    let options = ArrowReaderOptions { projection: Some(paths.map(String::from).to_vec()), ..Default::default() };
+    assert_eq!(read_file(&file, options), [batch]);
 }
 
 /// A record with the given problem, and the words its error must contain.
