@@ -45,6 +45,9 @@ struct Level {
     oneofs: Vec<u32>,
     /// Singular messages and map entries: (field index, offsets), in order.
     deferred: Vec<(usize, usize, usize)>,
+    /// Occurrences of oneof message members that a later member cleared:
+    /// checked (walked into scratch columns) but not kept.
+    cleared: Vec<(usize, usize, usize)>,
 }
 
 /// Walks records into columns; holds the scratch state of every depth.
@@ -110,6 +113,7 @@ impl Walker {
         level.oneofs.clear();
         level.oneofs.resize(plan.num_oneofs, 0);
         level.deferred.clear();
+        level.cleared.clear();
         // Step 1: scan.
         for i in 0..level.parts.len() {
             let Some(&(start, end)) = level.parts.get(i) else { break };
@@ -127,7 +131,13 @@ impl Walker {
                         if let Some(found) = level.found.get_mut(f) {
                             *found = Found::Nothing;
                         }
-                        level.deferred.retain(|&(g, _, _)| g != f);
+                        let (cleared, deferred) = (&mut level.cleared, &mut level.deferred);
+                        deferred.retain(|&entry| {
+                            entry.0 != f || {
+                                cleared.push(entry);
+                                false
+                            }
+                        });
                     }
                 }
                 let (Some(f), Some(field)) = (slot.field, slot.field.and_then(|f| plan.fields.get(f))) else {
@@ -162,6 +172,14 @@ impl Walker {
                 }
             }
         }
+        // Cleared oneof members are still checked, as a parser that builds
+        // messages would have parsed them (and failed) before clearing them.
+        for i in 0..level.cleared.len() {
+            let Some(&(f, s, e)) = level.cleared.get(i) else { break };
+            if let Some(FieldPlan { value: Value::Message(child), .. }) = plan.fields.get(f) {
+                self.check(child, (s, e), record, depth + 1)?;
+            }
+        }
         // Step 2: one row for every field.
         for (f, (field, column)) in plan.fields.iter().zip(columns.iter_mut()).enumerate() {
             let held = field.oneof.is_none_or(|o| level.oneofs.get(o) == Some(&field.number));
@@ -172,8 +190,14 @@ impl Walker {
                     push_found(column, *scalar, found, record);
                 }
                 (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
-                    let parts = level.deferred.iter().filter(|&&(g, _, _)| g == f && held).map(|&(_, s, e)| (s, e));
-                    self.set_parts(depth + 1, parts);
+                    let parts = || level.deferred.iter().filter(move |&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
+                    if !held {
+                        // A member another one cleared: checked, not kept.
+                        for part in parts() {
+                            self.check(child, part, record, depth + 1)?;
+                        }
+                    }
+                    self.set_parts(depth + 1, parts().filter(|_| held));
                     let present = self.levels.get(depth + 1).is_some_and(|l| !l.parts.is_empty());
                     self.walk(child, &mut s.children, record, depth + 1)?;
                     s.push_row(present || !presence);
@@ -222,6 +246,8 @@ impl Walker {
                     _ => Scalar::Bytes,
                 };
                 if last.get(&map_key(record, s, e, key_scalar)?) != Some(&i) {
+                    // Replaced by a later entry, but checked all the same.
+                    self.check(entry, (s, e), record, depth + 1)?;
                     continue;
                 }
             }
@@ -231,6 +257,24 @@ impl Walker {
         }
         map.push_row(true);
         Ok(())
+    }
+}
+
+impl Walker {
+    /// Checks the message at `part` (of type `plan`) by walking it into
+    /// scratch columns that are then dropped: for values that are parsed
+    /// but not kept (rare: replaced map entries, cleared oneof members).
+    #[cold]
+    fn check(
+        &mut self,
+        plan: &MessagePlan,
+        part: (usize, usize),
+        record: &[u8],
+        depth: usize,
+    ) -> Result<(), WireError> {
+        let mut scratch: Vec<Column> = plan.fields.iter().map(|f| Column::new(&f.arrow)).collect();
+        self.set_parts(depth, std::iter::once(part));
+        self.walk(plan, &mut scratch, record, depth)
     }
 }
 

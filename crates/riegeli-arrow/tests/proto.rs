@@ -342,8 +342,64 @@ fn bad_records_can_be_skipped_and_counted() {
     }
 }
 
+/// `record` changed at random: bytes flipped, cut, inserted or repeated.
+fn mutate(record: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut out = record.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        let at = if out.is_empty() { 0 } else { rng.below(out.len() as u64) as usize };
+        match rng.below(5) {
+            0 if !out.is_empty() => out[at] ^= 1 << rng.below(8),
+            1 if !out.is_empty() => out[at] = rng.next() as u8,
+            2 => out.truncate(at),
+            3 => out.splice(at..at, (0..1 + rng.below(4)).map(|_| rng.next() as u8)).for_each(drop),
+            _ => {
+                let end = (at + 1 + rng.below(8) as usize).min(out.len());
+                let copy = out[at..end].to_vec();
+                out.splice(at..at, copy).for_each(drop);
+            }
+        }
+    }
+    out
+}
+
+/// Damaged records: the decoder fails exactly when prost-reflect does, and
+/// otherwise gives its values.
+fn check_damaged(name: &str, seed: u64, count: usize) {
+    let desc = message(name);
+    let (records, _) = records(&desc, seed, count, 2);
+    let mut rng = Rng(seed ^ 0x5555);
+    let mut decoder = ProtoDecoder::new(&desc, None::<&[&str]>, BadRecords::Fail).unwrap();
+    let mut accepted = Vec::new();
+    for record in &records {
+        let damaged = mutate(record, &mut rng);
+        let ours = decoder.push(&damaged, None);
+        match DynamicMessage::decode(desc.clone(), damaged.as_slice()) {
+            Ok(message) => match ours {
+                Ok(()) => accepted.push(message),
+                // prost-reflect reads a map entry whatever its wire type.
+                Err(e) if e.to_string().contains(": wire type ") && e.to_string().contains("field m_") => {}
+                Err(e) => panic!("{name}: {damaged:?} refused: {e}"),
+            },
+            Err(theirs) => assert!(ours.is_err(), "{name}: {damaged:?} accepted; prost-reflect: {theirs}"),
+        }
+    }
+    check_batch(&decoder.flush().unwrap(), &accepted);
+}
+
+#[test]
+fn damaged_records_fail_exactly_when_prost_reflect_fails() {
+    check_damaged("t.All", 11, 2000);
+    check_damaged("t.P2", 12, 2000);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Damaged records fail exactly when prost-reflect fails.
+    #[test]
+    fn damaged_random_messages(seed in any::<u64>(), p2 in any::<bool>()) {
+        check_damaged(if p2 { "t.P2" } else { "t.All" }, seed, 30);
+    }
 
     /// Random messages, concatenated (merged), decode to prost-reflect's
     /// values, whole and projected.
