@@ -97,16 +97,23 @@ impl Parser {
             self.features.push(parse_entry(record, s, e)?);
         }
         if self.features.len() > 1 {
-            // A later entry of a name replaces an earlier one.
+            // A later entry of a name replaces an earlier one, whose values
+            // are still checked (as a parser building messages parses them).
             let mut last: HashMap<&[u8], usize> = HashMap::new();
             for (i, f) in self.features.iter().enumerate() {
                 last.insert(slice(record, f.name), i);
             }
+            let mut checked = Ok(());
             let mut i = 0;
             self.features.retain(|f| {
                 i += 1;
-                last.get(slice(record, f.name)) == Some(&(i - 1))
+                let kept = last.get(slice(record, f.name)) == Some(&(i - 1));
+                if !kept && checked.is_ok() {
+                    checked = check_values(record, f);
+                }
+                kept
             });
+            checked?;
         }
         Ok(())
     }
@@ -172,6 +179,14 @@ fn parse_entry(record: &[u8], start: usize, end: usize) -> Result<Found, WireErr
         }
     }
     Ok(found)
+}
+
+/// Checks the values of a feature that is not kept (cold: replaced entries).
+#[cold]
+fn check_values(record: &[u8], found: &Found) -> Result<(), WireError> {
+    let Some(kind) = found.kind else { return Ok(()) };
+    let mut scratch = Column::new(&Field::new("item", kind.data_type(), false));
+    append_values(record, found, kind, &mut scratch)
 }
 
 /// Appends the values of a feature's lists to `column`'s items.
@@ -256,7 +271,8 @@ impl Columns {
         for found in features {
             let name = std::str::from_utf8(slice(record, found.name)).unwrap_or_default();
             let Some(&i) = self.by_name.get(name) else {
-                if self.ignore_others {
+                // A feature with no kind set has no values to lose.
+                if self.ignore_others || found.kind.is_none() {
                     continue;
                 }
                 return Err(WireError::new(
@@ -300,7 +316,8 @@ impl Columns {
 /// batch (in the order they first appear; a feature whose kind is never set
 /// there is left out). A record whose feature has another kind than its
 /// column, or (when inferred) a feature that the first batch did not have,
-/// is a bad record. A feature with no kind set is an empty list of any kind.
+/// is a bad record. A feature with no kind set is an empty list of any kind
+/// (and is ignored where there is no column for it).
 /// Protobuf's semantics hold: the last entry of a name wins, a feature's
 /// occurrences merge, floats and int64s are accepted packed and unpacked.
 #[derive(Debug)]

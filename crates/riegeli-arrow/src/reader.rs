@@ -206,6 +206,12 @@ impl<R: Read> ArrowReader<R> {
         }
     }
 
+    /// The underlying record reader, e.g. to call its `recover()` after a
+    /// corruption error (reading then goes on past the damage).
+    pub fn get_mut(&mut self) -> &mut RecordReader<R> {
+        &mut self.reader
+    }
+
     /// The underlying record reader.
     pub fn into_inner(self) -> RecordReader<R> {
         self.reader

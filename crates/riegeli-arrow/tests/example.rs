@@ -324,3 +324,51 @@ fn examples_read_from_files_simple_or_transposed() {
         }
     }
 }
+
+/// `record` changed at random: bytes flipped, cut, inserted or repeated.
+fn mutate(record: &[u8], rng: &mut Rng) -> Vec<u8> {
+    let mut out = record.to_vec();
+    for _ in 0..1 + rng.below(3) {
+        let at = if out.is_empty() { 0 } else { rng.below(out.len() as u64) as usize };
+        match rng.below(4) {
+            0 if !out.is_empty() => out[at] ^= 1 << rng.below(8),
+            1 => out.truncate(at),
+            2 => out.splice(at..at, (0..1 + rng.below(4)).map(|_| rng.next() as u8)).for_each(drop),
+            _ => {
+                let end = (at + 1 + rng.below(8) as usize).min(out.len());
+                let copy = out[at..end].to_vec();
+                out.splice(at..at, copy).for_each(drop);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn damaged_examples_fail_exactly_when_prost_reflect_fails() {
+    let desc = example_type();
+    let (records, _) = records(4, 3000, 2);
+    let mut rng = Rng(44);
+    let (mut accepted, mut refused) = (0, 0);
+    for record in &records {
+        let damaged = mutate(record, &mut rng);
+        // One record per decoder: its features are inferred from it, so no
+        // kind can conflict.
+        let mut decoder = ExampleDecoder::new(None, BadRecords::Fail);
+        let ours = decoder.push(&damaged, None).and_then(|()| decoder.flush());
+        match (ours, DynamicMessage::decode(desc.clone(), damaged.as_slice())) {
+            (Ok(batch), Ok(message)) => {
+                check(&batch, &[message]);
+                accepted += 1;
+            }
+            (Err(e), Err(_)) => {
+                assert!(e.is_bad_record(), "{e}");
+                refused += 1;
+            }
+            // prost-reflect reads a map entry whatever its wire type.
+            (Err(e), Ok(_)) if e.to_string().contains("Features.feature: wire type") => refused += 1,
+            (ours, theirs) => panic!("{damaged:?}: ours {ours:?}, prost-reflect {theirs:?}"),
+        }
+    }
+    assert!(accepted > 100 && refused > 100, "{accepted} accepted, {refused} refused");
+}

@@ -199,6 +199,41 @@ fn array_record_files_decode_through_a_proto_decoder() {
 }
 
 #[test]
+fn damage_to_the_file_is_the_record_readers_business() {
+    let desc = message("t.All");
+    let (records, messages) = records(&desc, 13, 3000, 1);
+    let mut file = write_file(&desc, &records, "uncompressed,chunk_size:8k");
+    // Damage the middle of the file: a chunk or two is lost.
+    let middle = file.len() / 2;
+    file[middle..middle + 100].fill(0xaa);
+    // Failing: a corruption error, not a bad record; recover() goes on past it.
+    let mut reader = ArrowReader::new(RecordReader::new(Cursor::new(&file)), ArrowReaderOptions::default()).unwrap();
+    let mut rows = 0;
+    let mut errors = 0;
+    loop {
+        match reader.next_batch() {
+            Ok(Some(batch)) => rows += batch.num_rows(),
+            Ok(None) => break,
+            Err(e) => {
+                assert!(!e.is_bad_record() && matches!(e.kind(), ErrorKind::Records(r) if r.is_corruption()), "{e}");
+                errors += 1;
+                assert!(reader.get_mut().recover().unwrap().is_some());
+            }
+        }
+    }
+    assert_eq!(errors, 1);
+    assert!(rows < 3000 && rows > 2500, "{rows}");
+    // Skipping damage with the reader's recovery: the same rows, no error;
+    // the records before the damage are those of the file.
+    let mut inner = RecordReader::new(Cursor::new(&file));
+    inner.set_recovery(|_| true);
+    let options = ArrowReaderOptions { batch_size: 100_000, ..Default::default() };
+    let batches: Vec<RecordBatch> = ArrowReader::new(inner, options).unwrap().collect::<Result<_, _>>().unwrap();
+    assert_eq!(batches[0].num_rows(), rows);
+    check_batch(&batches[0].slice(0, 1000), &messages[..1000]);
+}
+
+#[test]
 fn the_type_comes_from_the_metadata_or_is_given() {
     let desc = message("t.P2");
     let (records, messages) = records(&desc, 6, 50, 2);
