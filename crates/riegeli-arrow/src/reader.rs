@@ -135,8 +135,13 @@ impl<R: Read> ArrowReader<R> {
     fn decoder(reader: &mut RecordReader<R>, options: ArrowReaderOptions) -> Result<(Decoder, usize)> {
         let message = match options.format {
             RecordFormat::Example(spec) => {
+                // With a spec, only the projected features are decoded at all.
+                let (spec, projection) = match (spec, options.projection) {
+                    (Some(spec), Some(names)) => (Some(project_spec(&spec, &names)?), None),
+                    other => other,
+                };
                 let decoder = ExampleDecoder::new(spec, options.bad_records);
-                return Ok((Decoder::Example { decoder, projection: options.projection }, options.batch_size.max(1)));
+                return Ok((Decoder::Example { decoder, projection }, options.batch_size.max(1)));
             }
             RecordFormat::Proto(message) => message,
             RecordFormat::FromMetadata => message_type_from_metadata(&reader.read_metadata()?.unwrap_or_default())?,
@@ -224,6 +229,19 @@ impl<R: Read> Iterator for ArrowReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_batch().transpose()
     }
+}
+
+/// The features of `spec` named in `names`, in that order.
+fn project_spec(spec: &[(String, FeatureKind)], names: &[String]) -> Result<Vec<(String, FeatureKind)>> {
+    names
+        .iter()
+        .map(|name| {
+            spec.iter()
+                .find(|(n, _)| n == name)
+                .cloned()
+                .ok_or_else(|| crate::error::Error::projection(format!("no feature {name:?} in the feature spec")))
+        })
+        .collect()
 }
 
 fn project_indices(schema: &SchemaRef, names: &[String]) -> Result<Vec<usize>> {

@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::columns::{ByteCol, Column, ListCol, Prim, StructCol};
+use crate::columns::{Column, ListCol};
 use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
 use crate::wire::{Cursor, LEN, MAX_DEPTH, WireError, zigzag32, zigzag64};
 
@@ -184,10 +184,10 @@ impl Walker {
         for (f, (field, column)) in plan.fields.iter().zip(columns.iter_mut()).enumerate() {
             let held = field.oneof.is_none_or(|o| level.oneofs.get(o) == Some(&field.number));
             match (&field.shape, &field.value, column) {
-                (Shape::Singular { .. }, Value::Scalar(scalar), column) => {
+                (Shape::Singular { .. }, Value::Scalar(_), column) => {
                     let found =
                         if held { level.found.get(f).copied().unwrap_or(Found::Nothing) } else { Found::Nothing };
-                    push_found(column, *scalar, found, record);
+                    push_found(column, found, record);
                 }
                 (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
                     let parts = || level.deferred.iter().filter(move |&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
@@ -228,24 +228,42 @@ impl Walker {
         };
         let mine = || deferred.iter().filter(|&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
         let count = mine().count();
-        // The last entry of each key wins; entries are few, keys are cheap to find.
+        let key_scalar = match entry.fields.first().map(|k| &k.value) {
+            Some(Value::Scalar(scalar)) => *scalar,
+            _ => Scalar::Bytes,
+        };
+        // The last entry of each key wins: found by comparing keys when the
+        // entries are few (the usual case), through a hash map otherwise.
+        const FEW: usize = 16;
+        let mut keys = [Key::Bits(0); FEW];
         let mut last: HashMap<Key<'_>, usize> = HashMap::new();
         if count > 1 {
-            let key_scalar = match entry.fields.first().map(|k| &k.value) {
-                Some(Value::Scalar(scalar)) => *scalar,
-                _ => Scalar::Bytes,
-            };
             for (i, (s, e)) in mine().enumerate() {
-                last.insert(map_key(record, s, e, key_scalar)?, i);
+                let key = map_key(record, s, e, key_scalar)?;
+                if count <= FEW {
+                    if let Some(k) = keys.get_mut(i) {
+                        *k = key;
+                    }
+                } else {
+                    last.insert(key, i);
+                }
             }
         }
+        let replaced = |i: usize, key: &Key<'_>| {
+            if count <= FEW {
+                keys.get(i + 1..count).is_some_and(|later| later.contains(key))
+            } else {
+                last.get(key) != Some(&i)
+            }
+        };
         for (i, (s, e)) in mine().enumerate() {
             if count > 1 {
-                let key_scalar = match entry.fields.first().map(|k| &k.value) {
-                    Some(Value::Scalar(scalar)) => *scalar,
-                    _ => Scalar::Bytes,
+                let key = keys.get(i).copied().filter(|_| count <= FEW);
+                let key = match key {
+                    Some(key) => key,
+                    None => map_key(record, s, e, key_scalar)?,
                 };
-                if last.get(&map_key(record, s, e, key_scalar)?) != Some(&i) {
+                if replaced(i, &key) {
                     // Replaced by a later entry, but checked all the same.
                     self.check(entry, (s, e), record, depth + 1)?;
                     continue;
@@ -279,7 +297,7 @@ impl Walker {
 }
 
 /// A map key, to find the last entry of each.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key<'a> {
     Bits(u64),
     Bytes(&'a [u8]),
@@ -403,11 +421,11 @@ fn read_repeated(
 }
 
 /// Pushes a singular field's row: its value, or null or the default.
-fn push_found(column: &mut Column, scalar: Scalar, found: Found, record: &[u8]) {
+fn push_found(column: &mut Column, found: Found, record: &[u8]) {
     match found {
         Found::Bits(bits) => push_bits(column, bits),
         Found::Range(s, e) => push_bytes(column, record.get(s..e).unwrap_or_default()),
-        Found::Nothing => push_absent(column, scalar),
+        Found::Nothing => push_absent(column),
     }
 }
 
@@ -434,22 +452,17 @@ fn push_bytes(column: &mut Column, bytes: &[u8]) {
 }
 
 /// A null if the column is nullable, else the default value.
-fn push_absent(column: &mut Column, _scalar: Scalar) {
-    fn prim<T: Copy + Default>(p: &mut Prim<T>) {
-        p.push_absent();
-    }
-    fn bytes(b: &mut ByteCol) {
-        b.push_absent();
-    }
+fn push_absent(column: &mut Column) {
     match column {
-        Column::Bool(p) => prim(p),
-        Column::Int32(p) => prim(p),
-        Column::Int64(p) => prim(p),
-        Column::UInt32(p) => prim(p),
-        Column::UInt64(p) => prim(p),
-        Column::Float32(p) => prim(p),
-        Column::Float64(p) => prim(p),
-        Column::Utf8(b) | Column::Binary(b) => bytes(b),
-        Column::Struct(StructCol { .. }) | Column::List(_) | Column::Map(_) => {}
+        Column::Bool(p) => p.push_absent(),
+        Column::Int32(p) => p.push_absent(),
+        Column::Int64(p) => p.push_absent(),
+        Column::UInt32(p) => p.push_absent(),
+        Column::UInt64(p) => p.push_absent(),
+        Column::Float32(p) => p.push_absent(),
+        Column::Float64(p) => p.push_absent(),
+        Column::Utf8(b) | Column::Binary(b) => b.push_absent(),
+        // Messages, lists and maps have rows of their own (step 2).
+        Column::Struct(_) | Column::List(_) | Column::Map(_) => {}
     }
 }

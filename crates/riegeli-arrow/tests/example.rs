@@ -295,7 +295,7 @@ fn conflicting_kinds_are_bad_records() {
 fn examples_read_from_files_simple_or_transposed() {
     let (records, messages) = records(3, 250, 2);
     let mut reference = None;
-    for options in ["", "transpose", "transpose,uncompressed,chunk_size:2k"] {
+    for (options, spec) in [("", false), ("transpose", false), ("transpose,uncompressed,chunk_size:2k", true)] {
         let mut writer = RecordWriter::new(Vec::new(), options.parse().unwrap()).unwrap();
         for record in &records {
             writer.write_record(record).unwrap();
@@ -303,12 +303,12 @@ fn examples_read_from_files_simple_or_transposed() {
         let file = writer.close().unwrap();
         let options = ArrowReaderOptions {
             batch_size: 100,
-            format: RecordFormat::Example(None),
+            format: RecordFormat::Example(spec.then(|| NAMES.iter().map(|(n, k)| (n.to_string(), *k)).collect())),
             projection: Some(vec!["text".into(), "label".into()]),
             ..Default::default()
         };
         let mut reader = ArrowReader::new(RecordReader::new(Cursor::new(&file)), options).unwrap();
-        assert!(reader.schema().is_none());
+        assert_eq!(reader.schema().is_some(), spec);
         let batches: Vec<RecordBatch> = reader.by_ref().collect::<Result<_, _>>().unwrap();
         let names: Vec<String> = reader.schema().unwrap().fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(names, ["text", "label"]);

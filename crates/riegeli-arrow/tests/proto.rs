@@ -95,6 +95,24 @@ fn hand_made_wire_cases() {
 }
 
 #[test]
+fn many_map_entries_keep_the_last_of_each_key() {
+    let desc = message("t.All");
+    // m_si with 40 entries of 7 keys, and m_bs with 20 entries of 2 keys.
+    let mut record = Vec::new();
+    for i in 0..40u8 {
+        record.extend([0xe2, 0x01, 0x06, 0x0a, 0x02, b'k', b'0' + i % 7, 0x10, i]);
+    }
+    for i in 0..20u8 {
+        record.extend([0xf2, 0x01, 0x05, 0x08, i % 2, 0x12, 0x01, b'a' + i]);
+    }
+    // More entries than the walker compares key by key, and fewer.
+    let records = vec![record.clone(), record[..9 * 12].to_vec()];
+    let messages: Vec<DynamicMessage> =
+        records.iter().map(|r| DynamicMessage::decode(desc.clone(), r.as_slice()).unwrap()).collect();
+    check_batch(&decode_all(&desc, &records, None), &messages);
+}
+
+#[test]
 fn simple_and_transposed_files_give_the_same_batches() {
     let desc = message("t.All");
     let (records, messages) = records(&desc, 3, 500, 2);
