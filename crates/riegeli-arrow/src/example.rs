@@ -9,7 +9,7 @@
 //! Int64List { repeated int64 value = 1 [packed]; }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -398,10 +398,15 @@ impl ExampleDecoder {
 
     /// The batch of the records pushed since the last flush (possibly
     /// empty); the first flush infers the features if no spec was given.
+    ///
+    /// Records of the first batch that do not fit the inferred features
+    /// fail here under [`BadRecords::Fail`]: the error names the first, and
+    /// the records after it stay for the next flush.
     pub fn flush(&mut self) -> Result<RecordBatch> {
         if self.columns.is_none() {
-            self.infer()?;
+            self.infer();
         }
+        self.decode_pending()?;
         let Some(columns) = &mut self.columns else { return Ok(RecordBatch::new_empty(Arc::new(Schema::empty()))) };
         let rows = std::mem::take(&mut self.rows);
         let arrays = columns
@@ -413,12 +418,12 @@ impl ExampleDecoder {
         finish_batch(columns.schema.clone(), arrays, rows)
     }
 
-    /// Infers the features from the pending records and decodes them.
-    fn infer(&mut self) -> Result<()> {
+    /// Infers the features from the pending records: each feature whose
+    /// kind is set in one of them, with the kind it has first.
+    fn infer(&mut self) {
         let mut spec: Vec<(String, FeatureKind)> = Vec::new();
-        let mut seen: HashMap<String, usize> = HashMap::new();
-        let mut conflicts: Vec<Option<WireError>> = vec![None; self.pending.len()];
-        for (i, (record, _, _)) in self.pending.iter().enumerate() {
+        let mut seen: HashSet<String> = HashSet::new();
+        for (record, _, _) in &self.pending {
             // Parsed before, without error.
             if self.parser.parse(record).is_err() {
                 continue;
@@ -426,47 +431,37 @@ impl ExampleDecoder {
             for found in &self.parser.features {
                 let Some(kind) = found.kind else { continue };
                 let name = String::from_utf8_lossy(slice(record, found.name)).into_owned();
-                match seen.get(&name) {
-                    None => {
-                        seen.insert(name.clone(), spec.len());
-                        spec.push((name, kind));
-                    }
-                    Some(&j) if spec.get(j).is_some_and(|(_, k)| *k != kind) => {
-                        let first = spec.get(j).map_or("", |(_, k)| k.name());
-                        if let Some(c) = conflicts.get_mut(i) {
-                            *c = Some(WireError::new(
-                                found.name.0,
-                                format!("feature {name:?} is a {} where earlier records have {first}", kind.name()),
-                            ));
-                        }
-                    }
-                    Some(_) => {}
+                if seen.insert(name.clone()) {
+                    spec.push((name, kind));
                 }
             }
         }
-        let mut columns = Columns::new(&spec, false);
-        let pending = std::mem::take(&mut self.pending);
-        let mut first_error = None;
-        for ((record, position, index), conflict) in pending.into_iter().zip(conflicts) {
-            let result = match conflict {
-                Some(wire) => Err(wire),
-                None => self.parser.parse(&record).and_then(|()| columns.decode(&record, &self.parser.features)),
-            };
+        self.columns = Some(Columns::new(&spec, false));
+    }
+
+    /// Decodes the records kept for inference, in order, up to the first
+    /// that fails under [`BadRecords::Fail`].
+    fn decode_pending(&mut self) -> Result<()> {
+        let Some(columns) = &mut self.columns else { return Ok(()) };
+        let mut pending = std::mem::take(&mut self.pending).into_iter();
+        while let Some((record, position, index)) = pending.next() {
+            let result = self.parser.parse(&record).and_then(|()| columns.decode(&record, &self.parser.features));
             match result {
                 Ok(()) => self.rows += 1,
                 Err(wire) => {
                     columns.columns.iter_mut().for_each(|c| c.truncate(self.rows));
-                    if let Err(error) = self.bad(index, position, &wire) {
-                        first_error.get_or_insert(error);
+                    let error = bad_record(index, position, &wire);
+                    match self.bad_records {
+                        BadRecords::Fail => {
+                            self.pending = pending.collect();
+                            return Err(error);
+                        }
+                        BadRecords::Skip => self.skipped.note(&error),
                     }
                 }
             }
         }
-        self.columns = Some(columns);
-        match first_error {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// The records left out so far under [`BadRecords::Skip`].

@@ -270,10 +270,19 @@ fn conflicting_kinds_are_bad_records() {
     let err = decoder.flush().unwrap_err();
     assert!(err.is_bad_record());
     assert!(
-        err.to_string().contains("record 1: feature \"a\" is a float_list where earlier records have int64_list"),
+        err.to_string().contains("record 1: feature \"a\" is a float_list where its column holds int64_list"),
         "{err}"
     );
     assert_eq!(decoder.flush().unwrap().num_rows(), 1);
+    // Each conflicting record of the first batch is an error of its own;
+    // the records after one stay for the next flush.
+    let mut decoder = ExampleDecoder::new(None, BadRecords::Fail);
+    for record in [&int64[..], &float, &int64, &float, &int64] {
+        decoder.push(record, None).unwrap();
+    }
+    assert!(decoder.flush().unwrap_err().to_string().starts_with("record 1: "));
+    assert!(decoder.flush().unwrap_err().to_string().starts_with("record 3: "));
+    assert_eq!(decoder.flush().unwrap().num_rows(), 3);
     // In a later batch: when pushed; an unknown feature too.
     let err = decoder.push(&float, None).unwrap_err();
     assert!(err.to_string().contains("is a float_list where its column holds int64_list"), "{err}");
