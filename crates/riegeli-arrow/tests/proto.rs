@@ -303,6 +303,37 @@ fn recursive_types_need_a_projection() {
     assert_eq!(read_file(&file, options), [batch]);
 }
 
+#[test]
+fn plans_nest_at_most_100_deep() {
+    let desc = message("t.Node");
+    let path = |depth: usize| format!("{}v", "next.".repeat(depth));
+    let err = ProtoDecoder::new(&desc, Some(&[path(101)]), BadRecords::Fail).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Type(_)) && err.to_string().contains("deeper than 100"), "{err}");
+    let decoder = ProtoDecoder::new(&desc, Some(&[path(99)]), BadRecords::Fail).unwrap();
+    // A record nested as deep as the plan decodes; prost-reflect agrees.
+    let mut record = vec![0x08, 0x07];
+    for _ in 0..99 {
+        let mut outer = vec![0x12];
+        outer.extend(varint(record.len() as u64));
+        outer.extend(&record);
+        record = outer;
+    }
+    let message = DynamicMessage::decode(desc.clone(), record.as_slice()).unwrap();
+    let mut decoder = decoder;
+    decoder.push(&record, None).unwrap();
+    check_batch(&decoder.flush().unwrap(), &[message]);
+}
+
+fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+    out
+}
+
 /// A record with the given problem, and the words its error must contain.
 fn bad_cases() -> Vec<(Vec<u8>, &'static str)> {
     let mut deep = Vec::new();
