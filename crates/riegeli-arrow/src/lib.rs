@@ -1,0 +1,82 @@
+//! Records of Riegeli/records files as Apache Arrow columns.
+//!
+//! Most Riegeli files hold serialized protocol buffers, and many carry their
+//! type in the file's metadata. This crate turns such records into Arrow
+//! [`RecordBatch`](arrow_array::RecordBatch)es, one column per field:
+//!
+//! - [`ArrowReader`] reads a `RecordReader`'s records in batches, finding the
+//!   message type in the file's metadata when none is given. A projection
+//!   (field paths such as `a` and `b.c`) keeps only some columns, and makes a
+//!   transposed chunk decompress only the buckets of those fields.
+//! - [`ProtoDecoder`] is the same on records from anywhere (an
+//!   `ArrayRecordReader`'s, for example): push records, flush batches.
+//! - [`ExampleDecoder`] does it for `tf.train.Example` records (what TFDS
+//!   writes, usually with no descriptor): a column per feature.
+//!
+//! Records are parsed by a hand-written protobuf wire walker that writes
+//! straight into Arrow buffers; a record that is not a valid message is an
+//! error naming it, or is skipped and counted ([`BadRecords`]).
+//!
+//! # Example
+//!
+//! ```
+//! use prost::Message;
+//! use riegeli_arrow::{ArrowReader, ArrowReaderOptions};
+//! use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata, set_record_type};
+//! # use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+//! # use prost_types::field_descriptor_proto::{Label, Type};
+//! # let field = |name: &str, number| FieldDescriptorProto {
+//! #     name: Some(name.into()), number: Some(number), label: Some(Label::Optional as i32),
+//! #     r#type: Some(Type::Int32 as i32), ..Default::default()
+//! # };
+//! // `file` defines `message Point { int32 x = 1; int32 y = 2; }` (proto3).
+//! # let file = FileDescriptorProto {
+//! #     name: Some("demo.proto".into()), package: Some("demo".into()), syntax: Some("proto3".into()),
+//! #     message_type: vec![DescriptorProto {
+//! #         name: Some("Point".into()), field: vec![field("x", 1), field("y", 2)], ..Default::default()
+//! #     }],
+//! #     ..Default::default()
+//! # };
+//! let mut metadata = RecordsMetadata::default();
+//! set_record_type(&mut metadata, "demo.Point", &[file])?;
+//! let options: RecordWriterOptions = "transpose".parse()?;
+//! let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { metadata: Some(metadata.encode_to_vec()), ..options })?;
+//! for i in 0..10 {
+//!     writer.write_record(&[0x08, i, 0x10, 2 * i])?; // x: i, y: 2i
+//! }
+//! let file = writer.close()?;
+//!
+//! let reader = RecordReader::new(std::io::Cursor::new(file));
+//! let options = ArrowReaderOptions { batch_size: 4, ..Default::default() };
+//! let batches = ArrowReader::new(reader, options)?.collect::<Result<Vec<_>, _>>()?;
+//! assert_eq!(batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [4, 4, 2]);
+//! assert_eq!(batches[0].schema().field(1).name(), "y");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Columns
+//!
+//! See [`ProtoDecoder::new`] for the Arrow type of each protobuf type. In
+//! short: scalars as the Arrow type of their width and sign, strings Utf8,
+//! bytes Binary, enums Int32 (their numbers), messages Struct, repeated
+//! fields List, maps Map; a field is nullable exactly when it has presence.
+
+#![forbid(unsafe_code)]
+
+mod columns;
+mod decoder;
+mod descriptor;
+mod error;
+mod example;
+mod plan;
+mod reader;
+mod walker;
+mod wire;
+
+pub use crate::{
+    decoder::{BadRecords, ProtoDecoder, SkippedRecords},
+    descriptor::{message_type, message_type_from_metadata},
+    error::{Error, ErrorKind, Result},
+    example::{ExampleDecoder, FeatureKind},
+    reader::{ArrowReader, ArrowReaderOptions, RecordFormat},
+};

@@ -1,0 +1,256 @@
+//! `ArrowReader`: a `RecordReader`'s records as `RecordBatch`es.
+
+use std::io::{Read, Seek};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use prost_reflect::MessageDescriptor;
+use riegeli_records::RecordReader;
+
+use crate::decoder::{BadRecords, ProtoDecoder, SkippedRecords};
+use crate::descriptor::message_type_from_metadata;
+use crate::error::Result;
+use crate::example::{ExampleDecoder, FeatureKind};
+
+/// What the records are.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum RecordFormat {
+    /// Protobuf messages of the type the file's metadata names (the
+    /// default); an [`ErrorKind::Type`](crate::ErrorKind::Type) error if it
+    /// names none.
+    #[default]
+    FromMetadata,
+    /// Protobuf messages of this type.
+    Proto(MessageDescriptor),
+    /// `tf.train.Example`s, with the columns of this feature spec, or
+    /// inferred from the first batch (see [`ExampleDecoder`]).
+    Example(Option<Vec<(String, FeatureKind)>>),
+}
+
+/// Options of an [`ArrowReader`], set as fields.
+#[derive(Debug, Clone)]
+pub struct ArrowReaderOptions {
+    /// Rows per batch (default 8192; the last batch may have fewer).
+    pub batch_size: usize,
+    /// The fields to read (default `None`: all): field paths as
+    /// [`ProtoDecoder::new`] takes them, or feature names for
+    /// [`RecordFormat::Example`] (the spec's, or those inferred, that are
+    /// listed, in their order).
+    pub projection: Option<Vec<String>>,
+    /// What to do with a record that cannot be decoded (default: fail).
+    pub bad_records: BadRecords,
+    /// What the records are (default: the type in the file's metadata).
+    pub format: RecordFormat,
+}
+
+impl Default for ArrowReaderOptions {
+    fn default() -> Self {
+        Self { batch_size: 8192, projection: None, bad_records: BadRecords::Fail, format: RecordFormat::FromMetadata }
+    }
+}
+
+#[derive(Debug)]
+enum Decoder {
+    Proto(ProtoDecoder),
+    Example { decoder: ExampleDecoder, projection: Option<Vec<String>> },
+}
+
+/// Reads a Riegeli/records file's records as Arrow [`RecordBatch`]es.
+///
+/// Errors of the file (I/O, corruption) are the `RecordReader`'s: give it a
+/// recovery callback (`set_recovery`) to skip damage. Errors of records are
+/// this crate's, under [`ArrowReaderOptions::bad_records`]. After an error,
+/// reading can go on: the next call continues after the bad record.
+///
+/// ```
+/// use riegeli_arrow::{ArrowReader, ArrowReaderOptions};
+/// use riegeli_records::{RecordReader, RecordWriter, RecordWriterOptions, RecordsMetadata, set_record_type};
+/// use prost::Message;
+/// # use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+/// # use prost_types::field_descriptor_proto::{Label, Type};
+/// # let field = |name: &str, number| FieldDescriptorProto {
+/// #     name: Some(name.into()), number: Some(number), label: Some(Label::Optional as i32),
+/// #     r#type: Some(Type::Int32 as i32), ..Default::default()
+/// # };
+/// // `file` defines `message Point { int32 x = 1; int32 y = 2; }` (proto3).
+/// # let file = FileDescriptorProto {
+/// #     name: Some("demo.proto".into()), package: Some("demo".into()), syntax: Some("proto3".into()),
+/// #     message_type: vec![DescriptorProto {
+/// #         name: Some("Point".into()), field: vec![field("x", 1), field("y", 2)], ..Default::default()
+/// #     }],
+/// #     ..Default::default()
+/// # };
+/// let mut metadata = RecordsMetadata::default();
+/// set_record_type(&mut metadata, "demo.Point", &[file])?;
+/// let mut options = RecordWriterOptions::default();
+/// options.metadata = Some(metadata.encode_to_vec());
+/// let mut writer = RecordWriter::new(Vec::new(), options)?;
+/// writer.write_record(&[0x08, 0x03, 0x10, 0x04])?; // x: 3, y: 4
+/// let file = writer.close()?;
+///
+/// let mut options = ArrowReaderOptions::default();
+/// options.projection = Some(vec!["y".to_owned()]);
+/// let reader = ArrowReader::new(RecordReader::new(std::io::Cursor::new(file)), options)?;
+/// let batches = reader.collect::<Result<Vec<_>, _>>()?;
+/// assert_eq!(batches[0].num_rows(), 1);
+/// assert_eq!(batches[0].schema().fields().len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ArrowReader<R> {
+    reader: RecordReader<R>,
+    decoder: Decoder,
+    batch_size: usize,
+    done: bool,
+}
+
+impl<R: Read + Seek> ArrowReader<R> {
+    /// Reads `reader`'s records as described by `options`, from its next
+    /// record. The record type, unless given, comes from the file's metadata
+    /// (read now). A projected read of protobuf messages tells the reader the
+    /// field numbers it needs, so that transposed chunks decompress only
+    /// those fields' buckets.
+    pub fn new(mut reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
+        let (decoder, batch_size) = Self::decoder(&mut reader, options)?;
+        if let Decoder::Proto(proto) = &decoder
+            && !proto.field_projection().includes_all()
+        {
+            reader.set_field_projection(proto.field_projection().clone())?;
+        }
+        Ok(Self { reader, decoder, batch_size, done: false })
+    }
+}
+
+impl<R: Read> ArrowReader<R> {
+    /// [`new`](ArrowReader::new) for a reader that cannot seek: the same
+    /// batches, but every field of transposed chunks is decoded unless the
+    /// reader was built with `field_projection` set (as
+    /// [`ProtoDecoder::field_projection`] gives it).
+    pub fn without_seeking(mut reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
+        let (decoder, batch_size) = Self::decoder(&mut reader, options)?;
+        Ok(Self { reader, decoder, batch_size, done: false })
+    }
+
+    fn decoder(reader: &mut RecordReader<R>, options: ArrowReaderOptions) -> Result<(Decoder, usize)> {
+        let message = match options.format {
+            RecordFormat::Example(spec) => {
+                // With a spec, only the projected features are decoded at all.
+                let (spec, projection) = match (spec, options.projection) {
+                    (Some(spec), Some(names)) => (Some(project_spec(&spec, &names)?), None),
+                    other => other,
+                };
+                let decoder = ExampleDecoder::new(spec, options.bad_records);
+                return Ok((Decoder::Example { decoder, projection }, options.batch_size.max(1)));
+            }
+            RecordFormat::Proto(message) => message,
+            RecordFormat::FromMetadata => message_type_from_metadata(&reader.read_metadata()?.unwrap_or_default())?,
+        };
+        let decoder = ProtoDecoder::new(&message, options.projection.as_deref(), options.bad_records)?;
+        Ok((Decoder::Proto(decoder), options.batch_size.max(1)))
+    }
+
+    /// The schema of the batches; for `tf.train.Example`s with inferred
+    /// features, known once the first batch was read.
+    pub fn schema(&self) -> Option<SchemaRef> {
+        match &self.decoder {
+            Decoder::Proto(d) => Some(d.schema()),
+            Decoder::Example { decoder, projection } => {
+                let schema = decoder.schema()?;
+                match projection {
+                    None => Some(schema),
+                    Some(names) => project_schema(&schema, names).ok(),
+                }
+            }
+        }
+    }
+
+    /// The next batch, or `None` at the end of the file.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        while !self.done && self.num_rows() < self.batch_size {
+            let Some(record) = self.reader.read_record()? else {
+                self.done = true;
+                break;
+            };
+            let position = self.reader.last_pos();
+            match &mut self.decoder {
+                Decoder::Proto(d) => d.push(&record, position)?,
+                Decoder::Example { decoder, .. } => decoder.push(&record, position)?,
+            }
+        }
+        if self.num_rows() == 0 && self.done {
+            return Ok(None);
+        }
+        match &mut self.decoder {
+            Decoder::Proto(d) => d.flush().map(Some),
+            Decoder::Example { decoder, projection } => {
+                let batch = decoder.flush()?;
+                match projection {
+                    None => Ok(Some(batch)),
+                    Some(names) => {
+                        let indices = project_indices(&batch.schema(), names)?;
+                        Ok(Some(batch.project(&indices)?))
+                    }
+                }
+            }
+        }
+    }
+
+    fn num_rows(&self) -> usize {
+        match &self.decoder {
+            Decoder::Proto(d) => d.num_rows(),
+            Decoder::Example { decoder, .. } => decoder.num_rows(),
+        }
+    }
+
+    /// The records left out so far under [`BadRecords::Skip`].
+    pub fn skipped(&self) -> &SkippedRecords {
+        match &self.decoder {
+            Decoder::Proto(d) => d.skipped(),
+            Decoder::Example { decoder, .. } => decoder.skipped(),
+        }
+    }
+
+    /// The underlying record reader, e.g. to call its `recover()` after a
+    /// corruption error (reading then goes on past the damage).
+    pub fn get_mut(&mut self) -> &mut RecordReader<R> {
+        &mut self.reader
+    }
+
+    /// The underlying record reader.
+    pub fn into_inner(self) -> RecordReader<R> {
+        self.reader
+    }
+}
+
+impl<R: Read> Iterator for ArrowReader<R> {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_batch().transpose()
+    }
+}
+
+/// The features of `spec` named in `names`, in that order.
+fn project_spec(spec: &[(String, FeatureKind)], names: &[String]) -> Result<Vec<(String, FeatureKind)>> {
+    names
+        .iter()
+        .map(|name| {
+            spec.iter()
+                .find(|(n, _)| n == name)
+                .cloned()
+                .ok_or_else(|| crate::error::Error::projection(format!("no feature {name:?} in the feature spec")))
+        })
+        .collect()
+}
+
+fn project_indices(schema: &SchemaRef, names: &[String]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|name| schema.index_of(name).map_err(|_| crate::error::Error::projection(format!("no feature {name:?}"))))
+        .collect()
+}
+
+fn project_schema(schema: &SchemaRef, names: &[String]) -> Result<SchemaRef> {
+    Ok(std::sync::Arc::new(schema.project(&project_indices(schema, names)?)?))
+}

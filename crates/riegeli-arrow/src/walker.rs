@@ -1,0 +1,468 @@
+//! The wire walker: a serialized message straight into column builders, by
+//! its plan, with protobuf's merge semantics and no per-record message
+//! object.
+//!
+//! A message (the record, or a nested one) is walked in two steps:
+//! 1. Its bytes are scanned once. A singular scalar's value goes into the
+//!    field's slot (a later occurrence overwrites it: last one wins), a
+//!    singular message's or a map entry's bytes are noted (their offsets),
+//!    and repeated values go straight into the list's child column, as do
+//!    the elements of a repeated message (each walked as it comes: elements
+//!    are never merged). A oneof member clears what its oneof held unless it
+//!    was that same member.
+//! 2. Every projected field then gets its row: the slot's value (or null, or
+//!    the default), a singular message walked over all its occurrences in
+//!    order (merging them, as parsing their concatenation does), a map's
+//!    entries (the last entry of each key), a list's end offset.
+//!
+//! Items of one row of a list therefore stay contiguous: the only nested
+//! walks during step 1 are whole repeated elements, and those of step 2 go
+//! one field at a time.
+
+use std::collections::HashMap;
+
+use crate::columns::{Column, ListCol};
+use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
+use crate::wire::{Cursor, LEN, MAX_DEPTH, WireError, zigzag32, zigzag64};
+
+/// What step 1 found for a singular scalar field.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    Nothing,
+    /// A number: the bits of the value (see [`read_scalar`]).
+    Bits(u64),
+    /// Offsets of a string's or bytes' value in the record.
+    Range(usize, usize),
+}
+
+/// The state of one message being walked, reused by every message at its depth.
+#[derive(Debug, Default)]
+struct Level {
+    /// The occurrences of the message being walked (offsets in the record).
+    parts: Vec<(usize, usize)>,
+    found: Vec<Found>,
+    /// The field number each oneof holds (0: none).
+    oneofs: Vec<u32>,
+    /// Singular messages and map entries: (field index, offsets), in order.
+    deferred: Vec<(usize, usize, usize)>,
+    /// Occurrences of oneof message members that a later member cleared:
+    /// checked (walked into scratch columns) but not kept.
+    cleared: Vec<(usize, usize, usize)>,
+}
+
+/// Walks records into columns; holds the scratch state of every depth.
+#[derive(Debug, Default)]
+pub(crate) struct Walker {
+    levels: Vec<Level>,
+}
+
+impl Walker {
+    /// Walks `record`, a message of `plan`, into `columns` (one per field of
+    /// `plan`) as one row. On error, the columns may hold part of the row:
+    /// the caller truncates them.
+    pub(crate) fn walk_record(
+        &mut self,
+        plan: &MessagePlan,
+        columns: &mut [Column],
+        record: &[u8],
+    ) -> Result<(), WireError> {
+        self.set_parts(0, [(0, record.len())].into_iter());
+        self.walk(plan, columns, record, 0)
+    }
+
+    fn set_parts(&mut self, depth: usize, parts: impl Iterator<Item = (usize, usize)>) {
+        if self.levels.len() <= depth {
+            self.levels.resize_with(depth + 1, Level::default);
+        }
+        if let Some(level) = self.levels.get_mut(depth) {
+            level.parts.clear();
+            level.parts.extend(parts);
+        }
+    }
+
+    /// Walks the message whose parts are in level `depth` into `columns`.
+    fn walk(
+        &mut self,
+        plan: &MessagePlan,
+        columns: &mut [Column],
+        record: &[u8],
+        depth: usize,
+    ) -> Result<(), WireError> {
+        if depth >= MAX_DEPTH {
+            return Err(WireError::new(0, format!("messages nest deeper than {MAX_DEPTH}")));
+        }
+        let Some(level) = self.levels.get_mut(depth) else { return Ok(()) };
+        let mut level = std::mem::take(level);
+        let result = self.walk_level(plan, columns, record, depth, &mut level);
+        if let Some(slot) = self.levels.get_mut(depth) {
+            *slot = level;
+        }
+        result
+    }
+
+    fn walk_level(
+        &mut self,
+        plan: &MessagePlan,
+        columns: &mut [Column],
+        record: &[u8],
+        depth: usize,
+        level: &mut Level,
+    ) -> Result<(), WireError> {
+        level.found.clear();
+        level.found.resize(plan.fields.len(), Found::Nothing);
+        level.oneofs.clear();
+        level.oneofs.resize(plan.num_oneofs, 0);
+        level.deferred.clear();
+        level.cleared.clear();
+        // Step 1: scan.
+        for i in 0..level.parts.len() {
+            let Some(&(start, end)) = level.parts.get(i) else { break };
+            let mut cursor = Cursor::new(record, start, end);
+            while !cursor.is_empty() {
+                let (number, wire_type) = cursor.tag()?;
+                let slot = plan.lookup.get(number);
+                if let Some(o) = slot.oneof
+                    && let Some(held) = level.oneofs.get_mut(o)
+                    && *held != number
+                {
+                    // Another member of the oneof: this one starts afresh.
+                    *held = number;
+                    if let Some(f) = slot.field {
+                        if let Some(found) = level.found.get_mut(f) {
+                            *found = Found::Nothing;
+                        }
+                        let (cleared, deferred) = (&mut level.cleared, &mut level.deferred);
+                        deferred.retain(|&entry| {
+                            entry.0 != f || {
+                                cleared.push(entry);
+                                false
+                            }
+                        });
+                    }
+                }
+                let (Some(f), Some(field)) = (slot.field, slot.field.and_then(|f| plan.fields.get(f))) else {
+                    cursor.skip(number, wire_type, depth)?;
+                    continue;
+                };
+                let column = columns.get_mut(f);
+                match (&field.shape, &field.value, column) {
+                    (Shape::Singular { .. }, Value::Scalar(scalar), _) => {
+                        let found = read_found(&mut cursor, *scalar, wire_type, field, record)?;
+                        if let Some(slot) = level.found.get_mut(f) {
+                            *slot = found;
+                        }
+                    }
+                    (Shape::Singular { .. } | Shape::Map, Value::Message(_), _) => {
+                        expect_wire_type(&cursor, field, wire_type, LEN, "a message")?;
+                        let (s, e) = cursor.len_delimited()?;
+                        level.deferred.push((f, s, e));
+                    }
+                    (Shape::Repeated, Value::Scalar(scalar), Some(Column::List(list))) => {
+                        read_repeated(&mut cursor, *scalar, wire_type, field, record, &mut list.child)?;
+                    }
+                    (Shape::Repeated, Value::Message(child), Some(Column::List(list))) => {
+                        expect_wire_type(&cursor, field, wire_type, LEN, "a message")?;
+                        let part = cursor.len_delimited()?;
+                        let Column::Struct(items) = &mut *list.child else { return Err(mismatch(field)) };
+                        self.set_parts(depth + 1, std::iter::once(part));
+                        self.walk(child, &mut items.children, record, depth + 1)?;
+                        items.push_row(true);
+                    }
+                    _ => return Err(mismatch(field)),
+                }
+            }
+        }
+        // Cleared oneof members are still checked, as a parser that builds
+        // messages would have parsed them (and failed) before clearing them.
+        for i in 0..level.cleared.len() {
+            let Some(&(f, s, e)) = level.cleared.get(i) else { break };
+            if let Some(FieldPlan { value: Value::Message(child), .. }) = plan.fields.get(f) {
+                self.check(child, (s, e), record, depth + 1)?;
+            }
+        }
+        // Step 2: one row for every field.
+        for (f, (field, column)) in plan.fields.iter().zip(columns.iter_mut()).enumerate() {
+            let held = field.oneof.is_none_or(|o| level.oneofs.get(o) == Some(&field.number));
+            match (&field.shape, &field.value, column) {
+                (Shape::Singular { .. }, Value::Scalar(_), column) => {
+                    let found =
+                        if held { level.found.get(f).copied().unwrap_or(Found::Nothing) } else { Found::Nothing };
+                    push_found(column, found, record);
+                }
+                (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
+                    let parts = || level.deferred.iter().filter(move |&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
+                    if !held {
+                        // A member another one cleared: checked, not kept.
+                        for part in parts() {
+                            self.check(child, part, record, depth + 1)?;
+                        }
+                    }
+                    self.set_parts(depth + 1, parts().filter(|_| held));
+                    let present = self.levels.get(depth + 1).is_some_and(|l| !l.parts.is_empty());
+                    self.walk(child, &mut s.children, record, depth + 1)?;
+                    s.push_row(present || !presence);
+                }
+                (Shape::Repeated, _, Column::List(list)) => list.push_row(true),
+                (Shape::Map, Value::Message(entry), Column::Map(map)) => {
+                    self.walk_map(f, entry, &level.deferred, map, record, depth)?;
+                }
+                _ => return Err(mismatch(field)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks the entries of map field `f` (the last entry of each key, in
+    /// the order of those) as rows of the map's entries, and ends its row.
+    fn walk_map(
+        &mut self,
+        f: usize,
+        entry: &MessagePlan,
+        deferred: &[(usize, usize, usize)],
+        map: &mut ListCol,
+        record: &[u8],
+        depth: usize,
+    ) -> Result<(), WireError> {
+        let Column::Struct(entries) = &mut *map.child else {
+            return Err(WireError::new(0, "map entries are not a struct column"));
+        };
+        let mine = || deferred.iter().filter(|&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
+        let count = mine().count();
+        let key_scalar = match entry.fields.first().map(|k| &k.value) {
+            Some(Value::Scalar(scalar)) => *scalar,
+            _ => Scalar::Bytes,
+        };
+        // The last entry of each key wins: found by comparing keys when the
+        // entries are few (the usual case), through a hash map otherwise.
+        const FEW: usize = 16;
+        let mut keys = [Key::Bits(0); FEW];
+        let mut last: HashMap<Key<'_>, usize> = HashMap::new();
+        if count > 1 {
+            for (i, (s, e)) in mine().enumerate() {
+                let key = map_key(record, s, e, key_scalar)?;
+                if count <= FEW {
+                    if let Some(k) = keys.get_mut(i) {
+                        *k = key;
+                    }
+                } else {
+                    last.insert(key, i);
+                }
+            }
+        }
+        let replaced = |i: usize, key: &Key<'_>| {
+            if count <= FEW {
+                keys.get(i + 1..count).is_some_and(|later| later.contains(key))
+            } else {
+                last.get(key) != Some(&i)
+            }
+        };
+        for (i, (s, e)) in mine().enumerate() {
+            if count > 1 {
+                let key = keys.get(i).copied().filter(|_| count <= FEW);
+                let key = match key {
+                    Some(key) => key,
+                    None => map_key(record, s, e, key_scalar)?,
+                };
+                if replaced(i, &key) {
+                    // Replaced by a later entry, but checked all the same.
+                    self.check(entry, (s, e), record, depth + 1)?;
+                    continue;
+                }
+            }
+            self.set_parts(depth + 1, std::iter::once((s, e)));
+            self.walk(entry, &mut entries.children, record, depth + 1)?;
+            entries.push_row(true);
+        }
+        map.push_row(true);
+        Ok(())
+    }
+}
+
+impl Walker {
+    /// Checks the message at `part` (of type `plan`) by walking it into
+    /// scratch columns that are then dropped: for values that are parsed
+    /// but not kept (rare: replaced map entries, cleared oneof members).
+    #[cold]
+    fn check(
+        &mut self,
+        plan: &MessagePlan,
+        part: (usize, usize),
+        record: &[u8],
+        depth: usize,
+    ) -> Result<(), WireError> {
+        let mut scratch: Vec<Column> = plan.fields.iter().map(|f| Column::new(&f.arrow)).collect();
+        self.set_parts(depth, std::iter::once(part));
+        self.walk(plan, &mut scratch, record, depth)
+    }
+}
+
+/// A map key, to find the last entry of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key<'a> {
+    Bits(u64),
+    Bytes(&'a [u8]),
+}
+
+/// The key (field 1, the last occurrence; the default if none) of the map
+/// entry at `record[start..end]`.
+fn map_key(record: &[u8], start: usize, end: usize, scalar: Scalar) -> Result<Key<'_>, WireError> {
+    let mut key = match scalar {
+        Scalar::String | Scalar::Bytes => Key::Bytes(&[]),
+        _ => Key::Bits(0),
+    };
+    let mut cursor = Cursor::new(record, start, end);
+    while !cursor.is_empty() {
+        let (number, wire_type) = cursor.tag()?;
+        if number != 1 || wire_type != scalar.wire_type() {
+            // Errors in the entry are reported when it is walked.
+            cursor.skip(number, wire_type, MAX_DEPTH - 1)?;
+            continue;
+        }
+        key = match scalar {
+            Scalar::String | Scalar::Bytes => {
+                let (s, e) = cursor.len_delimited()?;
+                Key::Bytes(record.get(s..e).unwrap_or_default())
+            }
+            _ => Key::Bits(read_scalar(&mut cursor, scalar)?),
+        };
+    }
+    Ok(key)
+}
+
+#[cold]
+fn mismatch(field: &FieldPlan) -> WireError {
+    WireError::new(0, format!("internal error: field {} has a column of another type", field.path))
+}
+
+fn expect_wire_type(cursor: &Cursor<'_>, field: &FieldPlan, got: u8, want: u8, what: &str) -> Result<(), WireError> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(WireError::new(
+            cursor.pos,
+            format!("field {}: wire type {got} where {what} has wire type {want}", field.path),
+        ))
+    }
+}
+
+/// Reads one number of `scalar` (not a string or bytes) as the bits the
+/// columns store: 32-bit values in the low half, floats as their bits,
+/// booleans as 0 or 1, signed values as two's complement.
+#[inline]
+fn read_scalar(cursor: &mut Cursor<'_>, scalar: Scalar) -> Result<u64, WireError> {
+    Ok(match scalar {
+        Scalar::Int32 | Scalar::Enum | Scalar::Uint32 => cursor.varint()? & 0xffff_ffff,
+        Scalar::Int64 | Scalar::Uint64 => cursor.varint()?,
+        #[allow(clippy::cast_possible_truncation, reason = "sint32 is the low 32 bits, as in protobuf")]
+        Scalar::Sint32 => u64::from(zigzag32(cursor.varint()? as u32).cast_unsigned()),
+        Scalar::Sint64 => zigzag64(cursor.varint()?).cast_unsigned(),
+        Scalar::Bool => u64::from(cursor.varint()? != 0),
+        Scalar::Fixed32 | Scalar::Sfixed32 | Scalar::Float => u64::from(cursor.fixed32()?),
+        Scalar::Fixed64 | Scalar::Sfixed64 | Scalar::Double => cursor.fixed64()?,
+        Scalar::String | Scalar::Bytes => 0,
+    })
+}
+
+/// Reads one value of a singular field.
+fn read_found(
+    cursor: &mut Cursor<'_>,
+    scalar: Scalar,
+    wire_type: u8,
+    field: &FieldPlan,
+    record: &[u8],
+) -> Result<Found, WireError> {
+    expect_wire_type(cursor, field, wire_type, scalar.wire_type(), scalar.name())?;
+    match scalar {
+        Scalar::String | Scalar::Bytes => {
+            let (s, e) = cursor.len_delimited()?;
+            if scalar == Scalar::String {
+                check_utf8(record, s, e, field)?;
+            }
+            Ok(Found::Range(s, e))
+        }
+        _ => read_scalar(cursor, scalar).map(Found::Bits),
+    }
+}
+
+fn check_utf8(record: &[u8], start: usize, end: usize, field: &FieldPlan) -> Result<(), WireError> {
+    match std::str::from_utf8(record.get(start..end).unwrap_or_default()) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            Err(WireError::new(start + e.valid_up_to(), format!("field {}: invalid UTF-8 in a string", field.path)))
+        }
+    }
+}
+
+/// Reads the values of one occurrence of a repeated scalar field (packed or
+/// not) into the list's child column.
+fn read_repeated(
+    cursor: &mut Cursor<'_>,
+    scalar: Scalar,
+    wire_type: u8,
+    field: &FieldPlan,
+    record: &[u8],
+    child: &mut Column,
+) -> Result<(), WireError> {
+    if wire_type == LEN && scalar.packable() {
+        let (s, e) = cursor.len_delimited()?;
+        let mut packed = Cursor::new(record, s, e);
+        while !packed.is_empty() {
+            let bits = read_scalar(&mut packed, scalar)?;
+            push_bits(child, bits);
+        }
+        return Ok(());
+    }
+    match read_found(cursor, scalar, wire_type, field, record)? {
+        Found::Bits(bits) => push_bits(child, bits),
+        Found::Range(s, e) => push_bytes(child, record.get(s..e).unwrap_or_default()),
+        Found::Nothing => {}
+    }
+    Ok(())
+}
+
+/// Pushes a singular field's row: its value, or null or the default.
+fn push_found(column: &mut Column, found: Found, record: &[u8]) {
+    match found {
+        Found::Bits(bits) => push_bits(column, bits),
+        Found::Range(s, e) => push_bytes(column, record.get(s..e).unwrap_or_default()),
+        Found::Nothing => push_absent(column),
+    }
+}
+
+#[inline]
+#[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low half of the bits")]
+fn push_bits(column: &mut Column, bits: u64) {
+    match column {
+        Column::Bool(p) => p.push(bits != 0),
+        Column::Int32(p) => p.push((bits as u32).cast_signed()),
+        Column::Int64(p) => p.push(bits.cast_signed()),
+        Column::UInt32(p) => p.push(bits as u32),
+        Column::UInt64(p) => p.push(bits),
+        Column::Float32(p) => p.push(f32::from_bits(bits as u32)),
+        Column::Float64(p) => p.push(f64::from_bits(bits)),
+        // The plans give numbers number columns.
+        _ => {}
+    }
+}
+
+fn push_bytes(column: &mut Column, bytes: &[u8]) {
+    if let Column::Utf8(b) | Column::Binary(b) = column {
+        b.push(bytes);
+    }
+}
+
+/// A null if the column is nullable, else the default value.
+fn push_absent(column: &mut Column) {
+    match column {
+        Column::Bool(p) => p.push_absent(),
+        Column::Int32(p) => p.push_absent(),
+        Column::Int64(p) => p.push_absent(),
+        Column::UInt32(p) => p.push_absent(),
+        Column::UInt64(p) => p.push_absent(),
+        Column::Float32(p) => p.push_absent(),
+        Column::Float64(p) => p.push_absent(),
+        Column::Utf8(b) | Column::Binary(b) => b.push_absent(),
+        // Messages, lists and maps have rows of their own (step 2).
+        Column::Struct(_) | Column::List(_) | Column::Map(_) => {}
+    }
+}

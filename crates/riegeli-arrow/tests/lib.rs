@@ -1,0 +1,5 @@
+//! Integration tests of riegeli-arrow: one test binary.
+
+mod common;
+mod example;
+mod proto;
