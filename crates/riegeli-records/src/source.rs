@@ -283,6 +283,20 @@ impl<R: Read + Seek> Source<R> {
         Ok(())
     }
 
+    /// Lets go of every buffer: the buffered bytes (reading goes on at the
+    /// same position) and the idle ones. Called once an index is read, so
+    /// that a reader kept open for random access holds none of the buffers
+    /// that read it (a footer of a million entries takes megabytes).
+    pub(crate) fn release_buffers(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.inner.seek(SeekFrom::Start(self.pos))?;
+            self.buf = Bytes::new();
+            self.eof = false;
+        }
+        while self.pool.0.take().is_some() {}
+        Ok(())
+    }
+
     /// The size of the file.
     pub(crate) fn size(&mut self) -> io::Result<u64> {
         let here = self.inner.stream_position()?;
@@ -445,6 +459,23 @@ mod tests {
         assert_eq!(&buffers.gather(std::iter::repeat_n(&b"abc"[..], 100_000), 10)[..], b"abcabcabca");
         drop(gathered);
         assert_eq!(source.pool.0.idle(), 2);
+    }
+
+    #[test]
+    fn released_buffers_leave_nothing_held_and_reading_goes_on_where_it_was() {
+        let file = data(4 << 20);
+        let mut source = Source::new(std::io::Cursor::new(&file[..]), 0);
+        assert_eq!(source.fill(3 << 20).unwrap(), 3 << 20);
+        source.consume(1000);
+        let before = source.take(10);
+        drop(before);
+        // Buffers of the reads before, idle and buffered.
+        drop(source.buffers().gather([&file[..100]], 100));
+        assert!(source.pool.0.idle() > 0);
+        source.release_buffers().unwrap();
+        assert_eq!((source.pool.0.idle(), source.buffered().len(), source.pos()), (0, 0, 1010));
+        assert!(source.fill(20).unwrap() >= 20);
+        assert_eq!(&source.buffered()[..20], &file[1010..1030]);
     }
 
     #[test]

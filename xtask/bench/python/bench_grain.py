@@ -19,19 +19,20 @@ alternately, and the median is reported; the first round's batches are compared 
 
 Then the index memory of one open reader, bytes per record, ours and C++'s, for
 `group_size:1` and `group_size:100` (1,000,000 records of 16 bytes, uncompressed): the growth
-of this process's resident set over 10 readers opened on the same file, divided by 10 and by
-the record count.
+of a fresh process's resident set over 10 readers opened on the same file, divided by 10 and by
+the record count (glibc's `malloc_trim` before each reading, so that memory freed after
+reading the footer is not counted as held).
 
 The markdown table goes to stdout and to `--out` (default target/bench-grain/table.md).
 """
 
 import argparse
-import gc
 import logging
 import os
 import pathlib
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +43,6 @@ import grain  # noqa: E402
 from array_record.python import array_record_data_source as cpp_ds  # noqa: E402
 from array_record.python import array_record_module as cpp_m  # noqa: E402
 from riegeli.array_record import array_record_data_source as ours_ds  # noqa: E402
-from riegeli.array_record import array_record_module as ours_m  # noqa: E402
 from riegeli import grain as ours_grain  # noqa: E402
 
 
@@ -124,19 +124,35 @@ def run_pipelines(paths, records, args, workers):
     return {name: len(records) / statistics.median(t) for name, t in times.items()}
 
 
-def rss_bytes():
+# Run in a fresh process per measurement, so that memory freed by earlier work (writing the
+# file, other readers) is not what the readers reuse.
+MEMORY_CHILD = r"""
+import ctypes, os, sys
+lib, path, readers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if lib == 'ours':
+    from riegeli.array_record import array_record_module as m
+else:
+    from array_record.python import array_record_module as m
+trim = ctypes.CDLL('libc.so.6').malloc_trim
+def rss():
+    trim(0)  # what was freed (the footer's decoding) is not counted as held
     with open('/proc/self/statm') as f:
         return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+m.ArrayRecordReader(path).close()  # libraries loaded, allocator warmed
+before = rss()
+held = [m.ArrayRecordReader(path) for _ in range(readers)]
+assert all(r.ok() for r in held)
+print(rss() - before)
+"""
 
 
-def index_bytes_per_record(open_reader, path, num_records, readers=10):
-    gc.collect()
-    before = rss_bytes()
-    held = [open_reader(str(path)) for _ in range(readers)]
-    after = rss_bytes()
-    for reader in held:
-        reader.close()
-    return (after - before) / readers / num_records
+def index_bytes_per_record(lib, path, num_records, readers=10):
+    """The growth of a fresh process's resident set over `readers` readers of `path`, per
+    reader and per record."""
+    out = subprocess.run(
+        [sys.executable, '-c', MEMORY_CHILD, lib, str(path), str(readers)], check=True, capture_output=True, text=True
+    ).stdout
+    return int(out.split()[-1]) / readers / num_records
 
 
 def main():
@@ -170,8 +186,8 @@ def main():
             path = tmp / f'index-{group}.array_record'
             write_file(path, small, f'group_size:{group},uncompressed')
             memory[group] = (
-                index_bytes_per_record(lambda p: ours_m.ArrayRecordReader(p), path, len(small)),
-                index_bytes_per_record(lambda p: cpp_m.ArrayRecordReader(p), path, len(small)),
+                index_bytes_per_record('ours', path, len(small)),
+                index_bytes_per_record('cpp', path, len(small)),
             )
 
     n = args.shards * args.records_per_shard

@@ -167,7 +167,9 @@ impl<R: Read + Seek> Fetcher<R> {
         at: Offloaded,
         num_records: u64,
     ) -> Result<ChunkIndex> {
-        super::load::reload(&mut self.source, options, at, num_records)
+        let index = super::load::reload(&mut self.source, options, at, num_records)?;
+        self.source.release_buffers()?;
+        Ok(index)
     }
 
     /// Tells the source which chunks `steps` reads first (a window of

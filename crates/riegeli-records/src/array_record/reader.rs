@@ -142,6 +142,7 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         let read_at = src.positional();
         let mut source = Source::new(src, 0);
         let loaded = load(&mut source, &options)?;
+        source.release_buffers()?;
         Ok(Self {
             fetcher: Fetcher::new(source, read_at, &options.chunks, options.field_projection.clone()),
             info: IndexInfo {
