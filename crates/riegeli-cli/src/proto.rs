@@ -12,38 +12,16 @@ use riegeli_records::RecordsMetadata;
 
 use crate::exit::Usage;
 
-/// Builds the descriptor pool of `files` and finds `type_name` in it.
-///
-/// `source` names where the descriptors come from, for error messages. Files that
-/// import well-known types (`google/protobuf/*.proto`) without carrying them are
-/// resolved against prost-reflect's copies of those.
+/// Builds the descriptor pool of `files` and finds `type_name` in it
+/// ([`riegeli_arrow::message_type`]: files importing well-known types without
+/// carrying them resolve against prost-reflect's copies). `source` names where
+/// the descriptors come from, for error messages.
 pub(crate) fn message_type(
     files: Vec<FileDescriptorProto>,
     type_name: &str,
     source: &str,
 ) -> Result<MessageDescriptor> {
-    let own: Vec<String> = files.iter().filter_map(|f| f.name.clone()).collect();
-    let pool = match DescriptorPool::from_file_descriptor_set(prost_types::FileDescriptorSet { file: files.clone() }) {
-        Ok(pool) => pool,
-        Err(alone) => {
-            let mut pool = DescriptorPool::global();
-            pool.add_file_descriptor_protos(files)
-                .map_err(|_| anyhow!("{source}: invalid file descriptors: {}", one_line(&alone.to_string())))?;
-            pool
-        }
-    };
-    let name = type_name.strip_prefix('.').unwrap_or(type_name);
-    pool.get_message_by_name(name).ok_or_else(|| {
-        let known: Vec<String> = pool
-            .all_messages()
-            .filter(|m| own.iter().any(|f| f == m.parent_file().name()))
-            .map(|m| m.full_name().to_owned())
-            .take(10)
-            .collect();
-        anyhow!("{source}: message type {name:?} is not defined in the file descriptors (they define: {})", {
-            if known.is_empty() { "no messages".to_owned() } else { known.join(", ") }
-        })
-    })
+    riegeli_arrow::message_type(files, type_name).map_err(|e| anyhow!("{source}: {e}"))
 }
 
 /// The record type of a file from its metadata; a usage error when the file has none.
