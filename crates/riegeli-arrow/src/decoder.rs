@@ -51,6 +51,17 @@ impl SkippedRecords {
             self.first_errors.push(error.to_string());
         }
     }
+
+    /// What `policy` makes of the bad record `error`: the error, or noted here.
+    pub(crate) fn handle(&mut self, policy: BadRecords, error: Error) -> Result<()> {
+        match policy {
+            BadRecords::Fail => Err(error),
+            BadRecords::Skip => {
+                self.note(&error);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The bad-record error of record `index` at `position`.
@@ -182,14 +193,7 @@ impl ProtoDecoder {
                 for column in &mut self.columns {
                     column.truncate(self.rows);
                 }
-                let error = bad_record(index, position, &wire);
-                match self.bad_records {
-                    BadRecords::Fail => Err(error),
-                    BadRecords::Skip => {
-                        self.skipped.note(&error);
-                        Ok(())
-                    }
-                }
+                self.skipped.handle(self.bad_records, bad_record(index, position, &wire))
             }
         }
     }

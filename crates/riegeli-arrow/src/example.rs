@@ -381,14 +381,7 @@ impl ExampleDecoder {
     }
 
     fn bad(&mut self, index: u64, position: Option<RecordPosition>, wire: &WireError) -> Result<()> {
-        let error = bad_record(index, position, wire);
-        match self.bad_records {
-            BadRecords::Fail => Err(error),
-            BadRecords::Skip => {
-                self.skipped.note(&error);
-                Ok(())
-            }
-        }
+        self.skipped.handle(self.bad_records, bad_record(index, position, wire))
     }
 
     /// The number of rows of the batch being built.

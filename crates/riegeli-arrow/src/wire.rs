@@ -65,37 +65,17 @@ impl<'a> Cursor<'a> {
         self.pos >= self.end
     }
 
-    /// Reads a varint.
+    /// Reads a varint (riegeli-codec's decoder: at most 10 bytes, no overflow).
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, WireError> {
         let bytes = self.buf.get(self.pos..self.end).unwrap_or_default();
-        if let Some(&b) = bytes.first()
-            && b < 0x80
-        {
-            self.pos += 1;
-            return Ok(u64::from(b));
+        match riegeli_codec::varint::decode_u64(bytes) {
+            Ok((value, len)) => {
+                self.pos += len;
+                Ok(value)
+            }
+            Err(e) => Err(WireError::new(self.pos, varint_reason(&e))),
         }
-        self.varint_slow(bytes)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn varint_slow(&mut self, bytes: &[u8]) -> Result<u64, WireError> {
-        let mut value = 0u64;
-        for (i, &b) in bytes.iter().enumerate().take(10) {
-            if i == 9 && b >= 0x80 {
-                return Err(WireError::new(self.pos, "varint longer than 10 bytes"));
-            }
-            if i == 9 && b > 1 {
-                return Err(WireError::new(self.pos, "varint overflows 64 bits"));
-            }
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                self.pos += i + 1;
-                return Ok(value);
-            }
-        }
-        Err(WireError::new(self.pos, "truncated varint"))
     }
 
     /// Reads a tag: `(field number, wire type)`.
@@ -209,6 +189,15 @@ pub(crate) fn zigzag32(value: u32) -> i32 {
 #[allow(clippy::cast_possible_wrap, reason = "ZigZag is defined on the bits")]
 pub(crate) fn zigzag64(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
+}
+
+/// Why a varint did not decode, in the walker's words.
+#[cold]
+fn varint_reason(e: &riegeli_codec::CodecError) -> &'static str {
+    match e.kind() {
+        riegeli_codec::CodecErrorKind::VarintOverflow { .. } => "varint overflows 64 bits or is longer than 10 bytes",
+        _ => "truncated varint",
+    }
 }
 
 #[cfg(test)]
