@@ -9,8 +9,9 @@
 //!   chunks hold);
 //! - nothing panics, and with recovery on reading ends cleanly (`Ok(None)`);
 //! - every record returned is the record at its position of the chunk that
-//!   a [`ChunkReader`] (with recovery) reads there, decoded by a
-//!   [`ChunkDecoder`], and no record comes from inside a skipped region;
+//!   a [`ChunkReader`] (with recovery) reads there, decoded by
+//!   [`Chunk::decode`](riegeli_records::Chunk::decode), and no record comes
+//!   from inside a skipped region;
 //! - when the build checks hashes (not under `cfg(fuzzing)`, where
 //!   riegeli-framing skips them so that mutations reach the parsers), the
 //!   chunk of every record returned passes its header and data hashes,
@@ -29,7 +30,7 @@ use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use riegeli_records::{ChunkDecoder, ChunkReadOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter};
+use riegeli_records::{ChunkReadOptions, ChunkReader, RecordReader, RecordReaderOptions, RecordWriter};
 
 /// Whether riegeli-framing was built with its hash checks off (it follows `cfg(fuzzing)`).
 const HASH_CHECKS_DISABLED: bool = cfg!(fuzzing);
@@ -160,7 +161,6 @@ fn check_recovery(file: &[u8]) {
 fn reference_chunks(file: &[u8]) -> BTreeMap<u64, Option<Vec<Vec<u8>>>> {
     let options = chunk_options();
     let mut reader = ChunkReader::new(Cursor::new(file), options.clone(), 0);
-    let mut decoder = ChunkDecoder::new(&options);
     let mut chunks = BTreeMap::new();
     // Every chunk takes at least its header, every recovery moves on.
     let bound = file.len() + 16;
@@ -168,8 +168,7 @@ fn reference_chunks(file: &[u8]) -> BTreeMap<u64, Option<Vec<Vec<u8>>>> {
         match reader.read_chunk() {
             Ok(Some(chunk)) => {
                 if chunk.is_data() {
-                    let records =
-                        decoder.records(&chunk).ok().flatten().map(|r| r.iter().map(|b| b.to_vec()).collect());
+                    let records = chunk.decode(&options).ok().flatten().map(|r| r.iter().map(|b| b.to_vec()).collect());
                     chunks.insert(chunk.begin, records);
                 }
             }

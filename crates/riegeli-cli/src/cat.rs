@@ -10,8 +10,8 @@ use base64::Engine;
 use clap::{Args, ValueEnum};
 use riegeli_codec::varint;
 use riegeli_records::{
-    ChunkDecoder, ChunkReadOptions, ChunkReader, Disposition, IndexSource, RecordPosition, RecordReader,
-    RecordReaderOptions, SkippedRegion, TrailerDetector,
+    ChunkReadOptions, ChunkReader, Disposition, IndexSource, RecordPosition, RecordReader, RecordReaderOptions,
+    SkippedRegion, TrailerDetector,
 };
 use serde_json::json;
 
@@ -644,8 +644,7 @@ fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, 
     let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), 0);
     let mut count = 0u64;
     let mut failed = false;
-    let decode =
-        |chunk: &riegeli_records::Chunk| ChunkDecoder::new(&ChunkReadOptions::default()).records(chunk).ok().flatten();
+    let decode = |chunk: &riegeli_records::Chunk| chunk.decode(&ChunkReadOptions::default()).ok().flatten();
     let mut detector = TrailerDetector::lazy();
     // The chunk the detector holds back: maybe a footer.
     let mut held: Option<riegeli_records::Chunk> = None;

@@ -5,8 +5,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use clap::Args;
 use riegeli_records::{
-    ChunkDecoder, ChunkReadOptions, ChunkReader, ChunkType, CompressionType, DecodedRecords, Disposition,
-    TrailerDetector,
+    ChunkReadOptions, ChunkReader, ChunkType, CompressionType, DecodedRecords, Disposition, TrailerDetector,
 };
 use serde_json::json;
 
@@ -76,11 +75,6 @@ fn compression_name(data: &[u8]) -> &'static str {
         Some(Ok(CompressionType::Snappy)) => "SNAPPY",
         _ => "UNKNOWN",
     }
-}
-
-/// A decoder of chunks for inspection, with the default limits.
-fn decoder() -> ChunkDecoder {
-    ChunkDecoder::new(&ChunkReadOptions::default())
 }
 
 /// The number of records of the first data chunk before `end` (an ArrayRecord
@@ -341,7 +335,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             format.entry(&mut out, &file, &Entry::ArrayRecord(facts))?;
         }
         let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), 0);
-        let mut decoder = decoder();
+        let limits = ChunkReadOptions::default();
         // Without a known trailer (standard input), the postscript is known by its records.
         let mut detector = TrailerDetector::default();
         // Where the chunk the detector holds back begins (maybe a footer).
@@ -361,7 +355,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
             };
             let h = &chunk.header;
             let mut problem = None;
-            let records = match decoder.records(&chunk) {
+            let records = match chunk.decode(&limits) {
                 Ok(records) => records,
                 Err(e) => {
                     problem = Some(format!("cannot decode chunk at {}: {e}", chunk.begin));
@@ -369,7 +363,7 @@ pub(crate) fn describe(args: DescribeArgs) -> Result<()> {
                 }
             };
             let metadata = if args.show_records_metadata && h.chunk_type() == ChunkType::FileMetadata.to_byte() {
-                match decoder.serialized_metadata(&chunk) {
+                match chunk.serialized_metadata(&limits) {
                     Ok(m) => Some(m.to_vec()),
                     Err(e) => {
                         problem = Some(format!("cannot decode metadata at {}: {e:#}", chunk.begin));
@@ -462,7 +456,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
         let input = input.with_progress(&name, true);
         let threads = crate::cat::decoding_threads(args.threads);
         let mut reader = ChunkReader::new(input, ChunkReadOptions::default(), threads);
-        let mut decoder = decoder();
+        let limits = ChunkReadOptions::default();
         let (mut chunks, mut records, mut problems) = (0u64, 0u64, 0u64);
         // Records of the ArrayRecord footer and postscript, which are not data.
         let mut trailer_records = 0u64;
@@ -532,7 +526,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<()> {
                 }
             }
             if chunk.header.chunk_type() == ChunkType::FileMetadata.to_byte()
-                && let Err(e) = decoder.serialized_metadata(&chunk)
+                && let Err(e) = chunk.serialized_metadata(&limits)
             {
                 problems += 1;
                 progress::out(&format!("{name}: metadata chunk at {}: {e:#}", chunk.begin));

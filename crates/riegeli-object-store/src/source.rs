@@ -132,7 +132,7 @@ impl ObjectSource {
             shared.adopt(range.start..range.end.min(tail_start), answer)?;
         }
         object.given_store = given.then_some(store);
-        object.shared = PerProcess::with(Ok(shared));
+        object.shared = PerProcess::from(Ok(shared));
         Ok(Self { object: Arc::new(object), pos: 0 })
     }
 

@@ -331,7 +331,7 @@ impl ArrayRecordReader {
         let writer_options = reader.as_ref().and_then(|r| r.index().writer_options.clone());
         let state = State { reader, failure: failure.clone(), open: true, writer_options: writer_options.clone() };
         Ok(Self {
-            state: PerProcess::with(Mutex::new(state)),
+            state: PerProcess::from(Mutex::new(state)),
             path,
             options: reader_options,
             failure,

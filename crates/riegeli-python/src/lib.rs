@@ -51,7 +51,7 @@ fn track_forks(py: Python<'_>) -> PyResult<()> {
         return Ok(());
     }
     let hook = pyo3::types::PyCFunction::new_closure(py, Some(c"_riegeli_after_fork_in_child"), None, |_, _| {
-        riegeli_records::after_fork_in_child();
+        riegeli_records::track_forks();
     })?;
     let kwargs = pyo3::types::PyDict::new(py);
     kwargs.set_item("after_in_child", hook)?;

@@ -37,6 +37,8 @@ const KEY_OUT_OF_RANGE: &str = "Record key should be in [0, num_records)";
 pub(crate) struct ArrayRecordShards {
     inner: Arc<Inner>,
     raised: Raised,
+    /// The number of files (for `repr`).
+    num_shards: usize,
 }
 
 /// The keys argument: integers (anything with `__index__`) in `[0, len)`.
@@ -108,18 +110,14 @@ impl ArrayRecordShards {
             }
             Ok(reader)
         };
+        let num_shards = ranges.len();
         let ranges = ranges.into_iter().map(|(start, end)| start..end).collect();
         let inner = Inner::new(ranges, open).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(Self { inner: Arc::new(inner), raised })
+        Ok(Self { inner: Arc::new(inner), raised, num_shards })
     }
 
     fn __len__(&self) -> usize {
         usize::try_from(self.inner.num_records()).unwrap_or(usize::MAX)
-    }
-
-    /// The number of shards.
-    fn num_shards(&self) -> usize {
-        self.inner.num_shards()
     }
 
     /// `(shard, index in its file)` of `key`.
@@ -173,7 +171,7 @@ impl ArrayRecordShards {
     }
 
     fn __repr__(&self) -> String {
-        format!("ArrayRecordShards(num_shards={}, len={})", self.inner.num_shards(), self.inner.num_records())
+        format!("ArrayRecordShards(num_shards={}, len={})", self.num_shards, self.inner.num_records())
     }
 }
 

@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyBaseException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
 use pyo3::{PyTraverseError, PyVisit};
-use riegeli_records::{Error, ParseOptionsError, ProcessBound, RecordWriterOptions};
+use riegeli_records::{Error, ParseOptionsError, PerProcess, RecordWriterOptions};
 
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
@@ -34,7 +34,7 @@ struct State {
     dest: Py<PyAny>,
     /// The file object to close on `close()`, if owned; not closed by a forked child (closing
     /// could write what the parent left in its buffer).
-    owned_file: Option<ProcessBound<Py<PyAny>>>,
+    owned_file: Option<PerProcess<Py<PyAny>>>,
     /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
     sync_handle: Option<File>,
     /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
@@ -277,7 +277,7 @@ impl RecordWriter {
                 State {
                     writer: Some(writer),
                     dest: dest.clone().unbind(),
-                    owned_file: owns_dest.then(|| ProcessBound::new(dest.clone().unbind())),
+                    owned_file: owns_dest.then(|| PerProcess::from(dest.clone().unbind())),
                     sync_handle: None,
                     closed_at: None,
                     failure: None,
@@ -309,7 +309,7 @@ impl RecordWriter {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         let Ok(state) = self.state.try_lock() else { return Ok(()) };
         visit.call(&state.failure)?;
-        visit.call(state.owned_file.as_ref().and_then(ProcessBound::get))?;
+        visit.call(state.owned_file.as_ref().and_then(PerProcess::get))?;
         visit.call(&state.dest)
     }
 
@@ -339,7 +339,10 @@ impl RecordWriter {
                 Err(e) if state.failure.is_none() => drop(state.fail(py, &e)),
                 Err(_) => {}
             }
-            if let Some(file) = state.owned_file.take().and_then(ProcessBound::into_inner) {
+            // Only the process that opened the file closes it (a forked child's copy is leaked).
+            if let Some(file) = state.owned_file.take()
+                && let Some(file) = file.get()
+            {
                 file.call_method0(py, "close")?;
             }
         }

@@ -1,5 +1,5 @@
 //! Chunk decoding, in one place: every reader (sequential, read-ahead,
-//! ArrayRecord, the CLI's inspection through [`ChunkDecoder`]) turns a chunk
+//! ArrayRecord, the CLI's inspection through [`Chunk::decode`]) turns a chunk
 //! read from the file into records, metadata or a checked signature here.
 
 use bytes::Bytes;
@@ -13,33 +13,11 @@ use crate::metadata::RecordsMetadata;
 use crate::options::ChunkReadOptions;
 
 /// Decodes chunk data into records, reusing its buffers from chunk to chunk
-/// (the buffers of records come back to it when they are dropped).
-///
-/// The readers use one internally; inspection tools use one on the chunks a
-/// [`ChunkReader`](crate::ChunkReader) returns:
-/// ```
-/// use riegeli_records::{
-///     ChunkDecoder, ChunkReadOptions, ChunkReader, CompressorOptions, RecordWriter, RecordWriterOptions,
-/// };
-///
-/// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() })?;
-/// writer.write_record(b"hello")?;
-/// let file = writer.close()?;
-///
-/// let options = ChunkReadOptions::default();
-/// let mut chunks = ChunkReader::new(&file[..], options.clone(), 0);
-/// let mut decoder = ChunkDecoder::new(&options);
-/// let mut records = Vec::new();
-/// while let Some(chunk) = chunks.read_chunk()? {
-///     if let Some(decoded) = decoder.records(&chunk)? {
-///         records.extend(decoded.iter());
-///     }
-/// }
-/// assert_eq!(records, [&b"hello"[..]]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
+/// (the buffers of records come back to it when they are dropped). Every
+/// reader uses one; inspection tools decode a [`Chunk`] through
+/// [`Chunk::decode`].
 #[derive(Debug)]
-pub struct ChunkDecoder {
+pub(crate) struct ChunkDecoder {
     simple: SimpleChunkDecoder,
     transposed: TransposedChunkDecoder,
     projection: FieldProjection,
@@ -48,7 +26,7 @@ pub struct ChunkDecoder {
 
 impl ChunkDecoder {
     /// A decoder of whole records, within the limits of `options`.
-    pub fn new(options: &ChunkReadOptions) -> Self {
+    pub(crate) fn new(options: &ChunkReadOptions) -> Self {
         Self::with_projection(options, FieldProjection::all())
     }
 
@@ -69,7 +47,7 @@ impl ChunkDecoder {
 
     /// The records of a chunk, or `None` for chunks without records (signature,
     /// metadata, padding, unknown types without records).
-    pub fn records(&mut self, chunk: &Chunk) -> Result<Option<DecodedRecords>> {
+    pub(crate) fn records(&mut self, chunk: &Chunk) -> Result<Option<DecodedRecords>> {
         let raw = chunk.raw();
         match self.decode(raw) {
             Ok(records) => Ok(records),
@@ -78,7 +56,7 @@ impl ChunkDecoder {
     }
 
     /// The serialized `RecordsMetadata` of a metadata chunk, checked to parse.
-    pub fn serialized_metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
+    pub(crate) fn serialized_metadata(&mut self, chunk: &Chunk) -> Result<Bytes> {
         let serialized = self.metadata(chunk.raw())?;
         parse_metadata(serialized.clone(), chunk.begin)?;
         Ok(serialized)

@@ -20,30 +20,26 @@
 //! once per call that uses such a value, never per record. The id is asked
 //! of the system ([`std::process::id`], a system call of a fraction of a
 //! microsecond), unless the program said that it reports every fork
-//! ([`track_forks`] and [`after_fork_in_child`], which the Python package
-//! calls from `os.register_at_fork`): then it is read from memory.
+//! ([`track_forks`], which the Python package calls at import and from
+//! `os.register_at_fork`): then it is read from memory.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-/// Whether every fork is reported by [`after_fork_in_child`].
+/// Whether every fork is reported by a call of [`track_forks`] in the child.
 static TRACKED: AtomicBool = AtomicBool::new(false);
 /// The id of the running process, while [`TRACKED`].
 static PID: AtomicU32 = AtomicU32::new(0);
 
-/// Promises that from now on [`after_fork_in_child`] is called in the child
-/// of every fork of this process before anything else of this crate runs
-/// there (an `os.register_at_fork(after_in_child=...)` handler: CPython runs
-/// those in every forked child that runs Python code again). Process ids are
-/// then read from memory, not asked of the system at each check.
+/// Records the id of the running process, and promises that from now on this
+/// is called again in the child of every fork before anything else of this
+/// crate runs there (from an `os.register_at_fork(after_in_child=...)`
+/// handler, say: CPython runs those in every forked child that runs Python
+/// code again). Process ids are then read from memory, not asked of the
+/// system at each check.
 pub fn track_forks() {
     PID.store(std::process::id(), Ordering::Relaxed);
     TRACKED.store(true, Ordering::Relaxed);
-}
-
-/// Tells this crate that it runs in a child just forked (see [`track_forks`]).
-pub fn after_fork_in_child() {
-    PID.store(std::process::id(), Ordering::Relaxed);
 }
 
 /// The id of the running process.
@@ -52,16 +48,11 @@ fn current() -> u32 {
 }
 
 /// A value belonging to the process that made it: unavailable in a child
-/// forked since, where it is neither used nor dropped (it is leaked).
-///
-/// ```
-/// use riegeli_records::ProcessBound;
-///
-/// let threads = ProcessBound::new(vec![1, 2, 3]);
-/// // In the process that made it (in a forked child, `None`):
-/// assert_eq!(threads.get().map(|t| t.len()), Some(3));
-/// ```
-pub struct ProcessBound<T> {
+/// forked since, where it is neither used nor dropped (it is leaked). What
+/// [`PerProcess`] is for a value every process makes its own of, this is for
+/// one that only its owner may use, and that `&mut` access renews in a child
+/// (the write-behind thread's link).
+pub(crate) struct ProcessBound<T> {
     owner: u32,
     /// `None` only once taken by `into_inner`.
     value: Option<T>,
@@ -69,7 +60,7 @@ pub struct ProcessBound<T> {
 
 impl<T> ProcessBound<T> {
     /// `value`, belonging to the running process.
-    pub fn new(value: T) -> Self {
+    pub(crate) fn new(value: T) -> Self {
         Self { owner: current(), value: Some(value) }
     }
 
@@ -77,11 +68,6 @@ impl<T> ProcessBound<T> {
     /// from it (or from one of its children) since the value was made.
     pub(crate) fn is_inherited(&self) -> bool {
         self.owner != current()
-    }
-
-    /// The value, if it belongs to the running process.
-    pub fn get(&self) -> Option<&T> {
-        if self.is_inherited() { None } else { self.value.as_ref() }
     }
 
     /// The value, if it belongs to the running process.
@@ -103,7 +89,7 @@ impl<T> ProcessBound<T> {
     }
 
     /// The value, if it belongs to the running process (else it is leaked).
-    pub fn into_inner(mut self) -> Option<T> {
+    pub(crate) fn into_inner(mut self) -> Option<T> {
         if self.is_inherited() {
             std::mem::forget(self.value.take());
             return None;
@@ -162,6 +148,15 @@ impl<T> Node<T> {
     }
 }
 
+impl<T> From<T> for PerProcess<T> {
+    /// `value` as the running process's.
+    fn from(value: T) -> Self {
+        let per_process = Self::new();
+        per_process.get_or_init(|| value);
+        per_process
+    }
+}
+
 impl<T> Default for PerProcess<T> {
     fn default() -> Self {
         Self::new()
@@ -172,15 +167,6 @@ impl<T> PerProcess<T> {
     /// No value yet, in any process.
     pub const fn new() -> Self {
         Self { head: OnceLock::new() }
-    }
-
-    /// `value` as the running process's.
-    pub fn with(value: T) -> Self {
-        let node = Node::new(current());
-        let _ = node.value.set(value);
-        let head = OnceLock::new();
-        let _ = head.set(node);
-        Self { head }
     }
 
     /// The node of the running process, if it has one.
@@ -257,14 +243,21 @@ mod tests {
         let mut bound = ProcessBound::new(counted());
         bound.owner = current().wrapping_add(1);
         assert!(bound.is_inherited());
-        assert!(bound.get().is_none() && bound.get_mut().is_none());
+        assert!(bound.get_mut().is_none());
         drop(bound);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 0, "an inherited value was dropped");
+        let mut bound = ProcessBound { owner: current().wrapping_add(1), value: Some(counted()) };
+        let (_, renewed) = bound.get_or_renew(counted);
+        assert!(renewed && !bound.is_inherited());
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 0, "an inherited value was dropped");
+        drop(bound);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "the renewed value is dropped");
         let bound = ProcessBound { owner: current().wrapping_add(1), value: Some(counted()) };
         assert!(bound.into_inner().is_none());
-        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 0, "an inherited value was dropped");
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 1, "an inherited value was dropped");
         drop(ProcessBound::new(counted()).into_inner());
         drop(ProcessBound::new(counted()));
-        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 3);
 
         // A PerProcess made by another process: this one makes its own value.
         let per = PerProcess::new();
@@ -275,10 +268,11 @@ mod tests {
         let mine = per.get_or_init(counted);
         assert!(std::ptr::eq(mine, per.get_or_init(|| unreachable!())));
         drop(per);
-        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 3, "only this process's value is dropped");
-        let per = PerProcess::with(counted());
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 4, "only this process's value is dropped");
+        let per = PerProcess::new();
+        per.get_or_init(counted);
         assert!(per.get().is_some());
         drop(per);
-        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 4);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 5);
     }
 }

@@ -94,10 +94,9 @@ pub use crate::{
     },
     chunk_reader::Chunk,
     chunks::{ChunkReader, DecodedChunk},
-    decode::ChunkDecoder,
     error::{Corruption, EncodeError, Error, ErrorKind, IndexCorruption, Result},
     flush::{FlushType, SyncWrite},
-    fork::{PerProcess, ProcessBound, after_fork_in_child, track_forks},
+    fork::{PerProcess, track_forks},
     hints::ReadHints,
     metadata::{RecordsMetadata, record_type, set_record_type},
     options::{

@@ -470,7 +470,7 @@ impl fmt::Display for RecordWriterOptions {
 
 /// Limits and checks of reading one chunk, shared by every reader
 /// ([`RecordReaderOptions::chunks`], the ArrayRecord reader's options,
-/// [`ChunkReader`](crate::ChunkReader), [`ChunkDecoder`](crate::ChunkDecoder)).
+/// [`ChunkReader`](crate::ChunkReader), [`Chunk::decode`](crate::Chunk::decode)).
 ///
 /// Every allocation sized by the file is checked against these limits first;
 /// a chunk over a limit is corruption (recoverable: the reader can skip it).

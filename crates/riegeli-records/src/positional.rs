@@ -6,7 +6,6 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::Path;
 use std::sync::Arc;
 
 /// Bytes read at given offsets, by several threads at once: what the decoding
@@ -70,7 +69,7 @@ fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 /// use std::io::{Read, Seek, SeekFrom};
 /// use riegeli_records::PositionalFile;
 ///
-/// let mut file = PositionalFile::open("records.riegeli")?;
+/// let mut file = PositionalFile::from(std::fs::File::open("records.riegeli")?);
 /// let mut other = file.clone();
 /// other.seek(SeekFrom::Start(100))?;
 /// let mut head = [0u8; 8];
@@ -81,14 +80,6 @@ fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 pub struct PositionalFile {
     file: Arc<File>,
     pos: u64,
-}
-
-impl PositionalFile {
-    /// Opens the file at `path` for reading (a [`File`] opened already
-    /// converts with `From`).
-    pub fn open(path: impl AsRef<Path>) -> io::Result<Self> {
-        File::open(path).map(Self::from)
-    }
 }
 
 impl From<File> for PositionalFile {
@@ -223,7 +214,7 @@ mod tests {
     fn positional_files_keep_positions_of_their_own() {
         let path = std::env::temp_dir().join(format!("riegeli-positional-{}", std::process::id()));
         File::create(&path).unwrap().write_all(b"0123456789").unwrap();
-        let mut file = PositionalFile::open(&path).unwrap();
+        let mut file = PositionalFile::from(File::open(&path).unwrap());
         let mut buf = [0u8; 3];
         file.read_exact(&mut buf).unwrap();
         assert_eq!(&buf, b"012");

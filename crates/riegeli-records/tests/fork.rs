@@ -44,7 +44,7 @@ fn temp_path(name: &str) -> PathBuf {
 
 /// A file read at positions of its own (what the library's readers of paths use).
 fn open(path: &Path) -> PositionalFile {
-    PositionalFile::open(path).unwrap()
+    PositionalFile::from(std::fs::File::open(path).unwrap())
 }
 
 /// Forks; the child runs `child` and exits with what it returns (101 if it

@@ -342,8 +342,6 @@ class ArrayRecordShards:
         on_open: Optional[Callable[[int, Optional[str]], object]] = None,
     ) -> ArrayRecordShards: ...
     def __len__(self) -> int: ...
-    def num_shards(self) -> int:
-        """The number of files."""
     def locate(self, key: SupportsIndex) -> tuple[int, int]:
         """The file of `key` and the record's index in that file."""
     def read(self, key: SupportsIndex) -> bytes:

@@ -511,7 +511,7 @@ impl ArrayRecordReader<PositionalFile> {
     /// a file opened already, give [`with_options`](Self::with_options) a
     /// [`PositionalFile`] made `From` it.
     pub fn open(path: impl AsRef<Path>, options: ArrayRecordReaderOptions) -> Result<Self> {
-        Self::with_options(PositionalFile::open(path)?, options)
+        Self::with_options(PositionalFile::from(std::fs::File::open(path)?), options)
     }
 }
 

@@ -90,11 +90,6 @@ impl<R> ArrayRecordShards<R> {
         self.ends.last().copied().unwrap_or(0)
     }
 
-    /// The number of shards.
-    pub fn num_shards(&self) -> usize {
-        self.ranges.len()
-    }
-
     /// The shard of `key` and the record's index in that shard's file; a key
     /// past the end is an [`InvalidArgument`](ErrorKind::InvalidArgument) error.
     pub fn locate(&self, key: u64) -> Result<(usize, u64)> {
@@ -323,7 +318,7 @@ mod tests {
         let files = vec![file(0, 100, 3, 10), file(1, 50, 1, 10), file(2, 50, 1, 10), file(3, 1, 1, 10)];
         // An empty range is skipped.
         let (shards, opened) = make(files, vec![10..20, 7..7, 0..50, 0..1]);
-        assert_eq!((shards.num_records(), shards.num_shards()), (61, 4));
+        assert_eq!(shards.num_records(), 61);
         assert_eq!(opened.load(Ordering::Relaxed), 0, "nothing opened before use");
         let mut want = Vec::new();
         want.extend((10..20).map(|i| (0, i)));

@@ -380,7 +380,7 @@ fn measure(
         let (write_real, write_cpu, size) = timed_write(records, options, WriteMode::Caller, path)?;
         let cpu1 = cpu_time();
         let t1 = Instant::now();
-        read_all(RecordReader::new(PositionalFile::open(path)?))?;
+        read_all(RecordReader::new(PositionalFile::from(std::fs::File::open(path)?)))?;
         let read_real = t1.elapsed();
         let read_cpu = cpu_time().zip(cpu1).map(|(a, b)| a.saturating_sub(b));
         let (mut par_read_real, mut par_read_cpu) = (None, None);
@@ -388,7 +388,7 @@ fn measure(
             let cpu2 = cpu_time();
             let t2 = Instant::now();
             let options = RecordReaderOptions { parallelism: read_parallelism, ..Default::default() };
-            read_all(RecordReader::with_options(PositionalFile::open(path)?, options))?;
+            read_all(RecordReader::with_options(PositionalFile::from(std::fs::File::open(path)?), options))?;
             par_read_real = Some(t2.elapsed());
             par_read_cpu = cpu_time().zip(cpu2).map(|(a, b)| a.saturating_sub(b));
         }
@@ -441,7 +441,7 @@ fn run(args: &Args) -> Result<(), BoxError> {
     }
     let records = match &args.source {
         Source::Riegeli(path) => {
-            let mut reader = RecordReader::new(PositionalFile::open(path)?);
+            let mut reader = RecordReader::new(PositionalFile::from(std::fs::File::open(path)?));
             let mut records = Vec::new();
             while let Some(record) = reader.read_record().map_err(|e| format!("{}: {e}", path.display()))? {
                 records.push(record.to_vec());
