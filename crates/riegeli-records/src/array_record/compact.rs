@@ -8,7 +8,10 @@
 //! Reading element `i` finds the `i`th set bit of `highs` from a sampled
 //! position of every [`SAMPLE`]th one, then a few words on.
 
-/// Every this many set bits of `highs`, the position of one is kept.
+/// Every this many set bits of `highs`, the position of one is kept: a read
+/// counts the bits of about `SAMPLE / 2` elements' high bits (16 words at
+/// `group_size:1`, a popcount each), and the samples cost `64 / SAMPLE` bits
+/// an element (at 256, records of 15 KiB would take over 2 bytes a chunk).
 const SAMPLE: usize = 1024;
 
 /// A non-decreasing sequence of `u64`s, compressed; see the module docs.
@@ -21,6 +24,11 @@ pub(crate) struct EliasFano {
     /// The position in `highs` of set bit `k * SAMPLE`, for each `k`.
     samples: Vec<u64>,
 }
+
+/// Where a reader of an [`EliasFano`] was left: an element's index and the
+/// position of its set bit in `highs` (nothing yet by default).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Cursor(Option<(usize, u64)>);
 
 /// Builds an [`EliasFano`] of a known number of values, none above a known bound.
 #[derive(Debug)]
@@ -105,29 +113,44 @@ impl EliasFano {
         self.len
     }
 
-    /// Element `i`, or `None` past the end.
-    pub(crate) fn get(&self, i: usize) -> Option<u64> {
-        if i >= self.len {
+    /// Elements `i` and `i + 1`, or `None` if either is past the end: one
+    /// search for the set bit of `i` in `highs`, from the sample before it or
+    /// from where `cursor` was left if that is nearer (reads in order then
+    /// take a step each, not a search); then the next set bit. Leaves
+    /// `cursor` at element `i + 1`.
+    pub(crate) fn get_pair_near(&self, i: usize, cursor: &mut Cursor) -> Option<(u64, u64)> {
+        if i.checked_add(1)? >= self.len {
             return None;
         }
-        let high = self.select(i)? - i as u64;
-        let low = if self.low_bits > 0 { get_bits(&self.lows, i * self.low_bits as usize, self.low_bits) } else { 0 };
-        Some((high << self.low_bits) | low)
+        let position = self.select(i, *cursor)?;
+        let next = self.next_one(position + 1)?;
+        *cursor = Cursor(Some((i + 1, next)));
+        Some((self.value(i, position), self.value(i + 1, next)))
     }
 
-    /// The position in `highs` of set bit `i` (counted from 0).
-    fn select(&self, i: usize) -> Option<u64> {
-        let start = *self.samples.get(i / SAMPLE)?;
-        let mut remaining = (i % SAMPLE) as u32;
+    /// Element `i`, whose set bit in `highs` is at `position`.
+    fn value(&self, i: usize, position: u64) -> u64 {
+        let high = position - i as u64;
+        let low = if self.low_bits > 0 { get_bits(&self.lows, i * self.low_bits as usize, self.low_bits) } else { 0 };
+        (high << self.low_bits) | low
+    }
+
+    /// The position in `highs` of set bit `i` (counted from 0): from the
+    /// sample before it, or from `cursor`'s element if that lies between.
+    fn select(&self, i: usize, cursor: Cursor) -> Option<u64> {
+        let sampled = (i / SAMPLE) * SAMPLE;
+        let (start, rank) = match cursor.0 {
+            Some((j, position)) if j == i => return Some(position),
+            Some((j, position)) if sampled <= j && j <= i => (position, j),
+            _ => (*self.samples.get(i / SAMPLE)?, sampled),
+        };
+        let mut remaining = u32::try_from(i - rank).ok()?;
         let mut word_index = (start / 64) as usize;
         let mut word = self.highs.get(word_index)? & (!0u64 << (start % 64));
         loop {
             let ones = word.count_ones();
             if remaining < ones {
-                for _ in 0..remaining {
-                    word &= word - 1;
-                }
-                return Some(word_index as u64 * 64 + u64::from(word.trailing_zeros()));
+                return Some(word_index as u64 * 64 + u64::from(select_in_word(word, remaining)));
             }
             remaining -= ones;
             word_index += 1;
@@ -135,10 +158,40 @@ impl EliasFano {
         }
     }
 
+    /// The position of the first set bit of `highs` at or after `from`.
+    fn next_one(&self, from: u64) -> Option<u64> {
+        let mut word_index = (from / 64) as usize;
+        let mut word = self.highs.get(word_index)? & (!0u64 << (from % 64));
+        while word == 0 {
+            word_index += 1;
+            word = *self.highs.get(word_index)?;
+        }
+        Some(word_index as u64 * 64 + u64::from(word.trailing_zeros()))
+    }
+
     /// The bytes the sequence holds on the heap.
     pub(crate) fn heap_bytes(&self) -> usize {
         8 * (self.lows.capacity() + self.highs.capacity() + self.samples.capacity())
     }
+}
+
+/// The position of set bit `rank` (from 0) of `word`, which has more than
+/// `rank` set bits: a byte at a time, then bit by bit within the byte.
+fn select_in_word(mut word: u64, mut rank: u32) -> u32 {
+    let mut base = 0;
+    loop {
+        let ones = (word & 0xff).count_ones();
+        if rank < ones || base >= 56 {
+            break;
+        }
+        rank -= ones;
+        word >>= 8;
+        base += 8;
+    }
+    for _ in 0..rank {
+        word &= word.wrapping_sub(1);
+    }
+    base + word.trailing_zeros()
 }
 
 /// `u64` words holding `bits` bits.
@@ -177,6 +230,19 @@ fn get_bits(words: &[u64], at: usize, width: u32) -> u64 {
 mod tests {
     use super::*;
 
+    /// Elements `i` and `i + 1`, looked up afresh.
+    fn get_pair(sequence: &EliasFano, i: usize) -> Option<(u64, u64)> {
+        sequence.get_pair_near(i, &mut Cursor::default())
+    }
+
+    /// Element `i`, or `None` past the end.
+    fn get(sequence: &EliasFano, i: usize) -> Option<u64> {
+        if i >= sequence.len() {
+            return None;
+        }
+        sequence.select(i, Cursor::default()).map(|position| sequence.value(i, position))
+    }
+
     fn build(values: &[u64], universe: u64) -> EliasFano {
         let mut builder = EliasFanoBuilder::new(values.len(), universe);
         for &v in values {
@@ -197,7 +263,7 @@ mod tests {
     fn every_element_reads_back() {
         let mut state = 0x9e37_79b9_7f4a_7c15;
         for case in 0..300 {
-            // Lengths across the sampling period (1024), steps from none to large.
+            // Lengths across the sampling period, steps from none to large.
             let len = (next(&mut state) % 3000) as usize;
             let max_step = [1, 64, 1100, 100_000, 1 << 40][case % 5];
             let mut values = Vec::with_capacity(len);
@@ -211,20 +277,50 @@ mod tests {
             let sequence = build(&values, universe);
             assert_eq!(sequence.len(), values.len());
             for (i, &v) in values.iter().enumerate() {
-                assert_eq!(sequence.get(i), Some(v), "case {case}, element {i}");
+                assert_eq!(get(&sequence, i), Some(v), "case {case}, element {i}");
             }
-            assert_eq!(sequence.get(values.len()), None);
+            assert_eq!(get(&sequence, values.len()), None);
+            for i in 0..values.len() {
+                let pair = values.get(i + 1).map(|&next| (values[i], next));
+                assert_eq!(get_pair(&sequence, i), pair, "case {case}, pair {i}");
+            }
+            // Through one cursor: in order, backwards, and jumping about.
+            let mut cursor = Cursor::default();
+            let pairs = |i: usize| values.get(i + 1).map(|&next| (values[i], next));
+            let mut order: Vec<usize> = (0..values.len()).collect();
+            order.extend((0..values.len()).rev());
+            order.extend((0..values.len()).map(|_| (next(&mut state) % (values.len() as u64 + 1)) as usize));
+            for i in order {
+                assert_eq!(sequence.get_pair_near(i, &mut cursor), pairs(i), "case {case}, pair {i} near {cursor:?}");
+            }
         }
+    }
+
+    #[test]
+    fn select_in_word_finds_every_set_bit() {
+        let mut state = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..2000 {
+            let word = next(&mut state) & next(&mut state);
+            let positions: Vec<u32> = (0..64).filter(|b| word >> b & 1 == 1).collect();
+            for (rank, &position) in positions.iter().enumerate() {
+                assert_eq!(select_in_word(word, rank as u32), position, "{word:#x} rank {rank}");
+            }
+        }
+        assert_eq!(select_in_word(u64::MAX, 63), 63);
+        assert_eq!(select_in_word(1 << 63, 0), 63);
     }
 
     #[test]
     fn extremes_read_back() {
         let values = [0, 0, 1, u64::MAX / 2, u64::MAX - 1, u64::MAX, u64::MAX];
         let sequence = build(&values, u64::MAX);
-        let got: Vec<u64> = (0..values.len()).map(|i| sequence.get(i).unwrap()).collect();
+        let got: Vec<u64> = (0..values.len()).map(|i| get(&sequence, i).unwrap()).collect();
         assert_eq!(got, values);
-        assert_eq!(build(&[], 0).get(0), None);
-        assert_eq!(build(&[7], 7).get(0), Some(7));
+        assert_eq!(get(&build(&[], 0), 0), None);
+        assert_eq!(get(&build(&[7], 7), 0), Some(7));
+        assert_eq!(get_pair(&build(&[7], 7), 0), None);
+        assert_eq!(get_pair(&sequence, values.len() - 2), Some((u64::MAX, u64::MAX)));
+        assert_eq!(get_pair(&sequence, usize::MAX), None);
     }
 
     #[test]
@@ -236,7 +332,7 @@ mod tests {
         assert_eq!(builder.push(50), Ok(()));
         assert_eq!(builder.push(60), Err(Refused::TooMany));
         let sequence = builder.build();
-        assert_eq!((sequence.get(0), sequence.get(1), sequence.get(2)), (Some(50), Some(50), None));
+        assert_eq!((get(&sequence, 0), get(&sequence, 1), get(&sequence, 2)), (Some(50), Some(50), None));
     }
 
     /// Chunk offsets of `n` chunks of `stride` bytes each (a chunk a record at `group_size:1`):

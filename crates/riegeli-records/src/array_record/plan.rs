@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::compact::EliasFano;
+use super::compact::{Cursor, EliasFano};
 use crate::error::{Error, ErrorKind, Result};
 use crate::indexed::ChunkEntry;
 
@@ -161,19 +161,40 @@ impl ChunkIndex {
 
     /// The entry of chunk `id`; an id this index did not give is an internal error.
     pub(crate) fn entry(&self, id: ChunkId) -> Result<ChunkEntry> {
+        self.entry_near(id, &mut Cursor::default())
+    }
+
+    /// [`entry`](Self::entry), looked up from where `cursor` was left by the
+    /// entry before (of a footer's index: chunks read in order take a step
+    /// each, not a search).
+    pub(crate) fn entry_near(&self, id: ChunkId, cursor: &mut Cursor) -> Result<ChunkEntry> {
         match &self.storage {
             Storage::Footer { bounds, group, .. } => {
-                let (Some(offset), Some(limit)) = (bounds.get(id.0), bounds.get(id.0 + 1)) else {
-                    return Err(not_indexed());
-                };
-                let first_record = (id.0 as u64).saturating_mul(*group);
-                let num_records = self.num_records.saturating_sub(first_record).min(*group);
+                let (offset, limit) = bounds.get_pair_near(id.0, cursor).ok_or_else(not_indexed)?;
+                let (first_record, num_records) = self.group_records(id, *group);
                 Ok(ChunkEntry { offset, limit, num_records, decoded_data_size: u64::MAX, first_record })
             }
             Storage::Scanned(entries) => entries.get(id.0).copied().ok_or_else(not_indexed),
             // The reader reloads the index before anything that needs an entry.
             Storage::Offloaded(_) => Err(Error::internal("a chunk entry asked of an offloaded index")),
         }
+    }
+
+    /// The first record of chunk `id` and its number of records: what
+    /// [`entry`](Self::entry) says of them, without reading the chunk's
+    /// offsets where the group size tells.
+    pub(crate) fn records(&self, id: ChunkId) -> Result<(u64, u64)> {
+        match &self.storage {
+            Storage::Footer { group, .. } if id.0 < self.num_chunks() => Ok(self.group_records(id, *group)),
+            _ => self.entry(id).map(|entry| (entry.first_record, entry.num_records)),
+        }
+    }
+
+    /// The first record and the number of records of chunk `id` of a footer's
+    /// index, whose every chunk but the last holds `group` records.
+    fn group_records(&self, id: ChunkId, group: u64) -> (u64, u64) {
+        let first_record = (id.0 as u64).saturating_mul(group);
+        (first_record, self.num_records.saturating_sub(first_record).min(group))
     }
 
     /// The chunk holding record `index`, and the record's index within it;
@@ -265,7 +286,7 @@ impl Plan {
             let (last, _) = index.locate(range.end - 1)?;
             let mut id = first;
             while id <= last {
-                let needed = range.end.saturating_sub(index.entry(id)?.first_record);
+                let needed = range.end.saturating_sub(index.records(id)?.0);
                 steps.push(Step { id, needed });
                 id = id.next();
             }
@@ -315,11 +336,14 @@ impl Plan {
         out.clear();
         match &self.picks {
             Picks::Range(range) => {
-                let Some(entry) = self.steps.get(i).and_then(|step| index.entry(step.id).ok()) else { return };
-                let from = range.start.saturating_sub(entry.first_record);
-                let to = range.end.saturating_sub(entry.first_record).min(entry.num_records);
+                let Some((first_record, num_records)) = self.steps.get(i).and_then(|step| index.records(step.id).ok())
+                else {
+                    return;
+                };
+                let from = range.start.saturating_sub(first_record);
+                let to = range.end.saturating_sub(first_record).min(num_records);
                 // Position in the range of record `j` of the chunk (`from..to` are in it).
-                let position = |j: u64| (entry.first_record + j - range.start) as usize;
+                let position = |j: u64| (first_record + j - range.start) as usize;
                 out.extend((from..to).map(|j| (position(j), j as usize)));
             }
             Picks::Indices { order, located, starts } => {

@@ -1,6 +1,7 @@
 //! Telling an ArrayRecord reader's source which chunks a plan reads next
 //! ([`ReadAt::will_need`]).
 
+use super::compact::Cursor;
 use super::plan::{ChunkIndex, Step};
 use crate::positional::ReadAt;
 
@@ -19,13 +20,23 @@ pub(crate) struct Prefetcher<'a> {
     announced: usize,
     /// Announce more when reading reaches `steps[refill_at]`.
     refill_at: usize,
+    /// Where the index was left by the last lookup.
+    cursor: Cursor,
 }
 
 impl<'a> Prefetcher<'a> {
     /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
     /// as array_record's data source asks, every chunk would be a request of its own).
     pub(crate) fn new(hook: Option<&'a dyn ReadAt>, index: &'a ChunkIndex, steps: &'a [Step], budget: u64) -> Self {
-        Self { hook, index, steps, budget: budget.max(MIN_PREFETCH), announced: 0, refill_at: 0 }
+        Self {
+            hook,
+            index,
+            steps,
+            budget: budget.max(MIN_PREFETCH),
+            announced: 0,
+            refill_at: 0,
+            cursor: Cursor::default(),
+        }
     }
 
     /// Called before reading the chunk of `steps[i]`.
@@ -37,7 +48,9 @@ impl<'a> Prefetcher<'a> {
         let from = self.announced.max(i);
         let (mut to, mut bytes) = (from, 0u64);
         let mut ranges = Vec::new();
-        while let Some(entry) = self.steps.get(to).and_then(|step| self.index.entry(step.id).ok()) {
+        while let Some(entry) =
+            self.steps.get(to).and_then(|step| self.index.entry_near(step.id, &mut self.cursor).ok())
+        {
             if to > from && bytes.saturating_add(entry.raw_bytes()) > self.budget {
                 break;
             }
