@@ -403,7 +403,6 @@ impl ArrayRecordReader {
         skip_bad_records: bool,
         max_rows: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let to_table = py.import("riegeli._arrow")?.getattr("to_table")?;
         let batches = self.arrow_batches(
             py,
             columns,
@@ -415,7 +414,7 @@ impl ArrayRecordReader {
             skip_bad_records,
             max_rows,
         )?;
-        to_table.call1((Bound::new(py, batches)?,))
+        batches.into_table(py)
     }
 
     /// `True` while open and not failed.

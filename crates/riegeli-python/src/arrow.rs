@@ -259,6 +259,29 @@ impl ArrowBatches {
         Self { stream: Mutex::new(Some((Box::new(reporting), schema))), progress }
     }
 
+    /// `to_arrow()`: the batches decoded here without the GIL, then given to pyarrow as a
+    /// stream of batches in memory. (Not pyarrow reading the stream itself: it would call
+    /// back into a source that may be a Python file object while the GIL it released is
+    /// still counted as held by this thread, from which this call came.)
+    pub(crate) fn into_table(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+        let to_table = py.import("riegeli._arrow")?.getattr("to_table")?;
+        let taken = self.stream.lock().map_err(|_| PyRuntimeError::new_err("ArrowBatches poisoned"))?.take();
+        let (stream, schema) = taken.ok_or_else(|| PyRuntimeError::new_err("the Arrow stream was already consumed"))?;
+        let collected = py.detach(move || stream.collect::<Result<Vec<_>, ArrowError>>());
+        let batches = match collected {
+            Ok(batches) => batches,
+            Err(error) => {
+                return Err(match self.progress()?.error.take() {
+                    Some(error) => to_py(py, error),
+                    None => PyRuntimeError::new_err(error.to_string()),
+                });
+            }
+        };
+        let in_memory = arrow_array::RecordBatchIterator::new(batches.into_iter().map(Ok), schema.clone());
+        let batches = Self { stream: Mutex::new(Some((Box::new(in_memory), schema))), progress: Arc::default() };
+        to_table.call1((Bound::new(py, batches)?,))
+    }
+
     fn progress(&self) -> PyResult<std::sync::MutexGuard<'_, Progress>> {
         self.progress.lock().map_err(|_| PyRuntimeError::new_err("ArrowBatches poisoned by a panic"))
     }

@@ -620,7 +620,6 @@ impl RecordReader {
         skip_bad_records: bool,
         max_rows: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let to_table = py.import("riegeli._arrow")?.getattr("to_table")?;
         let batches = self.arrow_batches(
             py,
             columns,
@@ -631,7 +630,7 @@ impl RecordReader {
             skip_bad_records,
             max_rows,
         )?;
-        to_table.call1((Bound::new(py, batches)?,))
+        batches.into_table(py)
     }
 
     /// riegeli-rs: reads only the records of the chunks that begin in `[start, end)`

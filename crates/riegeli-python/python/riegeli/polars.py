@@ -67,7 +67,7 @@ def scan_riegeli(
         skip_bad_records=skip_bad_records,
     )
     with RecordReader(path) as reader:
-        schema = pl.from_arrow(reader.arrow_batches(columns, max_rows=0, **options)).schema
+        schema = pl.DataFrame(reader.arrow_batches(columns, max_rows=0, **options)).schema
 
     def source(
         with_columns: Optional[list[str]],
@@ -81,8 +81,8 @@ def scan_riegeli(
         with RecordReader(path) as reader:
             while remaining is None or remaining > 0:
                 wanted = size if remaining is None else min(size, remaining)
-                frame = pl.from_arrow(reader.arrow_batches(projection, batch_size=wanted, max_rows=wanted, **options))
-                assert isinstance(frame, pl.DataFrame)
+                # A DataFrame of the C stream (`polars.from_arrow` makes a Series of structs).
+                frame = pl.DataFrame(reader.arrow_batches(projection, batch_size=wanted, max_rows=wanted, **options))
                 if frame.height == 0:
                     return
                 if with_columns is not None:
