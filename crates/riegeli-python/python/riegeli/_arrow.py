@@ -8,8 +8,6 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import Message
 
 if TYPE_CHECKING:
-    import pyarrow
-
     from riegeli._riegeli import ArrowBatches
 
 __all__ = ('file_descriptor_set', 'import_pyarrow', 'to_table')
@@ -41,8 +39,8 @@ def import_pyarrow(what: str) -> Any:
     return pyarrow
 
 
-def to_table(batches: ArrowBatches) -> pyarrow.Table:
-    """Reads `batches` into a pyarrow Table (pyarrow releases the GIL while they are decoded).
+def to_table(batches: ArrowBatches) -> Any:
+    """Reads `batches` into a `pyarrow.Table` (pyarrow releases the GIL while they are decoded).
 
     An error that ended the stream is raised as the riegeli exception it is.
     """

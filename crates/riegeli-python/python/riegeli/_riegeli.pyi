@@ -39,6 +39,7 @@ __all__ = [
     'ArrayRecordWriter',
     'ArrayRecordShards',
     'PendingRead',
+    'ArrowBatches',
     'EXISTENCE_ONLY',
     'byte_ranges',
     '__version__',
