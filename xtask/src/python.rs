@@ -12,7 +12,18 @@ const ORACLE: &str = "array-record==0.8.6";
 /// What the tests of the Python package (`crates/riegeli-python`) need besides the oracle, at
 /// the latest releases: `grain` runs a pipeline over `riegeli.array_record.ArrayRecordDataSource`
 /// (it installs from wheels in seconds, with numpy); mypy checks the stubs (`stubtest`).
-const PYTHON_TEST_DEPS: &[&str] = &["pytest==9.2.0", "protobuf==7.36.2", "grain==0.2.18", "mypy==2.4.1"];
+/// pyarrow, polars, duckdb and pandas: consumers of the Arrow batches (`test_arrow.py`, which
+/// skips without them, as in the lowest venv); each has wheels for the CI platforms.
+const PYTHON_TEST_DEPS: &[&str] = &[
+    "pytest==9.2.0",
+    "protobuf==7.36.2",
+    "grain==0.2.18",
+    "mypy==2.4.1",
+    "pyarrow==26.0.1",
+    "polars==2.1.0",
+    "duckdb==2.0.1",
+    "pandas==3.1.1",
+];
 
 /// protobuf and grain (the `grain` extra) at the lowest versions that
 /// `crates/riegeli-python/pyproject.toml` declares: the suite runs with them too, in

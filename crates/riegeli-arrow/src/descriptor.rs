@@ -4,9 +4,12 @@
 //! they import well-known types without carrying them, on top of
 //! prost-reflect's global pool that holds those.
 
+use std::io::Read;
+
+use prost::Message;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
-use prost_types::FileDescriptorProto;
-use riegeli_records::{RecordsMetadata, record_type};
+use prost_types::{FileDescriptorProto, FileDescriptorSet};
+use riegeli_records::{RecordReader, RecordsMetadata, record_type};
 
 use crate::error::{Error, Result};
 
@@ -59,6 +62,23 @@ pub fn message_type_from_metadata(metadata: &RecordsMetadata) -> Result<MessageD
         )));
     }
     message_type(files.to_vec(), name)
+}
+
+/// [`message_type`] of a serialized `FileDescriptorSet` (what `protoc
+/// --descriptor_set_out` writes); [`ErrorKind::Type`](crate::ErrorKind::Type)
+/// if it does not parse.
+pub fn message_type_from_set(serialized: &[u8], type_name: &str) -> Result<MessageDescriptor> {
+    let set = FileDescriptorSet::decode(serialized)
+        .map_err(|e| Error::type_error(format!("the file descriptor set does not parse: {e}")))?;
+    message_type(set.file, type_name)
+}
+
+/// The record type named in the metadata of the Riegeli/records file that
+/// `src` reads from its beginning (an ArrayRecord file too), as
+/// [`message_type_from_metadata`] makes it.
+pub fn message_type_of_file<R: Read>(src: R) -> Result<MessageDescriptor> {
+    let metadata = RecordReader::new(src).read_metadata()?;
+    message_type_from_metadata(&metadata.unwrap_or_default())
 }
 
 fn one_line(text: &str) -> String {

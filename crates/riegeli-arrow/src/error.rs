@@ -34,6 +34,9 @@ pub enum ErrorKind {
         /// What is wrong with it, and at which byte of the record.
         reason: String,
     },
+    /// Records asked for by index that are not there.
+    #[error("out of range: {0}")]
+    OutOfRange(String),
     /// Arrow refused to build an array (e.g. more than 2 GiB of strings in one batch).
     #[error("arrow: {0}")]
     Arrow(#[source] arrow_schema::ArrowError),
@@ -47,6 +50,11 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.0
+    }
+
+    /// What went wrong, owned.
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
     }
 
     /// Whether the error is about one record (the others can still be read).

@@ -384,6 +384,12 @@ impl ExampleDecoder {
         self.skipped.handle(self.bad_records, bad_record(index, position, wire))
     }
 
+    /// Makes `index` the index of the next record pushed (in error
+    /// messages), for records that come from elsewhere than in order.
+    pub(crate) fn set_next_index(&mut self, index: u64) {
+        self.index = index;
+    }
+
     /// The number of rows of the batch being built.
     pub fn num_rows(&self) -> usize {
         self.rows + self.pending.len()

@@ -10,6 +10,12 @@
 //!   transposed chunk decompress only the buckets of those fields.
 //! - [`ProtoDecoder`] is the same on records from anywhere (an
 //!   `ArrayRecordReader`'s, for example): push records, flush batches.
+//! - [`ArrayRecordArrowReader`] reads records by index (all, a range or a
+//!   list of indices of an `ArrayRecordReader`, or of `ArrayRecordShards`),
+//!   with the same pushdown of the projection to transposed chunks.
+//! - [`ArrowStream`] makes either an Arrow `RecordBatchReader` (for the C
+//!   stream interface), its schema known before the first batch, with an
+//!   optional row limit.
 //! - [`ExampleDecoder`] does it for `tf.train.Example` records (what TFDS
 //!   writes, usually with no descriptor): a column per feature.
 //!
@@ -63,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+mod array_record;
 mod columns;
 mod decoder;
 mod descriptor;
@@ -70,13 +77,16 @@ mod error;
 mod example;
 mod plan;
 mod reader;
+mod stream;
 mod walker;
 mod wire;
 
 pub use crate::{
+    array_record::{ArrayRecordArrowReader, RecordSelection, RecordsByIndex},
     decoder::{BadRecords, ProtoDecoder, SkippedRecords},
-    descriptor::{message_type, message_type_from_metadata},
+    descriptor::{message_type, message_type_from_metadata, message_type_from_set, message_type_of_file},
     error::{Error, ErrorKind, Result},
     example::{ExampleDecoder, FeatureKind},
     reader::{ArrowReader, ArrowReaderOptions, RecordFormat},
+    stream::{ArrowStream, BatchSource},
 };

@@ -5,12 +5,14 @@ use std::io::{Read, Seek};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use prost_reflect::MessageDescriptor;
-use riegeli_records::RecordReader;
+use riegeli_codec::FieldProjection;
+use riegeli_records::{RecordPosition, RecordReader};
 
 use crate::decoder::{BadRecords, ProtoDecoder, SkippedRecords};
 use crate::descriptor::message_type_from_metadata;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::example::{ExampleDecoder, FeatureKind};
+use crate::stream::BatchSource;
 
 /// What the records are.
 #[derive(Debug, Clone, Default)]
@@ -48,12 +50,6 @@ impl Default for ArrowReaderOptions {
     fn default() -> Self {
         Self { batch_size: 8192, projection: None, bad_records: BadRecords::Fail, format: RecordFormat::FromMetadata }
     }
-}
-
-#[derive(Debug)]
-enum Decoder {
-    Proto(ProtoDecoder),
-    Example { decoder: ExampleDecoder, projection: Option<Vec<String>> },
 }
 
 /// Reads a Riegeli/records file's records as Arrow [`RecordBatch`]es.
@@ -111,12 +107,24 @@ impl<R: Read + Seek> ArrowReader<R> {
     /// (read now). A projected read of protobuf messages tells the reader the
     /// field numbers it needs, so that transposed chunks decompress only
     /// those fields' buckets.
-    pub fn new(mut reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
-        let (decoder, batch_size) = Self::decoder(&mut reader, options)?;
-        if let Decoder::Proto(proto) = &decoder
-            && !proto.field_projection().includes_all()
+    pub fn new(reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
+        Self::try_new(reader, options).map_err(|failed| failed.0)
+    }
+
+    /// [`new`](ArrowReader::new), giving the reader back with the error if
+    /// it fails (boxed: a reader is large).
+    pub fn try_new(
+        mut reader: RecordReader<R>,
+        options: ArrowReaderOptions,
+    ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
+        let (decoder, batch_size) = match Self::decoder(&mut reader, options) {
+            Ok(decoder) => decoder,
+            Err(error) => return Err(Box::new((error, reader))),
+        };
+        if let Some(projection) = decoder.field_projection()
+            && let Err(error) = reader.set_field_projection(projection.clone())
         {
-            reader.set_field_projection(proto.field_projection().clone())?;
+            return Err(Box::new((error.into(), reader)));
         }
         Ok(Self { reader, decoder, batch_size, done: false })
     }
@@ -127,88 +135,67 @@ impl<R: Read> ArrowReader<R> {
     /// batches, but every field of transposed chunks is decoded unless the
     /// reader was built with `field_projection` set (as
     /// [`ProtoDecoder::field_projection`] gives it).
-    pub fn without_seeking(mut reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
-        let (decoder, batch_size) = Self::decoder(&mut reader, options)?;
-        Ok(Self { reader, decoder, batch_size, done: false })
+    pub fn without_seeking(reader: RecordReader<R>, options: ArrowReaderOptions) -> Result<Self> {
+        Self::try_without_seeking(reader, options).map_err(|failed| failed.0)
+    }
+
+    /// [`without_seeking`](ArrowReader::without_seeking), giving the reader
+    /// back with the error if it fails.
+    pub fn try_without_seeking(
+        mut reader: RecordReader<R>,
+        options: ArrowReaderOptions,
+    ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
+        match Self::decoder(&mut reader, options) {
+            Ok((decoder, batch_size)) => Ok(Self { reader, decoder, batch_size, done: false }),
+            Err(error) => Err(Box::new((error, reader))),
+        }
     }
 
     fn decoder(reader: &mut RecordReader<R>, options: ArrowReaderOptions) -> Result<(Decoder, usize)> {
-        let message = match options.format {
-            RecordFormat::Example(spec) => {
-                // With a spec, only the projected features are decoded at all.
-                let (spec, projection) = match (spec, options.projection) {
-                    (Some(spec), Some(names)) => (Some(project_spec(&spec, &names)?), None),
-                    other => other,
-                };
-                let decoder = ExampleDecoder::new(spec, options.bad_records);
-                return Ok((Decoder::Example { decoder, projection }, options.batch_size.max(1)));
-            }
-            RecordFormat::Proto(message) => message,
-            RecordFormat::FromMetadata => message_type_from_metadata(&reader.read_metadata()?.unwrap_or_default())?,
-        };
-        let decoder = ProtoDecoder::new(&message, options.projection.as_deref(), options.bad_records)?;
-        Ok((Decoder::Proto(decoder), options.batch_size.max(1)))
+        let batch_size = options.batch_size.max(1);
+        let decoder =
+            Decoder::new(options, || message_type_from_metadata(&reader.read_metadata()?.unwrap_or_default()))?;
+        Ok((decoder, batch_size))
     }
 
     /// The schema of the batches; for `tf.train.Example`s with inferred
     /// features, known once the first batch was read.
     pub fn schema(&self) -> Option<SchemaRef> {
-        match &self.decoder {
-            Decoder::Proto(d) => Some(d.schema()),
-            Decoder::Example { decoder, projection } => {
-                let schema = decoder.schema()?;
-                match projection {
-                    None => Some(schema),
-                    Some(names) => project_schema(&schema, names).ok(),
-                }
-            }
-        }
+        self.decoder.schema()
     }
 
     /// The next batch, or `None` at the end of the file.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        while !self.done && self.num_rows() < self.batch_size {
+        self.next_batch_up_to(self.batch_size)
+    }
+
+    /// The next batch of at most `max_rows` rows (at least 1), or `None` at
+    /// the end of the file.
+    pub fn next_batch_up_to(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
+        let max_rows = max_rows.max(1);
+        while !self.done && self.decoder.num_rows() < max_rows {
             let Some(record) = self.reader.read_record()? else {
                 self.done = true;
                 break;
             };
             let position = self.reader.last_pos();
-            match &mut self.decoder {
-                Decoder::Proto(d) => d.push(&record, position)?,
-                Decoder::Example { decoder, .. } => decoder.push(&record, position)?,
-            }
+            self.decoder.push(&record, position)?;
         }
-        if self.num_rows() == 0 && self.done {
+        if self.decoder.num_rows() == 0 && self.done {
             return Ok(None);
         }
-        match &mut self.decoder {
-            Decoder::Proto(d) => d.flush().map(Some),
-            Decoder::Example { decoder, projection } => {
-                let batch = decoder.flush()?;
-                match projection {
-                    None => Ok(Some(batch)),
-                    Some(names) => {
-                        let indices = project_indices(&batch.schema(), names)?;
-                        Ok(Some(batch.project(&indices)?))
-                    }
-                }
-            }
-        }
-    }
-
-    fn num_rows(&self) -> usize {
-        match &self.decoder {
-            Decoder::Proto(d) => d.num_rows(),
-            Decoder::Example { decoder, .. } => decoder.num_rows(),
-        }
+        self.decoder.flush().map(Some)
     }
 
     /// The records left out so far under [`BadRecords::Skip`].
     pub fn skipped(&self) -> &SkippedRecords {
-        match &self.decoder {
-            Decoder::Proto(d) => d.skipped(),
-            Decoder::Example { decoder, .. } => decoder.skipped(),
-        }
+        self.decoder.skipped()
+    }
+
+    /// The field numbers the columns need, if not all: what
+    /// [`new`](ArrowReader::new) set as the reader's field projection.
+    pub fn field_projection(&self) -> Option<&FieldProjection> {
+        self.decoder.field_projection()
     }
 
     /// The underlying record reader, e.g. to call its `recover()` after a
@@ -228,6 +215,123 @@ impl<R: Read> Iterator for ArrowReader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_batch().transpose()
+    }
+}
+
+impl<R: Read> BatchSource for ArrowReader<R> {
+    fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    fn schema(&self) -> Option<SchemaRef> {
+        self.decoder.schema()
+    }
+
+    fn next_batch_up_to(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
+        ArrowReader::next_batch_up_to(self, max_rows)
+    }
+
+    fn skipped(&self) -> &SkippedRecords {
+        self.decoder.skipped()
+    }
+}
+
+/// The decoder of an [`ArrowReader`] or an
+/// [`ArrayRecordArrowReader`](crate::ArrayRecordArrowReader): protobuf
+/// messages or `tf.train.Example`s, projected.
+#[derive(Debug)]
+pub(crate) enum Decoder {
+    Proto(ProtoDecoder),
+    Example { decoder: ExampleDecoder, projection: Option<Vec<String>> },
+}
+
+impl Decoder {
+    /// The decoder `options` describe; `from_metadata` gives the message
+    /// type for [`RecordFormat::FromMetadata`].
+    pub(crate) fn new(
+        options: ArrowReaderOptions,
+        from_metadata: impl FnOnce() -> Result<MessageDescriptor>,
+    ) -> Result<Self> {
+        let message = match options.format {
+            RecordFormat::Example(spec) => {
+                // With a spec, only the projected features are decoded at all.
+                let (spec, projection) = match (spec, options.projection) {
+                    (Some(spec), Some(names)) => (Some(project_spec(&spec, &names)?), None),
+                    other => other,
+                };
+                let decoder = ExampleDecoder::new(spec, options.bad_records);
+                return Ok(Self::Example { decoder, projection });
+            }
+            RecordFormat::Proto(message) => message,
+            RecordFormat::FromMetadata => from_metadata()?,
+        };
+        Ok(Self::Proto(ProtoDecoder::new(&message, options.projection.as_deref(), options.bad_records)?))
+    }
+
+    /// The field numbers a record reader needs to read, if not all.
+    pub(crate) fn field_projection(&self) -> Option<&FieldProjection> {
+        match self {
+            Self::Proto(proto) if !proto.field_projection().includes_all() => Some(proto.field_projection()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn schema(&self) -> Option<SchemaRef> {
+        match self {
+            Self::Proto(d) => Some(d.schema()),
+            Self::Example { decoder, projection } => {
+                let schema = decoder.schema()?;
+                match projection {
+                    None => Some(schema),
+                    Some(names) => project_schema(&schema, names).ok(),
+                }
+            }
+        }
+    }
+
+    /// Makes `index` the index of the next record pushed (in error messages).
+    pub(crate) fn set_next_index(&mut self, index: u64) {
+        match self {
+            Self::Proto(d) => d.set_next_index(index),
+            Self::Example { decoder, .. } => decoder.set_next_index(index),
+        }
+    }
+
+    pub(crate) fn push(&mut self, record: &[u8], position: Option<RecordPosition>) -> Result<()> {
+        match self {
+            Self::Proto(d) => d.push(record, position),
+            Self::Example { decoder, .. } => decoder.push(record, position),
+        }
+    }
+
+    pub(crate) fn flush(&mut self) -> Result<RecordBatch> {
+        match self {
+            Self::Proto(d) => d.flush(),
+            Self::Example { decoder, projection } => {
+                let batch = decoder.flush()?;
+                match projection {
+                    None => Ok(batch),
+                    Some(names) => {
+                        let indices = project_indices(&batch.schema(), names)?;
+                        Ok(batch.project(&indices)?)
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn num_rows(&self) -> usize {
+        match self {
+            Self::Proto(d) => d.num_rows(),
+            Self::Example { decoder, .. } => decoder.num_rows(),
+        }
+    }
+
+    pub(crate) fn skipped(&self) -> &SkippedRecords {
+        match self {
+            Self::Proto(d) => d.skipped(),
+            Self::Example { decoder, .. } => decoder.skipped(),
+        }
     }
 }
 

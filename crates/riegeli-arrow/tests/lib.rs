@@ -3,3 +3,4 @@
 mod common;
 mod example;
 mod proto;
+mod sources;

@@ -33,6 +33,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use riegeli_object_store::{FetchConfig, Location};
 use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError, PerProcess};
 
+use crate::arrow::{self, ArrowBatches};
 use crate::pyio::as_path;
 
 type Inner = riegeli_records::ArrayRecordReader<Location>;
@@ -339,6 +340,81 @@ impl ArrayRecordReader {
             closed: AtomicBool::new(false),
             index: AtomicU64::new(0),
         })
+    }
+
+    /// riegeli-rs: records as Arrow record batches, all of them or those of `indices` (a
+    /// `range` or integers), read by a reader of their own (see the stub).
+    #[pyo3(signature = (
+        columns = None, *, indices = None, batch_size = 65536, message_type = None, file_descriptor_set = None,
+        format = None, skip_bad_records = false, max_rows = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments in Python")]
+    fn arrow_batches(
+        &self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        indices: Option<&Bound<'_, PyAny>>,
+        batch_size: usize,
+        message_type: Option<&Bound<'_, PyAny>>,
+        file_descriptor_set: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+        skip_bad_records: bool,
+        max_rows: Option<u64>,
+    ) -> PyResult<ArrowBatches> {
+        let args = arrow::args(
+            py,
+            columns,
+            batch_size,
+            message_type,
+            file_descriptor_set,
+            format,
+            skip_bad_records,
+            max_rows,
+        )?;
+        let selection = arrow::selection(indices)?;
+        if let Some(failure) = &self.failure {
+            return Err(PyRuntimeError::new_err(failure.clone()));
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            return Err(PyRuntimeError::new_err("Object closed"));
+        }
+        let (path, options) = (self.path.clone(), self.options.clone());
+        arrow::by_index(py, args, selection, Some(&self.path), move |field_projection| {
+            let options = ArrayRecordReaderOptions { field_projection, ..options };
+            Inner::with_options(Location::open(&path, FetchConfig::default())?, options)
+        })
+    }
+
+    /// riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (see the stub).
+    #[pyo3(signature = (
+        columns = None, *, indices = None, batch_size = 65536, message_type = None, file_descriptor_set = None,
+        format = None, skip_bad_records = false, max_rows = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments in Python")]
+    fn to_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<&Bound<'py, PyAny>>,
+        indices: Option<&Bound<'py, PyAny>>,
+        batch_size: usize,
+        message_type: Option<&Bound<'py, PyAny>>,
+        file_descriptor_set: Option<&Bound<'py, PyAny>>,
+        format: Option<&str>,
+        skip_bad_records: bool,
+        max_rows: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let batches = self.arrow_batches(
+            py,
+            columns,
+            indices,
+            batch_size,
+            message_type,
+            file_descriptor_set,
+            format,
+            skip_bad_records,
+            max_rows,
+        )?;
+        batches.into_table(py)
     }
 
     /// `True` while open and not failed.

@@ -13,6 +13,7 @@
 
 mod array_reader;
 mod array_writer;
+mod arrow;
 mod errors;
 mod position;
 mod pyio;
@@ -34,6 +35,7 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<array_writer::ArrayRecordWriter>()?;
     module.add_class::<shards::ArrayRecordShards>()?;
     module.add_class::<shards::PendingRead>()?;
+    module.add_class::<arrow::ArrowBatches>()?;
     module.add("EXISTENCE_ONLY", riegeli_records::FieldProjection::EXISTENCE_ONLY)?;
     // The version of this crate, the package's (maturin takes it from Cargo.toml).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -10,6 +10,9 @@ use pyo3::{PyTraverseError, PyVisit};
 use riegeli_object_store::{FetchConfig, Location};
 use riegeli_records::{Corruption, Error, ErrorKind, FieldProjection, RecordReaderOptions};
 
+use riegeli_arrow::{ArrowReader, ArrowStream};
+
+use crate::arrow::{self, ArrowBatches, Reporting};
 use crate::errors::{closed, internal, io_to_py, riegeli_error, to_py};
 use crate::position::RecordPosition;
 use crate::pyio::{PyFile, Src, as_path};
@@ -52,9 +55,33 @@ struct State {
     failure: Option<Py<PyBaseException>>,
     /// Once closed: `pos` then (Google's answers it after `close()`).
     closed_at: Option<riegeli_records::RecordPosition>,
+    /// The field projection set by the caller (given back after an Arrow stream's).
+    projection: FieldProjection,
+    /// The reader is read by the Arrow stream of `arrow_batches()`, which puts it here when
+    /// it ends or is dropped; `restore` if the stream set a projection of its own.
+    lent: Option<(Arc<Mutex<Option<Inner>>>, bool)>,
 }
 
 impl State {
+    /// Takes the reader back from an Arrow stream that is done with it; an exception if the
+    /// stream still reads it.
+    fn reclaim(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some((slot, restore)) = &self.lent else { return Ok(()) };
+        let Some(mut reader) = slot.lock().ok().and_then(|mut slot| slot.take()) else {
+            return Err(riegeli_error(
+                py,
+                "FailedPreconditionError",
+                "the reader is being read by the Arrow stream of arrow_batches(): consume it or drop it first"
+                    .to_owned(),
+            ));
+        };
+        let restore = *restore;
+        self.lent = None;
+        let restored = if restore { reader.set_field_projection(self.projection.clone()) } else { Ok(()) };
+        self.reader = Some(reader);
+        self.finish(py, restored).map(drop)
+    }
+
     /// The exception that failed the reader, to raise again, if one did.
     fn raise_failure(&self, py: Python<'_>) -> Option<PyErr> {
         self.failure.as_ref().map(|failure| PyErr::from_value(failure.bind(py).clone().into_any()))
@@ -149,6 +176,12 @@ fn parse_message(py: Python<'_>, message_type: &Bound<'_, PyAny>, record: &[u8])
     Ok(message_type.call_method1("FromString", (PyBytes::new(py, record),))?.unbind())
 }
 
+/// `reader` with `projection` set again, after an Arrow stream set its own.
+fn reader_restored(mut reader: Inner, projection: &FieldProjection) -> Result<Inner, Error> {
+    reader.set_field_projection(projection.clone())?;
+    Ok(reader)
+}
+
 /// A field projection from Python: an iterable of iterables of field numbers, or `None`.
 fn field_projection(projection: Option<&Bound<'_, PyAny>>) -> PyResult<FieldProjection> {
     let Some(projection) = projection.filter(|p| !p.is_none()) else { return Ok(FieldProjection::all()) };
@@ -175,7 +208,9 @@ fn ordering(py: Python<'_>, verdict: &Py<PyAny>) -> PyResult<Option<Ordering>> {
 
 impl RecordReader {
     fn state(&mut self, py: Python<'_>) -> PyResult<&mut State> {
-        self.state.get_mut().map_err(|_| internal(py, "RecordReader state poisoned by a panic"))
+        let state = self.state.get_mut().map_err(|_| internal(py, "RecordReader state poisoned by a panic"))?;
+        state.reclaim(py)?;
+        Ok(state)
     }
 
     /// Runs `f` on the open reader without the GIL. `Ok(None)` if the recovery function
@@ -313,6 +348,7 @@ impl RecordReader {
                 (Src::Py(file), start, owns_src.then(|| src.clone().unbind()))
             }
         };
+        let projection_kept = projection.clone();
         let options = RecordReaderOptions { field_projection: projection, ..RecordReaderOptions::default() };
         let mut reader = Inner::at_position(source, start, options);
         let outcome = Arc::new(Mutex::new(RecoveryOutcome::default()));
@@ -346,6 +382,8 @@ impl RecordReader {
             truncated: None,
             failure: None,
             closed_at: None,
+            projection: projection_kept,
+            lent: None,
         };
         Ok(Self { state: Mutex::new(state) })
     }
@@ -390,7 +428,11 @@ impl RecordReader {
     /// something did, and so every time (as C++); a file that ended inside a chunk
     /// (without recovery) has failed now.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        let state = self.state(py)?;
+        let state = self.state.get_mut().map_err(|_| internal(py, "RecordReader state poisoned by a panic"))?;
+        if state.reclaim(py).is_err() {
+            // An Arrow stream still reads the reader: it keeps it, and drops it when done.
+            state.lent = None;
+        }
         if let Some(reader) = state.reader.take() {
             state.closed_at = Some(reader.pos());
             py.detach(|| drop(reader));
@@ -482,7 +524,113 @@ impl RecordReader {
     #[pyo3(signature = (field_projection))]
     fn set_field_projection(&mut self, py: Python<'_>, field_projection: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let projection = self::field_projection(field_projection)?;
+        self.state(py)?.projection = projection.clone();
         self.run(py, |reader| reader.set_field_projection(projection)).map(drop)
+    }
+
+    /// riegeli-rs: the records from the current one to the end as Arrow record batches
+    /// (see the stub).
+    #[pyo3(signature = (
+        columns = None, *, batch_size = 65536, message_type = None, file_descriptor_set = None, format = None,
+        skip_bad_records = false, max_rows = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments in Python")]
+    fn arrow_batches(
+        &mut self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        batch_size: usize,
+        message_type: Option<&Bound<'_, PyAny>>,
+        file_descriptor_set: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+        skip_bad_records: bool,
+        max_rows: Option<u64>,
+    ) -> PyResult<ArrowBatches> {
+        let args = arrow::args(
+            py,
+            columns,
+            batch_size,
+            message_type,
+            file_descriptor_set,
+            format,
+            skip_bad_records,
+            max_rows,
+        )?;
+        let random_access = self.supports_random_access(py)?;
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let reader = state.reader.take().ok_or_else(|| closed(py))?;
+        let (options, limit) = (args.options, args.max_rows);
+        let built = py.detach(move || {
+            let arrow = if random_access {
+                ArrowReader::try_new(reader, options)
+            } else {
+                ArrowReader::try_without_seeking(reader, options)
+            };
+            let arrow = arrow.map_err(|failed| Box::new((failed.0, failed.1, false)))?;
+            ArrowStream::try_new(arrow, limit).map_err(|(error, arrow)| {
+                let projected = random_access && arrow.field_projection().is_some();
+                Box::new((error, arrow.into_inner(), projected))
+            })
+        });
+        let stream = match built {
+            Ok(stream) => stream,
+            Err(failed) => {
+                let (error, reader, projected) = *failed;
+                // Given back; a projection the stream set is undone.
+                let restored = if projected { reader_restored(reader, &state.projection) } else { Ok(reader) };
+                return match restored {
+                    Ok(reader) => {
+                        state.reader = Some(reader);
+                        Err(arrow::to_py(py, error))
+                    }
+                    Err(e) => Err(arrow::to_py(py, e.into())),
+                };
+            }
+        };
+        let projected = random_access && stream.get_ref().field_projection().is_some();
+        let slot = Arc::new(Mutex::new(None));
+        let back = Arc::clone(&slot);
+        let give_back = Box::new(move |arrow: ArrowReader<Src>| {
+            if let Ok(mut slot) = back.lock() {
+                *slot = Some(arrow.into_inner());
+            }
+        });
+        state.lent = Some((slot, projected));
+        Ok(ArrowBatches::new(Reporting::new(stream, Some(give_back))))
+    }
+
+    /// riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (see the stub).
+    #[pyo3(signature = (
+        columns = None, *, batch_size = 65536, message_type = None, file_descriptor_set = None, format = None,
+        skip_bad_records = false, max_rows = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments in Python")]
+    #[allow(clippy::wrong_self_convention, reason = "the Python name; it reads the records")]
+    fn to_arrow<'py>(
+        &mut self,
+        py: Python<'py>,
+        columns: Option<&Bound<'py, PyAny>>,
+        batch_size: usize,
+        message_type: Option<&Bound<'py, PyAny>>,
+        file_descriptor_set: Option<&Bound<'py, PyAny>>,
+        format: Option<&str>,
+        skip_bad_records: bool,
+        max_rows: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let batches = self.arrow_batches(
+            py,
+            columns,
+            batch_size,
+            message_type,
+            file_descriptor_set,
+            format,
+            skip_bad_records,
+            max_rows,
+        )?;
+        batches.into_table(py)
     }
 
     /// riegeli-rs: reads only the records of the chunks that begin in `[start, end)`

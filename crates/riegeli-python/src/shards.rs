@@ -23,6 +23,7 @@ use riegeli_object_store::{FetchConfig, Location};
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, Error, ParseOptionsError};
 
 use crate::array_reader::path_arg;
+use crate::arrow::{self, ArrowBatches};
 
 type Inner = riegeli_records::ArrayRecordShards<Location>;
 
@@ -37,8 +38,10 @@ const KEY_OUT_OF_RANGE: &str = "Record key should be in [0, num_records)";
 pub(crate) struct ArrayRecordShards {
     inner: Arc<Inner>,
     raised: Raised,
-    /// The number of files (for `repr`).
-    num_shards: usize,
+    /// What the shards were made of, for the readers of `arrow_batches()` (and `repr`).
+    paths: Vec<PathBuf>,
+    ranges: Vec<(u64, u64)>,
+    options: ArrayRecordReaderOptions,
 }
 
 /// The keys argument: integers (anything with `__index__`) in `[0, len)`.
@@ -93,6 +96,7 @@ impl ArrayRecordShards {
         }
         let raised = Raised::default();
         let on_open_raised = Arc::clone(&raised);
+        let kept = (paths.clone(), ranges.clone(), options.clone());
         let open = move |shard: usize| {
             let path = paths.get(shard).ok_or_else(|| Error::from(std::io::Error::other("no such shard")))?;
             let reader = Location::open(path, FetchConfig::default())
@@ -110,10 +114,52 @@ impl ArrayRecordShards {
             }
             Ok(reader)
         };
-        let num_shards = ranges.len();
         let ranges = ranges.into_iter().map(|(start, end)| start..end).collect();
         let inner = Inner::new(ranges, open).map_err(|e| PyValueError::new_err(e.to_string()))?;
-        Ok(Self { inner: Arc::new(inner), raised, num_shards })
+        let (paths, ranges, options) = kept;
+        Ok(Self { inner: Arc::new(inner), raised, paths, ranges, options })
+    }
+
+    /// riegeli-rs: records as Arrow record batches, all of them or those of the keys
+    /// `indices` (a `range` or integers), read by readers of their own (see the stub).
+    #[pyo3(signature = (
+        columns = None, *, indices = None, batch_size = 65536, message_type = None, file_descriptor_set = None,
+        format = None, skip_bad_records = false, max_rows = None,
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "keyword arguments in Python")]
+    fn arrow_batches(
+        &self,
+        py: Python<'_>,
+        columns: Option<&Bound<'_, PyAny>>,
+        indices: Option<&Bound<'_, PyAny>>,
+        batch_size: usize,
+        message_type: Option<&Bound<'_, PyAny>>,
+        file_descriptor_set: Option<&Bound<'_, PyAny>>,
+        format: Option<&str>,
+        skip_bad_records: bool,
+        max_rows: Option<u64>,
+    ) -> PyResult<ArrowBatches> {
+        let args = arrow::args(
+            py,
+            columns,
+            batch_size,
+            message_type,
+            file_descriptor_set,
+            format,
+            skip_bad_records,
+            max_rows,
+        )?;
+        let selection = arrow::selection(indices)?;
+        let (paths, options) = (self.paths.clone(), self.options.clone());
+        let ranges = self.ranges.iter().map(|&(start, end)| start..end).collect();
+        arrow::by_index(py, args, selection, self.paths.first().map(PathBuf::as_path), move |field_projection| {
+            let options = ArrayRecordReaderOptions { field_projection, ..options };
+            Inner::new(ranges, move |shard| {
+                let path = paths.get(shard).ok_or_else(|| Error::from(std::io::Error::other("no such shard")))?;
+                ArrayRecordReader::with_options(Location::open(path, FetchConfig::default())?, options.clone())
+                    .map_err(|e| Error::from(std::io::Error::other(format!("{e}; opening {}", path.display()))))
+            })
+        })
     }
 
     fn __len__(&self) -> usize {
@@ -171,7 +217,7 @@ impl ArrayRecordShards {
     }
 
     fn __repr__(&self) -> String {
-        format!("ArrayRecordShards(num_shards={}, len={})", self.num_shards, self.inner.num_records())
+        format!("ArrayRecordShards(num_shards={}, len={})", self.paths.len(), self.inner.num_records())
     }
 }
 

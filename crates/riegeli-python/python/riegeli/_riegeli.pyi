@@ -39,6 +39,7 @@ __all__ = [
     'ArrayRecordWriter',
     'ArrayRecordShards',
     'PendingRead',
+    'ArrowBatches',
     'EXISTENCE_ONLY',
     'byte_ranges',
     '__version__',
@@ -184,6 +185,55 @@ class RecordReader:
     def read_records(self) -> RecordIterator[bytes]: ...
     def read_messages(self, message_type: type[_M]) -> RecordIterator[_M]: ...
     def set_field_projection(self, field_projection: Optional[Iterable[Iterable[int]]]) -> None: ...
+
+    def arrow_batches(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        batch_size: int = 65536,
+        message_type: Any = None,
+        file_descriptor_set: Any = None,
+        format: Optional[str] = None,
+        skip_bad_records: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> ArrowBatches:
+        """riegeli-rs: the records from the current one to the end, read by this reader (which is
+        lent to the stream until it is consumed or dropped), as Arrow record batches, one column per field.
+
+        Returns an object implementing the Arrow PyCapsule stream interface
+        (`__arrow_c_stream__`): give it to `pyarrow.RecordBatchReader.from_stream`,
+        `polars.from_arrow`, DuckDB, ... which decode the batches as they read them, without
+        the GIL.
+
+        Args:
+          columns: Field paths to read (`a`, `b.c`); None: every field. Only those are
+            decoded, and transposed chunks decompress only their buckets.
+          batch_size: Rows per batch (the last may have fewer).
+          message_type: The record type: a message class, or its full name with
+            `file_descriptor_set`. By default, the type the file's metadata names.
+          file_descriptor_set: A `FileDescriptorSet` (message or serialized) defining
+            `message_type`.
+          format: 'proto' (the default when the metadata names a type or `message_type` is
+            given) or 'example' (`tf.train.Example` records: a list column per feature,
+            inferred from the first batch; `columns` are feature names).
+          skip_bad_records: Leave out records that do not decode (counted in
+            `skipped_records`) rather than failing with an `InvalidArgumentError` naming the
+            record (its index, and position in a Riegeli/records file).
+          max_rows: riegeli-rs: at most this many rows; reading stops there.
+        """
+
+    def to_arrow(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        batch_size: int = 65536,
+        message_type: Any = None,
+        file_descriptor_set: Any = None,
+        format: Optional[str] = None,
+        skip_bad_records: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> Any:
+        """riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (pyarrow needed)."""
     def set_byte_range(self, start: int, end: Optional[int] = None) -> None:
         """riegeli-rs: reads only the records of the chunks that begin in `[start, end)`.
 
@@ -318,6 +368,57 @@ class ArrayRecordReader:
     def read_all(self) -> list[bytes]:
         """Every record (the position of `read()` does not move)."""
 
+    def arrow_batches(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        indices: Union[range, Sequence[int], None] = None,
+        batch_size: int = 65536,
+        message_type: Any = None,
+        file_descriptor_set: Any = None,
+        format: Optional[str] = None,
+        skip_bad_records: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> ArrowBatches:
+        """riegeli-rs: all records (or those of `indices`: a `range`, or indices in any order),
+        read by a reader of their own, as Arrow record batches, one column per field.
+
+        Returns an object implementing the Arrow PyCapsule stream interface
+        (`__arrow_c_stream__`): give it to `pyarrow.RecordBatchReader.from_stream`,
+        `polars.from_arrow`, DuckDB, ... which decode the batches as they read them, without
+        the GIL.
+
+        Args:
+          columns: Field paths to read (`a`, `b.c`); None: every field. Only those are
+            decoded, and transposed chunks decompress only their buckets.
+          batch_size: Rows per batch (the last may have fewer).
+          message_type: The record type: a message class, or its full name with
+            `file_descriptor_set`. By default, the type the file's metadata names.
+          file_descriptor_set: A `FileDescriptorSet` (message or serialized) defining
+            `message_type`.
+          format: 'proto' (the default when the metadata names a type or `message_type` is
+            given) or 'example' (`tf.train.Example` records: a list column per feature,
+            inferred from the first batch; `columns` are feature names).
+          skip_bad_records: Leave out records that do not decode (counted in
+            `skipped_records`) rather than failing with an `InvalidArgumentError` naming the
+            record (its index, and position in a Riegeli/records file).
+          max_rows: riegeli-rs: at most this many rows; reading stops there.
+        """
+
+    def to_arrow(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        indices: Union[range, Sequence[int], None] = None,
+        batch_size: int = 65536,
+        message_type: Any = None,
+        file_descriptor_set: Any = None,
+        format: Optional[str] = None,
+        skip_bad_records: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> Any:
+        """riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (pyarrow needed)."""
+
 @final
 class ArrayRecordShards:
     """The records of several ArrayRecord files, each the records `[start, end)` of its file,
@@ -355,6 +456,21 @@ class ArrayRecordShards:
     def close(self) -> None:
         """Closes the files open in this process (they open again when read)."""
 
+    def arrow_batches(
+        self,
+        columns: Optional[Sequence[str]] = None,
+        *,
+        indices: Union[range, Sequence[int], None] = None,
+        batch_size: int = 65536,
+        message_type: Any = None,
+        file_descriptor_set: Any = None,
+        format: Optional[str] = None,
+        skip_bad_records: bool = False,
+        max_rows: Optional[int] = None,
+    ) -> ArrowBatches:
+        """riegeli-rs: the records of `indices` (keys; None: all) as Arrow record batches,
+        read by readers of their own (see `ArrayRecordReader.arrow_batches`)."""
+
 @final
 class PendingRead:
     """A batch read of `ArrayRecordShards.start_read`, going on on a thread of its own (in a
@@ -363,3 +479,26 @@ class PendingRead:
     def result(self) -> list[bytes]:
         """The records, in the order of the keys, waiting for them without the GIL; once only
         (`RuntimeError` the second time)."""
+
+@final
+class ArrowBatches:
+    """riegeli-rs: Arrow record batches of records, read once through the Arrow PyCapsule
+    stream interface."""
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
+        """A PyCapsule "arrow_array_stream" of the batches; once only (`RuntimeError` after).
+        `requested_schema` is ignored."""
+
+    @property
+    def skipped_records(self) -> int:
+        """How many records were left out as bad so far (`skip_bad_records=True`)."""
+
+    @property
+    def skipped_errors(self) -> list[str]:
+        """Why, for the first ten of them."""
+
+    @property
+    def consumed(self) -> bool:
+        """Whether the stream was handed out."""
+
+    def _take_error(self) -> Optional[BaseException]: ...

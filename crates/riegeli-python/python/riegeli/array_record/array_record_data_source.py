@@ -274,6 +274,20 @@ class ArrayRecordDataSource:
     # Grain's batched path.
     _getitems = __getitems__
 
+    def arrow_batches(
+        self, columns: Optional[Sequence[str]] = None, *, indices: Any = None, **kwargs: Any
+    ) -> _riegeli.ArrowBatches:
+        """riegeli-rs: the records (all, or those of the keys `indices`: a `range` or keys in any
+        order) as Arrow record batches, read by readers of their own; the other arguments are
+        those of `ArrayRecordReader.arrow_batches`."""
+        return self._shards.arrow_batches(columns, indices=indices, **kwargs)
+
+    def to_arrow(self, columns: Optional[Sequence[str]] = None, *, indices: Any = None, **kwargs: Any) -> Any:
+        """riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (pyarrow needed)."""
+        from riegeli import _arrow
+
+        return _arrow.to_table(self.arrow_batches(columns, indices=indices, **kwargs))
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state['_shards']
