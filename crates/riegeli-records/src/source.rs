@@ -293,7 +293,14 @@ impl<R: Read + Seek> Source<R> {
             self.buf = Bytes::new();
             self.eof = false;
         }
-        while self.pool.0.take().is_some() {}
+        while let Some(mut buffer) = self.pool.0.take() {
+            // Shrunk before it is freed: glibc raises its mmap and trim
+            // thresholds to the size of a large mapped block freed, after
+            // which the heap is given back to the system and faulted in again
+            // around every large batch read (a shrink is a `mremap`, not a free).
+            buffer.truncate(0);
+            buffer.shrink_to(BUFFER_GRANULE);
+        }
         Ok(())
     }
 
