@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 
 use riegeli_codec::DecodedRecords;
 
+use super::compact::Cursor;
 use super::plan::{ChunkIndex, Step};
 use crate::error::{Error, Result};
 use crate::stream::{DecodeStream, Decoded, Piece, Pieces};
@@ -121,6 +122,7 @@ impl Batch<'_> {
         let mut task = Pieces::new();
         let mut task_first = 0;
         let mut task_bytes_so_far = 0u64;
+        let mut cursor = Cursor::default();
         for (i, step) in steps.iter().enumerate() {
             let piece = match read(*step) {
                 Ok(piece) => piece,
@@ -136,7 +138,7 @@ impl Batch<'_> {
             if task.is_empty() {
                 task_first = i;
             }
-            let bytes = index.decoded_size(std::slice::from_ref(step), MIN_TASK_BYTES);
+            let bytes = index.chunk_decoded_size(step.id, MIN_TASK_BYTES, &mut cursor);
             task_bytes_so_far = task_bytes_so_far.saturating_add(bytes);
             task.push(piece);
             if task_bytes_so_far >= task_bytes {

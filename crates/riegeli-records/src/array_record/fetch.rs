@@ -251,9 +251,10 @@ fn read_where_decoded<'a>(
     prefetcher: &'a mut Prefetcher<'_>,
 ) -> impl FnMut(Step) -> Result<Piece> + 'a {
     let mut next = 0;
+    let mut cursor = Cursor::default();
     move |step| {
         prefetcher.before(next);
         next += 1;
-        Ok(Piece::At(index.entry(step.id)?, step.needed))
+        Ok(Piece::At(index.entry_near(step.id, &mut cursor)?, step.needed))
     }
 }

@@ -224,19 +224,23 @@ impl ChunkIndex {
     /// chunk whose size it does not keep counts as its bytes times the
     /// footer's average ratio, or as `unknown` without one.
     pub(crate) fn decoded_size(&self, steps: &[Step], unknown: u64) -> u64 {
+        let mut cursor = Cursor::default();
+        steps.iter().map(|step| self.chunk_decoded_size(step.id, unknown, &mut cursor)).fold(0, u64::saturating_add)
+    }
+
+    /// [`decoded_size`](Self::decoded_size) of chunk `id` (0 if the index
+    /// does not give it), looked up from where `cursor` was left.
+    pub(crate) fn chunk_decoded_size(&self, id: ChunkId, unknown: u64, cursor: &mut Cursor) -> u64 {
         let ratio = match &self.storage {
             Storage::Footer { decoded_per_raw, .. } => *decoded_per_raw,
             Storage::Scanned(_) | Storage::Offloaded(_) => 0.0,
         };
-        steps
-            .iter()
-            .filter_map(|step| self.entry(step.id).ok())
-            .map(|c| match c.decoded_data_size {
-                u64::MAX if ratio > 0.0 => (c.raw_bytes() as f64 * ratio) as u64,
-                u64::MAX => unknown,
-                size => size,
-            })
-            .fold(0, u64::saturating_add)
+        match self.entry_near(id, cursor).map(|c| (c.decoded_data_size, c.raw_bytes())) {
+            Ok((u64::MAX, raw)) if ratio > 0.0 => (raw as f64 * ratio) as u64,
+            Ok((u64::MAX, _)) => unknown,
+            Ok((size, _)) => size,
+            Err(_) => 0,
+        }
     }
 }
 
