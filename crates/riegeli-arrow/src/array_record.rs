@@ -114,7 +114,7 @@ impl RecordSelection {
 /// [`field_projection`](riegeli_records::ArrayRecordReaderOptions::field_projection),
 /// and transposed chunks decompress only those fields' buckets.
 ///
-/// The message type must be given ([`RecordFormat::Proto`]) or the records
+/// The message type must be given ([`RecordFormat::Proto`](crate::RecordFormat::Proto)) or the records
 /// be `tf.train.Example`s ([`RecordFormat::FromMetadata`](crate::RecordFormat::FromMetadata) is an
 /// [`ErrorKind::Type`] error): ArrayRecord readers do not read the file
 /// metadata (a `RecordReader` over the same file does, and

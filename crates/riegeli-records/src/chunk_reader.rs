@@ -3,14 +3,13 @@
 use std::io::Read;
 
 use bytes::Bytes;
-use riegeli_codec::{ChunkType, DecodedRecords};
+use riegeli_codec::ChunkType;
 use riegeli_framing::{
     BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, CHUNK_HEADER_SIZE, ChunkHeader, DataPieces, FramingError,
     FramingErrorKind, add_with_overhead, find_block_header, gather_data_in_place, is_possible_chunk_boundary,
     next_block_boundary, parse_chunk, parse_chunk_header,
 };
 
-use crate::decode::ChunkDecoder;
 use crate::error::{Corruption, Error};
 use crate::options::ChunkReadOptions;
 use crate::skipped_region::SkippedRegion;
@@ -45,39 +44,6 @@ impl Chunk {
     /// Whether the chunk holds records (a simple or transposed chunk with records).
     pub fn is_data(&self) -> bool {
         ChunkType::is_data_byte(self.header.chunk_type()) && self.header.num_records() > 0
-    }
-
-    /// The chunk's records, or `None` for chunks without records (signature,
-    /// metadata, padding, unknown types without records), decoded within the
-    /// limits of `options` (for inspection tools: the readers decode on their
-    /// own, reusing their buffers).
-    ///
-    /// ```
-    /// use riegeli_records::{ChunkReadOptions, ChunkReader, CompressorOptions, RecordWriter, RecordWriterOptions};
-    ///
-    /// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() })?;
-    /// writer.write_record(b"hello")?;
-    /// let file = writer.close()?;
-    ///
-    /// let options = ChunkReadOptions::default();
-    /// let mut chunks = ChunkReader::new(&file[..], options.clone(), 0);
-    /// let mut records = Vec::new();
-    /// while let Some(chunk) = chunks.read_chunk()? {
-    ///     if let Some(decoded) = chunk.decode(&options)? {
-    ///         records.extend(decoded.iter());
-    ///     }
-    /// }
-    /// assert_eq!(records, [&b"hello"[..]]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn decode(&self, options: &ChunkReadOptions) -> Result<Option<DecodedRecords>, Error> {
-        ChunkDecoder::new(options).records(self)
-    }
-
-    /// The serialized `RecordsMetadata` of a metadata chunk, checked to parse
-    /// (within the limits of `options`).
-    pub fn serialized_metadata(&self, options: &ChunkReadOptions) -> Result<Bytes, Error> {
-        ChunkDecoder::new(options).serialized_metadata(self)
     }
 
     /// The chunk's type, if known.

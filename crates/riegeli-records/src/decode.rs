@@ -148,6 +148,42 @@ impl ChunkDecoder {
     }
 }
 
+/// Decoding for inspection tools, on the chunks a [`ChunkReader`](crate::ChunkReader) returns.
+impl Chunk {
+    /// The chunk's records, or `None` for chunks without records (signature,
+    /// metadata, padding, unknown types without records), decoded within the
+    /// limits of `options` (for inspection tools: the readers decode on their
+    /// own, reusing their buffers).
+    ///
+    /// ```
+    /// use riegeli_records::{ChunkReadOptions, ChunkReader, CompressorOptions, RecordWriter, RecordWriterOptions};
+    ///
+    /// let mut writer = RecordWriter::new(Vec::new(), RecordWriterOptions { compression: CompressorOptions::zstd(), ..Default::default() })?;
+    /// writer.write_record(b"hello")?;
+    /// let file = writer.close()?;
+    ///
+    /// let options = ChunkReadOptions::default();
+    /// let mut chunks = ChunkReader::new(&file[..], options.clone(), 0);
+    /// let mut records = Vec::new();
+    /// while let Some(chunk) = chunks.read_chunk()? {
+    ///     if let Some(decoded) = chunk.decode(&options)? {
+    ///         records.extend(decoded.iter());
+    ///     }
+    /// }
+    /// assert_eq!(records, [&b"hello"[..]]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decode(&self, options: &ChunkReadOptions) -> Result<Option<DecodedRecords>> {
+        ChunkDecoder::new(options).records(self)
+    }
+
+    /// The serialized `RecordsMetadata` of a metadata chunk, checked to parse
+    /// (within the limits of `options`).
+    pub fn serialized_metadata(&self, options: &ChunkReadOptions) -> Result<Bytes> {
+        ChunkDecoder::new(options).serialized_metadata(self)
+    }
+}
+
 /// Parses serialized metadata read from the metadata chunk at `pos`.
 pub(crate) fn parse_metadata(serialized: Bytes, pos: u64) -> Result<RecordsMetadata> {
     <RecordsMetadata as prost::Message>::decode(serialized)

@@ -34,7 +34,7 @@
 //!
 //! Readers and writers may be used in a process forked from the one that
 //! made them (the workers of a data loader). What a process shares with
-//! threads is tied to that process ([`ProcessBound`], [`PerProcess`]): in a
+//! threads is tied to that process (as a [`PerProcess`] value is): in a
 //! child forked since, a reader's worker pool starts threads of the child's
 //! own at its next use there (what they were decoding ahead is decoded
 //! again), and nothing of the parent's (its threads, the locks they may have
