@@ -11,6 +11,7 @@
 
 use std::io::{Cursor, Read, Seek};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ChunkReadOptions, PositionalFile, Selection};
 
@@ -97,13 +98,20 @@ fn check_file(file: &[u8], picks: &[u8]) {
     }
 }
 
-/// `file` written to this process's scratch file and opened there with two
+/// `file` written to a scratch file of its own and opened there with two
 /// threads (positional reads on the decoding threads); `None` if the scratch
-/// file cannot be written.
+/// file cannot be written. The file is removed once open (the reader keeps
+/// its handle); each call has its own name, as tests replay inputs of
+/// several targets at once in one process.
 fn on_disk(file: &[u8]) -> Option<ArrayRecordReader<PositionalFile>> {
-    let path = std::env::temp_dir().join(format!("riegeli-fuzz-{}.array_record", std::process::id()));
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let name = format!("riegeli-fuzz-{}-{call}.array_record", std::process::id());
+    let path = std::env::temp_dir().join(name);
     std::fs::write(&path, file).ok()?;
-    Some(ArrayRecordReader::open(&path, options(2)).expect("opened from memory already"))
+    let reader = ArrayRecordReader::open(&path, options(2));
+    let _ = std::fs::remove_file(&path);
+    Some(reader.expect("opened from memory already"))
 }
 
 /// Every read of `parallel` (whole, by index list, by range) agrees with `serial`.
