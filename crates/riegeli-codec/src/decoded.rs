@@ -17,9 +17,31 @@ use crate::recycle::{Homing, Reusable};
 pub struct DecodedRecords {
     values: Bytes,
     /// `ends[i]` is the end offset of record `i` in `values`; non-decreasing,
-    /// the last equal to `values.len()`. (Its values buffer is what `values`
-    /// slices, or unused when `values` slices the chunk's data.)
-    buffers: Arc<Homing<Buffers>>,
+    /// the last equal to `values.len()`.
+    ends: Ends,
+}
+
+/// Where a chunk's records end: in the decoder's buffers (whose values
+/// buffer is what `values` slices, or unused when `values` slices the
+/// chunk's data), or, for a few records sliced from the chunk's data, held
+/// here (nothing to allocate or send home: a chunk of one record, as
+/// ArrayRecord's `group_size:1` writes, costs no more than its bytes).
+#[derive(Debug, Clone)]
+enum Ends {
+    Shared(Arc<Homing<Buffers>>),
+    Inline { len: u8, ends: [usize; INLINE_ENDS] },
+}
+
+/// The most record ends held inline.
+pub(crate) const INLINE_ENDS: usize = 3;
+
+impl Ends {
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Self::Shared(buffers) => &buffers.ends,
+            Self::Inline { len, ends } => ends.get(..usize::from(*len)).unwrap_or_default(),
+        }
+    }
 }
 
 /// The two buffers a decoder decodes a chunk's records into, which go home
@@ -49,7 +71,7 @@ impl AsRef<[u8]> for Values {
 
 impl Default for DecodedRecords {
     fn default() -> Self {
-        Self { values: Bytes::new(), buffers: Arc::new(Homing::stray(Buffers::default())) }
+        Self { values: Bytes::new(), ends: Ends::Inline { len: 0, ends: [0; INLINE_ENDS] } }
     }
 }
 
@@ -92,17 +114,30 @@ impl DecodedRecords {
             None => return None,
         };
         let complete = buffers.ends.last().copied().unwrap_or(0) == values.len();
-        complete.then_some(Self { values, buffers })
+        complete.then_some(Self { values, ends: Ends::Shared(buffers) })
+    }
+
+    /// Records of `values` (a slice of a chunk's data, not of a decoder's
+    /// buffer) ending at `ends`, at most [`INLINE_ENDS`] of them, held
+    /// without a buffer. `None` if there are more, or unless the last end is
+    /// where the values end.
+    pub(crate) fn inline(values: Bytes, ends: &[usize]) -> Option<Self> {
+        debug_assert!(ends.windows(2).all(|w| matches!(w, [a, b] if a <= b)), "record ends out of order");
+        let mut inline = [0; INLINE_ENDS];
+        inline.get_mut(..ends.len())?.copy_from_slice(ends);
+        let len = u8::try_from(ends.len()).ok()?;
+        let complete = ends.last().copied().unwrap_or(0) == values.len();
+        complete.then_some(Self { values, ends: Ends::Inline { len, ends: inline } })
     }
 
     /// The number of records.
     pub fn len(&self) -> usize {
-        self.buffers.ends.len()
+        self.ends().len()
     }
 
     /// Whether there are no records.
     pub fn is_empty(&self) -> bool {
-        self.buffers.ends.is_empty()
+        self.ends().is_empty()
     }
 
     /// The sum of the record sizes.
@@ -112,9 +147,10 @@ impl DecodedRecords {
 
     /// The byte range of record `index` in [`values`](Self::values).
     pub fn range(&self, index: usize) -> Option<std::ops::Range<usize>> {
-        let end = *self.buffers.ends.get(index)?;
+        let ends = self.ends();
+        let end = *ends.get(index)?;
         let begin = match index.checked_sub(1) {
-            Some(prev) => *self.buffers.ends.get(prev)?,
+            Some(prev) => *ends.get(prev)?,
             None => 0,
         };
         (begin <= end && end <= self.values.len()).then_some(begin..end)
@@ -137,14 +173,14 @@ impl DecodedRecords {
 
     /// The end offset of each record in [`values`](Self::values).
     pub fn ends(&self) -> &[usize] {
-        &self.buffers.ends[..]
+        self.ends.as_slice()
     }
 
     /// Iterates over the records, without copying.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Bytes> + '_ {
         let mut begin = 0;
         let len = self.values.len();
-        self.buffers.ends.iter().map(move |&end| {
+        self.ends().iter().map(move |&end| {
             // Always true (see `decoded`): a bug reads as an empty record, not a panic.
             let record = if begin <= end && end <= len { self.values.slice(begin..end) } else { Bytes::new() };
             begin = end;
@@ -166,6 +202,21 @@ mod tests {
         assert_eq!(records.get_slice(2).unwrap(), b"cde");
         assert!(records.get(3).is_none());
         assert_eq!(records.iter().count(), 3);
+    }
+
+    #[test]
+    fn a_few_records_held_inline_read_as_shared_ones_do() {
+        let values = Bytes::from_static(b"abcde");
+        let inline = DecodedRecords::inline(values.clone(), &[2, 2, 5]).unwrap();
+        let shared = DecodedRecords::new(values.clone(), vec![2, 2, 5]).unwrap();
+        assert_eq!(inline, shared);
+        assert_eq!(inline.iter().collect::<Vec<_>>(), shared.iter().collect::<Vec<_>>());
+        assert_eq!((inline.len(), inline.get(2).unwrap()), (3, Bytes::from_static(b"cde")));
+        assert!(inline.get(3).is_none());
+        // More than INLINE_ENDS, or ends that miss the values' end, are refused.
+        assert!(DecodedRecords::inline(values.clone(), &[1, 2, 3, 5]).is_none());
+        assert!(DecodedRecords::inline(values, &[1, 2]).is_none());
+        assert!(DecodedRecords::default().is_empty());
     }
 
     #[test]

@@ -19,8 +19,8 @@ use bytes::Bytes;
 
 use crate::{
     compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
-    decoded::Buffers,
     decoded::DecodedRecords,
+    decoded::{Buffers, INLINE_ENDS},
     error::CodecError,
     limits::DecodeLimits,
     recycle::{Homing, Recycler},
@@ -264,6 +264,9 @@ pub struct SimpleChunkDecoder {
     sizes: Vec<u8>,
     /// Buffers of record ends and of decompressed values, back from records dropped.
     buffers: Arc<Recycler<Buffers>>,
+    /// Where the ends of an uncompressed chunk of a few records are parsed,
+    /// to be held inline by its records (see [`DecodedRecords`]).
+    few: Buffers,
 }
 
 impl SimpleChunkDecoder {
@@ -320,13 +323,28 @@ impl SimpleChunkDecoder {
             ));
         };
 
+        let wanted = usize::try_from(wanted).unwrap_or(usize::MAX).min(num_records);
+        let inconsistent = || CodecError::invalid(WHAT, 0, "inconsistent record ends");
+        if num_records <= INLINE_ENDS && data.first() == Some(&CompressionType::None.to_byte()) {
+            // Records sliced from `data`, their ends held by the records: no
+            // buffer to take or to send home.
+            let mut few = std::mem::take(&mut self.few);
+            few.ends.clear();
+            let decoded = self.decode_impl(&data, num_records, decoded_data_size, limits, wanted, &mut few);
+            let records = decoded.and_then(|values| {
+                let values = values.ok_or_else(inconsistent)?;
+                DecodedRecords::inline(values, &few.ends).ok_or_else(inconsistent)
+            });
+            self.few = few;
+            return records;
+        }
         let mut buffers = self.buffers.take().unwrap_or_default();
         buffers.ends.clear();
         buffers.values.clear();
-        let wanted = usize::try_from(wanted).unwrap_or(usize::MAX).min(num_records);
         match self.decode_impl(&data, num_records, decoded_data_size, limits, wanted, &mut buffers) {
-            Ok(values) => DecodedRecords::decoded(Homing::new(buffers, &self.buffers), values, 0)
-                .ok_or_else(|| CodecError::invalid(WHAT, 0, "inconsistent record ends")),
+            Ok(values) => {
+                DecodedRecords::decoded(Homing::new(buffers, &self.buffers), values, 0).ok_or_else(inconsistent)
+            }
             Err(e) => {
                 self.buffers.give(buffers);
                 Err(e)
