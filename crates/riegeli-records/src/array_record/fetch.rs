@@ -8,52 +8,18 @@ use std::io::{Read, Seek};
 use riegeli_codec::{DecodedRecords, FieldProjection};
 
 use super::batch::{self, MIN_TASK_BYTES, Started};
-use super::compact::Cursor;
 use super::options::ArrayRecordReaderOptions;
 use super::plan::{ChunkIndex, Offloaded, Step};
 use super::prefetch::Prefetcher;
 use crate::chunk_reader::RawChunk;
 use crate::decode::ChunkDecoder;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::indexed::{ChunkEntry, Reading, read_entry};
 use crate::options::ChunkReadOptions;
 use crate::pool::Plug;
 use crate::positional::SharedFile;
 use crate::source::Source;
 use crate::stream::{DecodeStream, DecodeWorker, Piece};
-
-/// The index entries of a plan's steps read in order, each looked up once:
-/// reading a chunk needs its entry and the next one (whether to read on by
-/// blocks), which is the entry of the next read.
-#[derive(Default)]
-struct Entries {
-    /// The entry of step `.0`, looked up as the step after the last read.
-    next: Option<(usize, ChunkEntry)>,
-    /// Where the index was left by the last lookup.
-    cursor: Cursor,
-}
-
-impl Entries {
-    /// The entries of `steps[i]` and of `steps[i + 1]`, if there is one and
-    /// the index gives it.
-    fn this_and_next(
-        &mut self,
-        index: &ChunkIndex,
-        steps: &[Step],
-        i: usize,
-    ) -> Result<(ChunkEntry, Option<ChunkEntry>)> {
-        let this = match self.next.take() {
-            Some((j, entry)) if j == i => entry,
-            _ => {
-                let step = steps.get(i).ok_or_else(|| Error::internal("a step past the plan"))?;
-                index.entry_near(step.id, &mut self.cursor)?
-            }
-        };
-        let after = steps.get(i + 1).and_then(|n| index.entry_near(n.id, &mut self.cursor).ok());
-        self.next = after.map(|entry| (i + 1, entry));
-        Ok((this, after))
-    }
-}
 
 /// Plans decode serially below this estimated decoded size (from the index),
 /// where handing work to another thread costs more than it saves.
@@ -136,27 +102,23 @@ impl<R: Read + Seek> Fetcher<R> {
         if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
             if self.file.is_some() {
-                let mut read = read_where_decoded(index, &mut prefetcher);
+                let mut read = read_where_decoded(&mut prefetcher);
                 return batch::run(stream, &mut read, index, steps, window, sink);
             }
             // The calling thread only reads: data hashes are checked where
             // the chunks are decoded.
             let read_options = ChunkReadOptions { verify_hashes: false, ..options.chunks.clone() };
             let mut next = 0;
-            let mut entries = Entries::default();
             let mut read = |step: Step| {
-                prefetcher.before(next);
                 next += 1;
-                let (entry, after) = entries.this_and_next(index, steps, next - 1)?;
+                let (entry, after) = prefetcher.entries(next - 1)?;
                 let reading = Reading::before(&entry, after.as_ref());
                 read_entry(source, &read_options, &entry, reading).map(|chunk| Piece::Read(chunk, step.needed))
             };
             return batch::run(stream, &mut read, index, steps, window, sink);
         }
-        let mut entries = Entries::default();
         for (i, step) in steps.iter().enumerate() {
-            prefetcher.before(i);
-            let (entry, after) = entries.this_and_next(index, steps, i)?;
+            let (entry, after) = prefetcher.entries(i)?;
             let reading = Reading::before(&entry, after.as_ref());
             let chunk = read_entry(source, &options.chunks, &entry, reading)?.gather();
             sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, step.needed)?);
@@ -177,7 +139,7 @@ impl<R: Read + Seek> Fetcher<R> {
         self.file.as_ref()?;
         let stream = stream_for(&mut self.stream, (&self.file, &self.projection, &self.plug), options, index, steps)?;
         let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size);
-        batch::start(stream, &mut read_where_decoded(index, &mut prefetcher), index, steps).ok()
+        batch::start(stream, &mut read_where_decoded(&mut prefetcher), index, steps).ok()
     }
 
     /// Waits for what [`start`](Self::start) handed out and hands each
@@ -246,15 +208,10 @@ fn stream_for<'a>(
 /// The `read` of a batch whose threads read their chunks themselves: each
 /// chunk is left to be read where it is decoded, after telling the
 /// prefetcher it is next.
-fn read_where_decoded<'a>(
-    index: &'a ChunkIndex,
-    prefetcher: &'a mut Prefetcher<'_>,
-) -> impl FnMut(Step) -> Result<Piece> + 'a {
+fn read_where_decoded<'a>(prefetcher: &'a mut Prefetcher<'_>) -> impl FnMut(Step) -> Result<Piece> + 'a {
     let mut next = 0;
-    let mut cursor = Cursor::default();
     move |step| {
-        prefetcher.before(next);
         next += 1;
-        Ok(Piece::At(index.entry_near(step.id, &mut cursor)?, step.needed))
+        Ok(Piece::At(prefetcher.entries(next - 1)?.0, step.needed))
     }
 }
