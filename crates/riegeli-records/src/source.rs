@@ -34,9 +34,13 @@ pub(crate) const OWNED_READ: usize = MAX_POOLED_BYTES;
 /// Buffers are allocated in multiples of this (and at least this large).
 const BUFFER_GRANULE: usize = 64 << 10;
 
-/// Idle buffers of one source (a [`Recycler`]). Every byte of a pooled
-/// buffer is initialized (`len() == capacity()`), so reusing one needs no
-/// zeroing.
+/// Chunk data gathered from between block headers is copied into a buffer of
+/// its own below this size, into a pooled buffer from it on.
+const SMALL_GATHER: usize = BUFFER_GRANULE / 4;
+
+/// Idle buffers of one source (a [`Recycler`]). A pooled buffer keeps the
+/// bytes it was initialized to (its `len()`), so reusing one zeroes at most
+/// what is asked beyond them.
 #[derive(Debug)]
 struct BufferPool(Arc<Recycler<Vec<u8>>>);
 
@@ -51,7 +55,10 @@ impl BufferPool {
     /// large enough, else a new one with some room to spare, so that chunks
     /// of about the same size fit the buffers of their predecessors.
     fn get(&self, len: usize) -> Vec<u8> {
-        if let Some(buffer) = self.0.take_if(|b| b.len() >= len) {
+        if let Some(mut buffer) = self.0.take_if(|b| b.capacity() >= len) {
+            if buffer.len() < len {
+                buffer.resize(len, 0);
+            }
             return buffer;
         }
         let spare = len.saturating_add(len / 8).max(BUFFER_GRANULE);
@@ -61,7 +68,8 @@ impl BufferPool {
         if buffer.try_reserve_exact(rounded).is_err() {
             buffer.reserve_exact(len);
         }
-        buffer.resize(buffer.capacity(), 0);
+        // Only what is asked: pages of the spare room are touched when used.
+        buffer.resize(len, 0);
         buffer
     }
 
@@ -92,6 +100,17 @@ pub(crate) struct Buffers(Arc<BufferPool>);
 impl Buffers {
     /// The concatenation of `pieces` (`len` bytes in all), in a pooled buffer.
     pub(crate) fn gather<'a>(&self, pieces: impl IntoIterator<Item = &'a [u8]>, len: usize) -> Bytes {
+        if len < SMALL_GATHER {
+            // Exactly its size: a pooled buffer would be a granule zeroed for a few bytes,
+            // held as long as the chunk's records, and would crowd the file's buffers out
+            // of the pool (a file of tiny chunks gathers one at every block boundary).
+            let mut buffer = Vec::with_capacity(len);
+            for piece in pieces {
+                let n = piece.len().min(len - buffer.len());
+                buffer.extend_from_slice(piece.get(..n).unwrap_or_default());
+            }
+            return Bytes::from(buffer);
+        }
         let mut buffer = self.0.get(len);
         let mut at = 0;
         for piece in pieces {
@@ -293,14 +312,7 @@ impl<R: Read + Seek> Source<R> {
             self.buf = Bytes::new();
             self.eof = false;
         }
-        while let Some(mut buffer) = self.pool.0.take() {
-            // Shrunk before it is freed: glibc raises its mmap and trim
-            // thresholds to the size of a large mapped block freed, after
-            // which the heap is given back to the system and faulted in again
-            // around every large batch read (a shrink is a `mremap`, not a free).
-            buffer.truncate(0);
-            buffer.shrink_to(BUFFER_GRANULE);
-        }
+        while self.pool.0.take().is_some() {}
         Ok(())
     }
 
@@ -465,7 +477,13 @@ mod tests {
         // Bytes beyond `len` are left out.
         assert_eq!(&buffers.gather(std::iter::repeat_n(&b"abc"[..], 100_000), 10)[..], b"abcabcabca");
         drop(gathered);
-        assert_eq!(source.pool.0.idle(), 2);
+        // Small ones are buffers of their own; from `SMALL_GATHER` on, pooled ones.
+        assert_eq!(source.pool.0.idle(), 0);
+        let big = vec![7u8; SMALL_GATHER];
+        let gathered = buffers.gather([&big[..10], &big[10..]], SMALL_GATHER);
+        assert_eq!(&gathered[..], &big[..]);
+        drop(gathered);
+        assert_eq!(source.pool.0.idle(), 1);
     }
 
     #[test]
@@ -477,7 +495,7 @@ mod tests {
         let before = source.take(10);
         drop(before);
         // Buffers of the reads before, idle and buffered.
-        drop(source.buffers().gather([&file[..100]], 100));
+        drop(source.buffers().gather([&file[..SMALL_GATHER]], SMALL_GATHER));
         assert!(source.pool.0.idle() > 0);
         source.release_buffers().unwrap();
         assert_eq!((source.pool.0.idle(), source.buffered().len(), source.pos()), (0, 0, 1010));
