@@ -282,7 +282,7 @@ struct MapAt<'a> {
     range: std::ops::Range<usize>,
 }
 
-fn column<'a, E: serde::ser::Error>(columns: &'a [ArrayRef], index: usize) -> Result<&'a ArrayRef, E> {
+fn column<E: serde::ser::Error>(columns: &[ArrayRef], index: usize) -> Result<&ArrayRef, E> {
     columns.get(index).ok_or_else(|| E::custom("a column is missing"))
 }
 
