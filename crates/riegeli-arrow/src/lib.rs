@@ -16,6 +16,8 @@
 //! - [`ArrowStream`] makes either an Arrow `RecordBatchReader` (for the C
 //!   stream interface), its schema known before the first batch, with an
 //!   optional row limit.
+//! - [`JsonEncoder`] prints the rows of a [`ProtoDecoder`]'s batches as
+//!   protobuf JSON (what `riegeli cat --format proto-json` prints).
 //! - [`ExampleDecoder`] does it for `tf.train.Example` records (what TFDS
 //!   writes, usually with no descriptor): a column per feature.
 //!
@@ -75,6 +77,7 @@ mod decoder;
 mod descriptor;
 mod error;
 mod example;
+mod json;
 mod plan;
 mod reader;
 mod stream;
@@ -87,6 +90,7 @@ pub use crate::{
     descriptor::{message_type, message_type_from_metadata, message_type_from_set, message_type_of_file},
     error::{Error, ErrorKind, Result},
     example::{ExampleDecoder, FeatureKind},
+    json::JsonEncoder,
     reader::{ArrowReader, ArrowReaderOptions, RecordFormat},
     stream::{ArrowStream, BatchSource},
 };

@@ -2,5 +2,6 @@
 
 mod common;
 mod example;
+mod json;
 mod proto;
 mod sources;

@@ -9,6 +9,7 @@
 //! plain file costs one small read.
 
 use anyhow::{Context, Result};
+use riegeli_codec::FieldProjection;
 use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, IndexSource};
 
 use crate::io::{Input, Seekable};
@@ -72,9 +73,19 @@ pub(crate) fn footer_problem(name: &str, problem: &str, skip_corrupted: bool) ->
 /// index. A file without a usable footer is indexed by a scan (a plain file
 /// quietly); [`Summary::footer_problem`] says whether it should have had one.
 pub(crate) fn open(input: &Input, trailer: Option<Trailer>) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
+    open_projected(input, trailer, FieldProjection::all())
+}
+
+/// [`open`], the reader decoding only the fields of `field_projection` of
+/// transposed chunks (`convert --to parquet --columns`).
+pub(crate) fn open_projected(
+    input: &Input,
+    trailer: Option<Trailer>,
+    field_projection: FieldProjection,
+) -> Result<(ArrayRecordReader<Seekable>, Summary)> {
     let name = input.name();
     let file = input.seekable().with_context(|| format!("{name}: standard input cannot seek"))?;
-    let options = ArrayRecordReaderOptions { scan_fallback: true, ..Default::default() };
+    let options = ArrayRecordReaderOptions { scan_fallback: true, field_projection, ..Default::default() };
     let reader = ArrayRecordReader::with_options(file, options).with_context(|| name.to_owned())?;
     let index = reader.index();
     let footer_offset = trailer.map(|t| t.footer_offset).or(index.footer_without_postscript);

@@ -214,6 +214,108 @@ struct Printer {
     pretty: bool,
     skip_corrupted: bool,
     proto: Option<proto::ProtoPrinter>,
+    /// `--format proto-json`: records decoded in batches by riegeli-arrow
+    /// and printed from its columns (when the type has a JSON form there;
+    /// `proto` prints the others).
+    json: Option<JsonBatch>,
+}
+
+/// Records of `--format proto-json` decoded but not printed yet.
+struct JsonBatch {
+    rows: proto::JsonRows,
+    /// The records pushed since the last flush.
+    pending: Vec<Label>,
+    /// Records printed so far (with `--pretty`, a blank line goes between them).
+    printed: u64,
+}
+
+/// Records decoded at a time by `--format proto-json`.
+const JSON_BATCH: usize = 1024;
+
+impl Printer {
+    /// The printer of `args.format`, for records of type `desc` in the proto formats.
+    fn new(args: &CatArgs, desc: Option<prost_reflect::MessageDescriptor>) -> Self {
+        let json = match (&desc, args.format) {
+            (Some(desc), Format::ProtoJson) => {
+                proto::JsonRows::new(desc).map(|rows| JsonBatch { rows, pending: Vec::new(), printed: 0 })
+            }
+            _ => None,
+        };
+        Self {
+            format: args.format,
+            pretty: args.pretty,
+            skip_corrupted: args.skip_corrupted,
+            proto: desc.map(|desc| proto::ProtoPrinter::new(desc, args.pretty)),
+            json,
+        }
+    }
+
+    /// `--format proto-json` through riegeli-arrow: decodes `record` into the
+    /// batch, printing the batch into `buf` when it is full.
+    fn push_json(
+        &mut self,
+        buf: &mut Vec<u8>,
+        out: &mut dyn Write,
+        record: &[u8],
+        label: Label,
+        name: &str,
+    ) -> Result<bool> {
+        let Some(json) = &mut self.json else { bail!("record type") };
+        match json.rows.push(record) {
+            Ok(()) => json.pending.push(label),
+            Err(e) if self.skip_corrupted => {
+                progress::note(&format!("riegeli: {name}: record {label}: {e:#}; skipped"));
+                return Ok(false);
+            }
+            Err(e) => {
+                // The records before it are printed first.
+                self.finish(buf, out, name)?;
+                out.write_all(buf)?;
+                buf.clear();
+                bail!("{name}: record {label}: {e:#}");
+            }
+        }
+        if json.pending.len() >= JSON_BATCH {
+            self.finish(buf, out, name)?;
+        }
+        Ok(true)
+    }
+
+    /// Prints into `buf` the records decoded and not printed yet (of
+    /// `--format proto-json`). A record that cannot be printed (a timestamp
+    /// out of range) fails after the records before it were written to
+    /// `out`, or is skipped with `--skip-corrupted` (it was counted for
+    /// `--limit` when it was decoded).
+    fn finish(&mut self, buf: &mut Vec<u8>, out: &mut dyn Write, name: &str) -> Result<()> {
+        let Some(json) = &mut self.json else { return Ok(()) };
+        if json.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = json.rows.flush()?;
+        for (row, label) in json.pending.drain(..).enumerate() {
+            let before = buf.len();
+            if self.pretty && json.printed > 0 {
+                buf.push(b'\n');
+            }
+            match json.rows.write_row(&batch, row, self.pretty, buf) {
+                Ok(()) => {
+                    buf.push(b'\n');
+                    json.printed += 1;
+                }
+                Err(e) => {
+                    buf.truncate(before);
+                    if self.skip_corrupted {
+                        progress::note(&format!("riegeli: {name}: record {label}: {e:#}; skipped"));
+                        continue;
+                    }
+                    out.write_all(buf)?;
+                    buf.clear();
+                    bail!("{name}: record {label}: {e:#}");
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Printer {
@@ -223,7 +325,7 @@ impl Printer {
     /// in pieces, goes to `out` instead, after what `buf` holds (`buf` is then
     /// empty): never copied twice, nor held whole.
     fn format(
-        &self,
+        &mut self,
         buf: &mut Vec<u8>,
         out: &mut dyn Write,
         record: &[u8],
@@ -280,6 +382,7 @@ impl Printer {
                 buf.clear();
                 out.write_all(record)?;
             }
+            Format::ProtoJson if self.json.is_some() => return self.push_json(buf, out, record, label, name),
             Format::ProtoText | Format::ProtoJson => {
                 let printer = self.proto.as_ref().context("record type")?;
                 let decoded = match self.format {
@@ -435,7 +538,7 @@ fn cat_picks(
         let mut plain = RecordReader::new(input.seekable().context("a file")?);
         let metadata = plain.read_metadata().with_context(|| format!("{name}: cannot read the metadata"))?;
         let desc = proto::from_metadata(metadata, &name, printer.format.name())?;
-        printer.proto = Some(proto::ProtoPrinter::new(desc, args.pretty));
+        *printer = Printer::new(args, Some(desc));
     }
     let n = summary.num_records;
     for pick in picks {
@@ -481,6 +584,7 @@ fn cat_picks(
                 printed += 1;
             }
         }
+        printer.finish(&mut buf, out, &name)?;
         out.write_all(&buf)?;
     }
     Ok(())
@@ -502,8 +606,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
     let mut buf = Vec::new();
     for path in &args.files {
         let name = io::name(path);
-        let mut printer =
-            Printer { format: args.format, pretty: args.pretty, skip_corrupted: args.skip_corrupted, proto: None };
+        let mut printer = Printer::new(&args, None);
         if let Some(picks) = &picks {
             cat_picks(&args, path, picks, &mut printer, &mut out)?;
             continue;
@@ -551,7 +654,7 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
         if args.format.is_proto() {
             let metadata = reader.read_metadata().with_context(|| format!("{name}: cannot read the metadata"))?;
             let desc = proto::from_metadata(metadata, &name, args.format.name())?;
-            printer.proto = Some(proto::ProtoPrinter::new(desc, args.pretty));
+            printer = Printer::new(&args, Some(desc));
         }
         match start {
             // Standard input cannot seek: records before the start are read and dropped.
@@ -622,6 +725,9 @@ pub(crate) fn cat(args: CatArgs) -> Result<()> {
                 out.write_all(&buf)?;
             }
         }
+        buf.clear();
+        printer.finish(&mut buf, &mut out, &name)?;
+        out.write_all(&buf)?;
         // An ArrayRecord file cut short after its footer: every record is there, but
         // array_record's reader refuses the file.
         if trailer.is_none()

@@ -9,6 +9,7 @@
 
 mod array_record;
 mod cat;
+mod columnar;
 mod describe;
 mod exit;
 #[cfg(test)]
@@ -48,7 +49,8 @@ enum Command {
     Count(cat::CountArgs),
     /// Write records from standard input (or --input) to a new Riegeli or ArrayRecord file.
     Write(write::WriteArgs),
-    /// Re-encode a file (Riegeli, ArrayRecord or TFRecord) as Riegeli, ArrayRecord or TFRecord.
+    /// Re-encode a file (Riegeli, ArrayRecord or TFRecord) as Riegeli, ArrayRecord or TFRecord,
+    /// or write its proto records as a Parquet file (`--to parquet`).
     Convert(write::ConvertArgs),
     /// Check every block header, chunk header, data hash and chunk decoding.
     Verify(describe::VerifyArgs),

@@ -4,10 +4,12 @@
 //! in text format or canonical JSON.
 
 use anyhow::{Context, Result, anyhow};
+use arrow_array::RecordBatch;
 use prost_reflect::text_format::FormatOptions;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, SerializeOptions};
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+use riegeli_arrow::{BadRecords, JsonEncoder, ProtoDecoder};
 use riegeli_records::RecordsMetadata;
 
 use crate::exit::Usage;
@@ -85,6 +87,45 @@ impl ProtoPrinter {
             message.serialize_with_options(&mut serializer, &self.json)?;
         }
         String::from_utf8(out).context("JSON output")
+    }
+}
+
+/// Records of one message type decoded by riegeli-arrow (its wire walker,
+/// into Arrow columns) and printed as protobuf JSON from the columns: what
+/// `cat --format proto-json` prints.
+pub(crate) struct JsonRows {
+    type_name: String,
+    decoder: ProtoDecoder,
+    encoder: JsonEncoder,
+}
+
+impl JsonRows {
+    /// `None` for a type whose JSON the columns cannot give (see
+    /// [`JsonEncoder::new`]): [`ProtoPrinter::json`] prints those.
+    pub(crate) fn new(desc: &MessageDescriptor) -> Option<Self> {
+        let decoder = ProtoDecoder::new(desc, None::<&[&str]>, BadRecords::Fail).ok()?;
+        let encoder = JsonEncoder::new(desc, &decoder.schema()).ok()?;
+        Some(Self { type_name: desc.full_name().to_owned(), decoder, encoder })
+    }
+
+    /// Decodes `record` into the batch; an error says why it is not a valid message.
+    pub(crate) fn push(&mut self, record: &[u8]) -> Result<()> {
+        self.decoder.push(record, None).map_err(|e| match e.kind() {
+            riegeli_arrow::ErrorKind::BadRecord { reason, .. } => {
+                anyhow!("is not a valid {}: {}", self.type_name, one_line(reason))
+            }
+            _ => anyhow::Error::new(e),
+        })
+    }
+
+    /// The batch of the records pushed since the last flush.
+    pub(crate) fn flush(&mut self) -> Result<RecordBatch> {
+        Ok(self.decoder.flush()?)
+    }
+
+    /// Appends row `row` of `batch` as JSON (on one line unless `pretty`).
+    pub(crate) fn write_row(&self, batch: &RecordBatch, row: usize, pretty: bool, out: &mut Vec<u8>) -> Result<()> {
+        Ok(self.encoder.write_row(batch, row, pretty, out)?)
     }
 }
 
@@ -198,10 +239,19 @@ mod tests {
         };
         let desc = message_type(vec![file.clone()], ".t.Event", "test").unwrap();
         assert_eq!(desc.full_name(), "t.Event");
-        let printer = ProtoPrinter::new(desc, false);
+        let printer = ProtoPrinter::new(desc.clone(), false);
         // at { seconds: 1 } (field 1, 2 bytes: 08 01), what: "x".
         assert_eq!(printer.text(b"\x0a\x02\x08\x01\x12\x01x").unwrap(), "at{seconds:1},what:\"x\"");
         assert_eq!(printer.json(b"\x0a\x02\x08\x01\x12\x01x").unwrap(), r#"{"at":"1970-01-01T00:00:01Z","what":"x"}"#);
+        // The same through riegeli-arrow's columns (what `cat --format proto-json` uses).
+        let mut rows = JsonRows::new(&desc).expect("a type with a JSON form in columns");
+        rows.push(b"\x0a\x02\x08\x01\x12\x01x").unwrap();
+        let err = rows.push(b"\x12\x05x").unwrap_err().to_string();
+        assert!(err.starts_with("is not a valid t.Event: "), "{err}");
+        let batch = rows.flush().unwrap();
+        let mut out = Vec::new();
+        rows.write_row(&batch, 0, false, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"at":"1970-01-01T00:00:01Z","what":"x"}"#);
         let err = message_type(vec![file.clone()], "t.Nope", "test").unwrap_err().to_string();
         assert!(err.contains("\"t.Nope\" is not defined") && err.contains("t.Event"), "{err}");
         let mut broken = file;

@@ -11,6 +11,7 @@ use riegeli_records::{
     RecordWriterOptions, RecordsMetadata, index_riegeli_file, set_record_type,
 };
 
+use crate::columnar::{ParquetCompression, ToParquet};
 use crate::exit::Usage;
 use crate::input::{InputFormat, for_each_record};
 use crate::io::{self, PathArg};
@@ -74,14 +75,30 @@ pub(crate) struct ConvertArgs {
     /// Input format (detected from the file signature when omitted).
     #[arg(long, value_enum)]
     from: Option<Container>,
-    /// Compression of TFRecord input or output.
-    #[arg(long, value_enum, default_value_t = TfCompression::None)]
-    tfrecord_compression: TfCompression,
+    /// Compression of TFRecord input or output (default none).
+    #[arg(long, value_enum)]
+    tfrecord_compression: Option<TfCompression>,
     /// Encode chunks on N threads. Default: every core when the machine has more than
     /// one and --options does not say `parallelism` (the file is byte-identical to a serial
     /// write); `-j 1` (or `parallelism:0` in the options) encodes serially.
     #[arg(long = "threads", short = 'j', value_name = "N")]
     threads: Option<usize>,
+    /// With `--to parquet`: only these columns, field paths separated by commas
+    /// (`a,b.c`; feature names with --example). Transposed chunks then decompress
+    /// only those fields.
+    #[arg(long, value_name = "LIST")]
+    columns: Option<String>,
+    /// With `--to parquet`: compression of the Parquet column chunks (default zstd).
+    #[arg(long, value_enum, value_name = "CODEC")]
+    parquet_compression: Option<ParquetCompression>,
+    /// With `--to parquet`: the records are `tf.train.Example`s (a column per
+    /// feature, typed from the first records) rather than of the type in the file metadata.
+    #[arg(long)]
+    example: bool,
+    /// With `--to parquet`: skip damaged regions and records that do not parse,
+    /// reporting each on stderr, instead of failing.
+    #[arg(long)]
+    skip_corrupted: bool,
 }
 
 /// File formats `convert` reads and writes.
@@ -93,6 +110,9 @@ pub(crate) enum Container {
     ArrayRecord,
     /// TFRecord.
     Tfrecord,
+    /// Apache Parquet (output only): a column per field of the records' protobuf
+    /// type (from the file metadata), or per feature of `tf.train.Example`s (--example).
+    Parquet,
 }
 
 /// Arguments of `riegeli recover`.
@@ -343,7 +363,39 @@ fn index_to_array_record(args: &ConvertArgs, input: io::Input) -> Result<()> {
     Ok(())
 }
 
+/// Refuses the flags that mean nothing for the output asked (Riegeli writers'
+/// with `--to parquet`, Parquet's with any other output).
+fn check_convert_flags(args: &ConvertArgs) -> Result<()> {
+    let refuse = |flag: &str, why: &str| Err(Usage(format!("{flag} {why}")).into());
+    if args.from == Some(Container::Parquet) {
+        return refuse("--from parquet:", "Parquet is an output only");
+    }
+    if args.to == Container::Parquet {
+        let riegeli_only = [
+            ("--options", args.options.is_some()),
+            ("--threads", args.threads.is_some()),
+            ("--tfrecord-compression", args.tfrecord_compression.is_some()),
+        ];
+        if let Some(flag) = riegeli_only.iter().find(|(_, given)| *given).map(|(flag, _)| *flag) {
+            return refuse(flag, "applies to Riegeli, ArrayRecord and TFRecord outputs, not --to parquet");
+        }
+        return Ok(());
+    }
+    let parquet_only = [
+        ("--columns", args.columns.is_some()),
+        ("--parquet-compression", args.parquet_compression.is_some()),
+        ("--example", args.example),
+        ("--skip-corrupted", args.skip_corrupted),
+    ];
+    match parquet_only.iter().find(|(_, given)| *given).map(|(flag, _)| *flag) {
+        Some(flag) => refuse(flag, "applies to --to parquet"),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
+    check_convert_flags(&args)?;
+    let columns = args.columns.as_deref().map(crate::columnar::parse_columns).transpose()?;
     io::check_output_is_not_an_input(&args.out, [args.input.as_path()])?;
     // Opened once: its format is detected, then it is read.
     let input = io::open(&args.input)?;
@@ -351,6 +403,25 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
         Some(from) => from,
         None => detect(&input)?,
     };
+    if args.to == Container::Parquet {
+        if from == Container::Tfrecord {
+            return Err(Usage(format!(
+                "{}: --to parquet reads Riegeli and ArrayRecord files, and this is not one \
+                 (convert TFRecord files to Riegeli first)",
+                input.name()
+            ))
+            .into());
+        }
+        let args = ToParquet {
+            out: &args.out,
+            columns,
+            compression: args.parquet_compression.unwrap_or(ParquetCompression::Zstd),
+            example: args.example,
+            skip_corrupted: args.skip_corrupted,
+        };
+        return crate::columnar::to_parquet(input, args);
+    }
+    let tfrecord_compression = args.tfrecord_compression.unwrap_or(TfCompression::None);
     let array_options = match (&args.options, args.to) {
         (Some(text), Container::ArrayRecord) => Some(parse_array_options(text)?),
         (None, Container::ArrayRecord) if from != Container::Tfrecord => return index_to_array_record(&args, input),
@@ -365,7 +436,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
     let name = io::name(&args.input);
     let input = input.with_progress(&name, true);
     let (mut reader, tfrecord) = match from {
-        Container::Riegeli | Container::ArrayRecord => (Some(RecordReader::new(input)), None),
+        Container::Riegeli | Container::ArrayRecord | Container::Parquet => (Some(RecordReader::new(input)), None),
         Container::Tfrecord => (None, Some(input)),
     };
     let metadata = match reader.as_mut() {
@@ -399,7 +470,9 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             let options = with_threads(options, args.options.as_deref().unwrap_or("default"), args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
-        (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, args.tfrecord_compression)),
+        (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, tfrecord_compression)),
+        // (Written by `columnar::to_parquet` above.)
+        (Container::Parquet, _) => anyhow::bail!("--to parquet: internal error: not a record sink"),
     };
     let mut count = 0u64;
     match reader {
@@ -411,7 +484,7 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
         }
         None => {
             let input: Box<dyn Read> = Box::new(tfrecord.context("the input")?);
-            for_each_record(input, InputFormat::Tfrecord, args.tfrecord_compression, |r| {
+            for_each_record(input, InputFormat::Tfrecord, tfrecord_compression, |r| {
                 count += 1;
                 sink.write(r)
             })?;

@@ -205,7 +205,7 @@ fn bad_usage_and_bad_files_give_one_line_and_the_documented_code() {
         &["cat", "--format", "yaml", "f"],
         &["cat", "--limit", "-1", "f"],
         &["convert", "only-one"],
-        &["convert", "a", "b", "--to", "parquet"],
+        &["convert", "a", "b", "--to", "avro"],
         &["concat", "out"],
         &["write"],
         &["describe", "--bogus", "f"],

@@ -1,6 +1,11 @@
 //! Integration tests that run the `riegeli` binary.
 
 mod array_record;
+// riegeli-arrow's message types with a field of every kind, and its random messages.
+#[allow(dead_code, reason = "the helpers the Arrow tests use and these do not")]
+#[path = "../../riegeli-arrow/tests/common.rs"]
+mod arrow_common;
+mod columns;
 mod commands;
 mod golden;
 mod memory;
