@@ -24,8 +24,8 @@ reported:
 
 Ours and ptars' columns `id` and `name` (and the projected ones) are compared once, so a fast
 conversion cannot be a wrong one. The peak memory of (a), (b) and ptars' read + convert is
-measured in fresh processes (`ru_maxrss` after the call, its result held, less the resident set
-before it), beside
+measured in fresh processes (the peak resident set `VmHWM` after the call, its result held, reset
+to the resident set before it and less that), beside
 the projected columns' Arrow size plus the file's largest chunk (compressed and decoded): the
 issue's bound for (b). Records/s and MB/s (10^6 bytes of serialized records per second), and
 the ratios against the issue's targets ((a) at least 1.5x ptars; (b) at least 5x ptars and
@@ -36,7 +36,6 @@ target/bench-arrow/table.md).
 import argparse
 import json
 import pathlib
-import resource
 import statistics
 import subprocess
 import sys
@@ -202,6 +201,15 @@ def timed(f):
     return time.perf_counter() - start, result
 
 
+def status_bytes(key):
+    """A line of /proc/self/status (`VmRSS:`, `VmHWM:`) in bytes."""
+    with open('/proc/self/status') as status:
+        for line in status:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise SystemExit(f'no {key} in /proc/self/status')
+
+
 def memory_child(path, case, columns):
     """In a fresh process: the peak resident set during one call (its result held) above the
     resident set before it (Linux)."""
@@ -212,11 +220,13 @@ def memory_child(path, case, columns):
         'projected': lambda: to_arrow(path, columns),
         'ptars': lambda: handler.list_to_record_batch(read_all(path)),
     }
-    # The resident set now (not the peak so far, which imports may have raised above it).
-    with open('/proc/self/statm') as statm:
-        before = int(statm.read().split()[1]) * resource.getpagesize()
+    # Not ru_maxrss: Linux keeps it across fork and exec, so a child starts with its parent's
+    # peak. The peak of this process's own memory (VmHWM), reset to the resident set now.
+    with open('/proc/self/clear_refs', 'w') as clear_refs:
+        clear_refs.write('5')
+    before = status_bytes('VmRSS:')
     result = calls[case]()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    after = status_bytes('VmHWM:')
     print(json.dumps({'before': before, 'after': after, 'nbytes': result.nbytes}))
 
 

@@ -131,6 +131,9 @@ fn main() -> Result<()> {
     let args = parse_args()?;
     let path = args.path.as_str();
     if args.memory {
+        // The peak so far reset to the resident set now (Linux), so that `VmHWM` after the
+        // read is the peak during it.
+        let _ = std::fs::write("/proc/self/clear_refs", "5");
         let before = status_bytes("VmRSS:");
         let batches = arrow(path, Some(&args.columns), args.batch_size)?;
         let after = status_bytes("VmHWM:");
