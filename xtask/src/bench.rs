@@ -69,7 +69,8 @@
 //!   rounds (default 3): our plain reads of the records as bytes, ptars (PyPI, a Rust
 //!   protobuf-to-Arrow converter) converting them, `to_arrow()` (every column) and
 //!   `to_arrow(columns)` (default `id,name`); the same in Rust alone (`arrow_bench`, an
-//!   `ArrowReader`), to show what the binding adds; the peak memory of each in a fresh process
+//!   `ArrowReader`), to show what the binding adds, and its parse alone (records in memory, as
+//!   ptars is given them); the peak memory of each in a fresh process
 //!   beside the projected columns plus the largest chunk; the ratios against the targets.
 //!   A table on stdout and in `target/bench-arrow/table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
