@@ -2,7 +2,7 @@
 //!
 //! Every benchmark lives under `xtask/bench/` (besides criterion's `benches/` of each crate): the
 //! programs timed are binaries of the `riegeli-bench` package there (`records_bench`,
-//! `array_record_bench`, `read_loop`, `object_bench`, `hash_ceiling`), the other implementations
+//! `array_record_bench`, `read_loop`, `object_bench`, `hash_ceiling`, `arrow_bench`), the other implementations
 //! in `xtask/bench/peers/` (a workspace of its own), the Python sides in `xtask/bench/python/`.
 //! None of them is in the `riegeli` binary, and none is part of `ci`.
 //!
@@ -61,6 +61,18 @@
 //!   the peak RSS of each command on four huge records; whole processes timed, best of R rounds;
 //!   files under `<target dir>/bench-limits/` (honouring `CARGO_TARGET_DIR`), the table in its
 //!   `table.md`.
+//! - `bench arrow [--records N] [--rounds R] [--columns a,b] [--out PATH]`: records as Arrow
+//!   columns (issue 31), in the oracle venv (`xtask/bench/python/bench_arrow.py`): 1,000,000
+//!   serialized protos of a 20-field message (scalars, a string, an enum, a nested message, a
+//!   repeated field) written by our Python package with `transpose,zstd:3` and the type in the
+//!   file's metadata (kept in `target/bench-arrow/`), then, each case in turn, median of R
+//!   rounds (default 3): our plain reads of the records as bytes, ptars (PyPI, a Rust
+//!   protobuf-to-Arrow converter) converting them, `to_arrow()` (every column) and
+//!   `to_arrow(columns)` (default `id,name`); the same in Rust alone (`arrow_bench`, an
+//!   `ArrowReader`), to show what the binding adds, and its parse alone (records in memory, as
+//!   ptars is given them); the peak memory of each in a fresh process
+//!   beside the projected columns plus the largest chunk; the ratios against the issue's targets.
+//!   A table on stdout and in `target/bench-arrow/table.md`.
 //! - `bench [criterion args]`: every crate's criterion benches.
 
 use std::fmt::Write as _;
@@ -99,6 +111,7 @@ pub(crate) fn run(sh: &Shell, args: &[String]) -> Result<()> {
         Some("array-record") => array_record(sh, &args[1..]),
         Some("python") => python(sh, &args[1..]),
         Some("grain") => grain(sh, &args[1..]),
+        Some("arrow") => arrow(sh, &args[1..]),
         Some("objects") => objects(sh, &args[1..]),
         Some("engines") => engines(sh, &args[1..]),
         Some("limits") => crate::bench_limits::run(sh, &args[1..]),
@@ -399,6 +412,20 @@ fn grain(sh: &Shell, args: &[String]) -> Result<()> {
     let python = crate::python::install_package(sh)?;
     crate::common::step("a shuffled epoch through Grain: array_record's source, ours, our read-ahead, a list");
     cmd!(sh, "{python} xtask/bench/python/bench_grain.py {args...}").run()?;
+    Ok(())
+}
+
+/// `bench arrow`: records as Arrow columns, ours (from Python, and riegeli-arrow alone through
+/// `arrow_bench`) against ptars on the same records, in the oracle venv
+/// (`xtask/bench/python/bench_arrow.py`, whose flags `args` are).
+fn arrow(sh: &Shell, args: &[String]) -> Result<()> {
+    crate::common::step("building arrow_bench (release)");
+    cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin arrow_bench").run()?;
+    let rust = target_dir().join("release/arrow_bench");
+    crate::common::step("installing riegeli (Python, release) into the oracle venv");
+    let python = crate::python::install_package(sh)?;
+    crate::common::step("records as Arrow: ours (to_arrow, all and projected) against ptars");
+    cmd!(sh, "{python} xtask/bench/python/bench_arrow.py --rust-bench {rust} {args...}").run()?;
     Ok(())
 }
 

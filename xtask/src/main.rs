@@ -14,6 +14,7 @@
 //! - `bench records [...]`: the records_benchmark table, side by side with C++ and riegeli 0.2.1;
 //!   `bench array-record`: our ArrayRecord reader against C++'s on the same file, as a table;
 //!   `bench engines`: Beam and Ray reading the same records (Riegeli against TFRecord, 1 and 2 CPUs);
+//!   `bench arrow`: records as Arrow columns, ours against ptars (all columns and 2 of 20);
 //!   `bench limits`: the CLI at the machine's limits, and its peak memory on huge chunks;
 //!   `bench [criterion args]`: criterion benches (none of these is part of `ci`; the programs
 //!   they time live in `xtask/bench/`);
@@ -80,6 +81,8 @@ fn main() -> Result<()> {
                                              Python package vs array_record_module (C++) on the same files (table)\n  \
                  bench grain [--shards N] [--records-per-shard N] [--rounds R] [--workers W]\n  \
                                              Grain over array_record's source, ours, our read-ahead (table)\n  \
+                 bench arrow [--records N] [--rounds R] [--columns a,b]\n  \
+                                             records as Arrow: to_arrow (all, projected) vs ptars, Rust alone (table)\n  \
                  bench engines [--megabytes N] [--files N] [--record-size B] [--rounds R]\n  \
                                              Beam ReadFromRiegeli vs ReadFromTFRecord, Ray read_riegeli on 1 and 2 CPUs\n  \
                  bench limits [--skip-huge | --huge-only] [--huge-mib M] [--rounds R]\n  \

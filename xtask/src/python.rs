@@ -25,6 +25,11 @@ const PYTHON_TEST_DEPS: &[&str] = &[
     "pandas==3.1.1",
 ];
 
+/// What `cargo xtask bench arrow` times ours against, besides pyarrow and protobuf above: ptars
+/// (a Rust protobuf-to-Arrow converter; it adds googleapis-common-protos). In the oracle venv, as
+/// the other benchmarks' peers are, so that no benchmark needs a venv of its own.
+const BENCH_DEPS: &[&str] = &["ptars==0.0.25"];
+
 /// protobuf and grain (the `grain` extra) at the lowest versions that
 /// `crates/riegeli-python/pyproject.toml` declares: the suite runs with them too, in
 /// `target/oracle-lowest-venv` (with the oracle and pytest).
@@ -39,9 +44,10 @@ pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
     venv_with(sh, "oracle-venv", &oracle_packages())
 }
 
-/// What the oracle venv holds: the oracle and the Python test dependencies.
+/// What the oracle venv holds: the oracle, the Python test dependencies and the benchmarks'
+/// peers.
 pub(crate) fn oracle_packages() -> Vec<&'static str> {
-    [&[ORACLE], PYTHON_TEST_DEPS].concat()
+    [&[ORACLE], PYTHON_TEST_DEPS, BENCH_DEPS].concat()
 }
 
 /// Creates (once) `target/<name>` with `packages` installed (again when the list changes,
