@@ -62,7 +62,8 @@
 //!   files under `<target dir>/bench-limits/` (honouring `CARGO_TARGET_DIR`), the table in its
 //!   `table.md`.
 //! - `bench arrow [--records N] [--rounds R] [--columns a,b] [--out PATH]`: records as Arrow
-//!   columns (issue 31), in the oracle venv (`xtask/bench/python/bench_arrow.py`): 1,000,000
+//!   columns (issue 31), in `target/bench-arrow-venv` (the oracle venv's packages and ptars;
+//!   `xtask/bench/python/bench_arrow.py`): 1,000,000
 //!   serialized protos of a 20-field message (scalars, a string, an enum, a nested message, a
 //!   repeated field) written by our Python package with `transpose,zstd:3` and the type in the
 //!   file's metadata (kept in `target/bench-arrow/`), then, each case in turn, median of R
@@ -416,14 +417,16 @@ fn grain(sh: &Shell, args: &[String]) -> Result<()> {
 }
 
 /// `bench arrow`: records as Arrow columns, ours (from Python, and riegeli-arrow alone through
-/// `arrow_bench`) against ptars on the same records, in the oracle venv
+/// `arrow_bench`) against ptars on the same records, in a venv of the oracle's packages and ptars
 /// (`xtask/bench/python/bench_arrow.py`, whose flags `args` are).
 fn arrow(sh: &Shell, args: &[String]) -> Result<()> {
     crate::common::step("building arrow_bench (release)");
     cmd!(sh, "cargo build --release --locked -p riegeli-bench --bin arrow_bench").run()?;
     let rust = target_dir().join("release/arrow_bench");
-    crate::common::step("installing riegeli (Python, release) into the oracle venv");
-    let python = crate::python::install_package(sh)?;
+    let packages = [crate::python::oracle_packages(), crate::python::BENCH_ARROW_DEPS.to_vec()].concat();
+    let python = crate::python::venv_with(sh, "bench-arrow-venv", &packages)?;
+    crate::common::step("installing riegeli (Python, release) into the bench-arrow venv");
+    crate::python::install_package_into(sh, &[&python])?;
     crate::common::step("records as Arrow: ours (to_arrow, all and projected) against ptars");
     cmd!(sh, "{python} xtask/bench/python/bench_arrow.py --rust-bench {rust} {args...}").run()?;
     Ok(())

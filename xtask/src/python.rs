@@ -26,9 +26,10 @@ const PYTHON_TEST_DEPS: &[&str] = &[
 ];
 
 /// What `cargo xtask bench arrow` times ours against, besides pyarrow and protobuf above: ptars
-/// (a Rust protobuf-to-Arrow converter; it adds googleapis-common-protos). In the oracle venv, as
-/// the other benchmarks' peers are, so that no benchmark needs a venv of its own.
-const BENCH_DEPS: &[&str] = &["ptars==0.0.25"];
+/// (a Rust protobuf-to-Arrow converter; it adds googleapis-common-protos). In a venv of its own
+/// (`target/bench-arrow-venv`, the oracle venv's packages and these), so that the venv the tests
+/// run in never holds what only a benchmark wants.
+pub(crate) const BENCH_ARROW_DEPS: &[&str] = &["ptars==0.0.25"];
 
 /// protobuf and grain (the `grain` extra) at the lowest versions that
 /// `crates/riegeli-python/pyproject.toml` declares: the suite runs with them too, in
@@ -44,10 +45,9 @@ pub(crate) fn venv(sh: &Shell) -> Result<PathBuf> {
     venv_with(sh, "oracle-venv", &oracle_packages())
 }
 
-/// What the oracle venv holds: the oracle, the Python test dependencies and the benchmarks'
-/// peers.
+/// What the oracle venv holds: the oracle and the Python test dependencies.
 pub(crate) fn oracle_packages() -> Vec<&'static str> {
-    [&[ORACLE], PYTHON_TEST_DEPS, BENCH_DEPS].concat()
+    [&[ORACLE], PYTHON_TEST_DEPS].concat()
 }
 
 /// Creates (once) `target/<name>` with `packages` installed (again when the list changes,
