@@ -66,26 +66,42 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a varint (riegeli-codec's decoder: at most 10 bytes, no overflow).
-    #[inline]
+    ///
+    /// A varint of one byte (most tags, lengths and small values) is read
+    /// here, inlined; longer ones in [`Self::varint_long`].
+    #[inline(always)]
     pub(crate) fn varint(&mut self) -> Result<u64, WireError> {
+        if self.pos < self.end
+            && let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
+        self.varint_long()
+    }
+
+    /// Reads a varint of more than one byte (or a truncated one).
+    #[inline(never)]
+    fn varint_long(&mut self) -> Result<u64, WireError> {
         let bytes = self.buf.get(self.pos..self.end).unwrap_or_default();
         match riegeli_codec::varint::decode_u64(bytes) {
             Ok((value, len)) => {
                 self.pos += len;
                 Ok(value)
             }
-            Err(e) => Err(WireError::new(self.pos, varint_reason(&e))),
+            Err(e) => Err(varint_error(self.pos, &e)),
         }
     }
 
     /// Reads a tag: `(field number, wire type)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn tag(&mut self) -> Result<(u32, u8), WireError> {
         let at = self.pos;
         let tag = self.varint()?;
         let number = tag >> 3;
         if number == 0 || number > u64::from(u32::MAX >> 3) {
-            return Err(WireError::new(at, format!("invalid field number {number}")));
+            return Err(invalid_field_number(at, number));
         }
         let wire_type = (tag & 7) as u8;
         #[allow(clippy::cast_possible_truncation, reason = "checked against 2^29 above")]
@@ -191,13 +207,21 @@ pub(crate) fn zigzag64(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
 
-/// Why a varint did not decode, in the walker's words.
+/// Why a varint at `at` did not decode, in the walker's words.
 #[cold]
-fn varint_reason(e: &riegeli_codec::CodecError) -> &'static str {
-    match e.kind() {
+#[inline(never)]
+fn varint_error(at: usize, e: &riegeli_codec::CodecError) -> WireError {
+    let reason = match e.kind() {
         riegeli_codec::CodecErrorKind::VarintOverflow { .. } => "varint overflows 64 bits or is longer than 10 bytes",
         _ => "truncated varint",
-    }
+    };
+    WireError::new(at, reason)
+}
+
+#[cold]
+#[inline(never)]
+fn invalid_field_number(at: usize, number: u64) -> WireError {
+    WireError::new(at, format!("invalid field number {number}"))
 }
 
 #[cfg(test)]
