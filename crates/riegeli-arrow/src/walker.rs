@@ -389,15 +389,31 @@ fn read_push(
     record: &[u8],
     column: &mut Column,
 ) -> Result<(), WireError> {
-    match scalar {
-        Scalar::String | Scalar::Bytes => {
+    // One dispatch on the type: the plans give each scalar type its column
+    // type, so the column's own match is a branch that always goes one way.
+    #[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low 32 bits, as in protobuf")]
+    match (scalar, column) {
+        (Scalar::Int64, Column::Int64(p)) => p.push(cursor.varint()?.cast_signed()),
+        (Scalar::Uint64, Column::UInt64(p)) => p.push(cursor.varint()?),
+        (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((cursor.varint()? as u32).cast_signed()),
+        (Scalar::Uint32, Column::UInt32(p)) => p.push(cursor.varint()? as u32),
+        (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(cursor.varint()? as u32)),
+        (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(cursor.varint()?)),
+        (Scalar::Bool, Column::Bool(p)) => p.push(cursor.varint()? != 0),
+        (Scalar::Fixed32, Column::UInt32(p)) => p.push(cursor.fixed32()?),
+        (Scalar::Sfixed32, Column::Int32(p)) => p.push(cursor.fixed32()?.cast_signed()),
+        (Scalar::Float, Column::Float32(p)) => p.push(f32::from_bits(cursor.fixed32()?)),
+        (Scalar::Fixed64, Column::UInt64(p)) => p.push(cursor.fixed64()?),
+        (Scalar::Sfixed64, Column::Int64(p)) => p.push(cursor.fixed64()?.cast_signed()),
+        (Scalar::Double, Column::Float64(p)) => p.push(f64::from_bits(cursor.fixed64()?)),
+        (Scalar::String | Scalar::Bytes, column) => {
             let (s, e) = cursor.len_delimited()?;
             if scalar == Scalar::String {
                 check_utf8(record, s, e, field)?;
             }
             push_bytes(column, record.get(s..e).unwrap_or_default());
         }
-        _ => push_bits(column, read_scalar(cursor, scalar)?),
+        (_, column) => push_bits(column, read_scalar(cursor, scalar)?),
     }
     Ok(())
 }

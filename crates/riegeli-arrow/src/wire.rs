@@ -82,7 +82,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a varint of more than one byte (or a truncated one).
-    #[inline(never)]
+    #[inline]
     fn varint_long(&mut self) -> Result<u64, WireError> {
         let bytes = self.buf.get(self.pos..self.end).unwrap_or_default();
         match riegeli_codec::varint::decode_u64(bytes) {
@@ -109,6 +109,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Takes `n` bytes, returning their offsets `(start, end)` in the record.
+    #[inline]
     fn take(&mut self, n: usize, what: &str) -> Result<(usize, usize), WireError> {
         let start = self.pos;
         match start.checked_add(n) {
@@ -116,40 +117,36 @@ impl<'a> Cursor<'a> {
                 self.pos = end;
                 Ok((start, end))
             }
-            _ => Err(WireError::new(
-                start,
-                format!("{what} of {n} bytes runs past the end of its message ({} bytes left)", self.end - start),
-            )),
+            _ => Err(past_end(start, n, self.end - start, what)),
         }
     }
 
     /// Reads 4 little-endian bytes.
+    #[inline]
     pub(crate) fn fixed32(&mut self) -> Result<u32, WireError> {
         let (start, _) = self.take(4, "fixed32 value")?;
-        let bytes = self.buf.get(start..start + 4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4]);
+        let bytes = self.buf.get(start..).and_then(|b| b.first_chunk::<4>()).copied().unwrap_or([0; 4]);
         Ok(u32::from_le_bytes(bytes))
     }
 
     /// Reads 8 little-endian bytes.
+    #[inline]
     pub(crate) fn fixed64(&mut self) -> Result<u64, WireError> {
         let (start, _) = self.take(8, "fixed64 value")?;
-        let bytes = self.buf.get(start..start + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]);
+        let bytes = self.buf.get(start..).and_then(|b| b.first_chunk::<8>()).copied().unwrap_or([0; 8]);
         Ok(u64::from_le_bytes(bytes))
     }
 
     /// Reads a length-delimited value: the offsets `(start, end)` of its bytes.
+    #[inline]
     pub(crate) fn len_delimited(&mut self) -> Result<(usize, usize), WireError> {
         let at = self.pos;
         let len = self.varint()?;
-        let len = usize::try_from(len).map_err(|_| WireError::new(at, format!("length {len} too large")))?;
         let left = self.end - self.pos;
-        if len > left {
-            return Err(WireError::new(
-                at,
-                format!("length {len} runs past the end of its message ({left} bytes left)"),
-            ));
+        match usize::try_from(len) {
+            Ok(n) if n <= left => self.take(n, "length-delimited value"),
+            _ => Err(bad_length(at, len, left)),
         }
-        self.take(len, "length-delimited value")
     }
 
     /// Skips the value of a field of `wire_type` (whose tag was just read, with
@@ -216,6 +213,21 @@ fn varint_error(at: usize, e: &riegeli_codec::CodecError) -> WireError {
         _ => "truncated varint",
     };
     WireError::new(at, reason)
+}
+
+#[cold]
+#[inline(never)]
+fn bad_length(at: usize, len: u64, left: usize) -> WireError {
+    if usize::try_from(len).is_err() {
+        return WireError::new(at, format!("length {len} too large"));
+    }
+    WireError::new(at, format!("length {len} runs past the end of its message ({left} bytes left)"))
+}
+
+#[cold]
+#[inline(never)]
+fn past_end(start: usize, n: usize, left: usize, what: &str) -> WireError {
+    WireError::new(start, format!("{what} of {n} bytes runs past the end of its message ({left} bytes left)"))
 }
 
 #[cold]
