@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use crate::columns::{Column, ListCol};
 use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
-use crate::wire::{Cursor, LEN, MAX_DEPTH, WireError, zigzag32, zigzag64};
+use crate::wire::{Cursor, FIXED32, FIXED64, LEN, MAX_DEPTH, VARINT, WireError, zigzag32, zigzag64};
 
 /// The state of one message being walked, reused by every message at its depth.
 #[derive(Debug, Default)]
@@ -135,6 +135,21 @@ impl Walker {
                             }
                         });
                     }
+                }
+                // The common case first: a singular scalar of the right wire type.
+                if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar)
+                    && wire_type == scalar.wire_type()
+                    && let (Some(field), Some(column)) = (plan.fields.get(f), columns.get_mut(f))
+                {
+                    if let Some(pushed) = level.pushed.get_mut(f) {
+                        if *pushed {
+                            // Last one wins.
+                            column.pop();
+                        }
+                        *pushed = true;
+                    }
+                    read_push(&mut cursor, scalar, field, record, column)?;
+                    continue;
                 }
                 let (Some(f), Some(field)) = (slot.field, slot.field.and_then(|f| plan.fields.get(f))) else {
                     cursor.skip(number, wire_type, depth)?;
@@ -389,31 +404,49 @@ fn read_push(
     record: &[u8],
     column: &mut Column,
 ) -> Result<(), WireError> {
-    // One dispatch on the type: the plans give each scalar type its column
-    // type, so the column's own match is a branch that always goes one way.
+    // The plans give each scalar type its column type, so after one
+    // dispatch on the wire type, the matches below always go one way.
     #[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low 32 bits, as in protobuf")]
-    match (scalar, column) {
-        (Scalar::Int64, Column::Int64(p)) => p.push(cursor.varint()?.cast_signed()),
-        (Scalar::Uint64, Column::UInt64(p)) => p.push(cursor.varint()?),
-        (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((cursor.varint()? as u32).cast_signed()),
-        (Scalar::Uint32, Column::UInt32(p)) => p.push(cursor.varint()? as u32),
-        (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(cursor.varint()? as u32)),
-        (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(cursor.varint()?)),
-        (Scalar::Bool, Column::Bool(p)) => p.push(cursor.varint()? != 0),
-        (Scalar::Fixed32, Column::UInt32(p)) => p.push(cursor.fixed32()?),
-        (Scalar::Sfixed32, Column::Int32(p)) => p.push(cursor.fixed32()?.cast_signed()),
-        (Scalar::Float, Column::Float32(p)) => p.push(f32::from_bits(cursor.fixed32()?)),
-        (Scalar::Fixed64, Column::UInt64(p)) => p.push(cursor.fixed64()?),
-        (Scalar::Sfixed64, Column::Int64(p)) => p.push(cursor.fixed64()?.cast_signed()),
-        (Scalar::Double, Column::Float64(p)) => p.push(f64::from_bits(cursor.fixed64()?)),
-        (Scalar::String | Scalar::Bytes, column) => {
+    match scalar.wire_type() {
+        VARINT => {
+            let v = cursor.varint()?;
+            match (scalar, column) {
+                (Scalar::Int64, Column::Int64(p)) => p.push(v.cast_signed()),
+                (Scalar::Uint64, Column::UInt64(p)) => p.push(v),
+                (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((v as u32).cast_signed()),
+                (Scalar::Uint32, Column::UInt32(p)) => p.push(v as u32),
+                (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(v as u32)),
+                (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(v)),
+                (Scalar::Bool, Column::Bool(p)) => p.push(v != 0),
+                // The plans give numbers these columns.
+                _ => {}
+            }
+        }
+        FIXED32 => {
+            let v = cursor.fixed32()?;
+            match column {
+                Column::UInt32(p) => p.push(v),
+                Column::Int32(p) => p.push(v.cast_signed()),
+                Column::Float32(p) => p.push(f32::from_bits(v)),
+                _ => {}
+            }
+        }
+        FIXED64 => {
+            let v = cursor.fixed64()?;
+            match column {
+                Column::UInt64(p) => p.push(v),
+                Column::Int64(p) => p.push(v.cast_signed()),
+                Column::Float64(p) => p.push(f64::from_bits(v)),
+                _ => {}
+            }
+        }
+        _ => {
             let (s, e) = cursor.len_delimited()?;
             if scalar == Scalar::String {
                 check_utf8(record, s, e, field)?;
             }
             push_bytes(column, record.get(s..e).unwrap_or_default());
         }
-        (_, column) => push_bits(column, read_scalar(cursor, scalar)?),
     }
     Ok(())
 }
