@@ -178,6 +178,10 @@ pub(crate) struct MessagePlan {
     pub(crate) fields: Vec<FieldPlan>,
     pub(crate) lookup: Lookup,
     pub(crate) num_oneofs: usize,
+    /// Indices in `fields` of the singular scalars (which the walker's step
+    /// 1 pushes) and of the others (messages, lists, maps: step 2's work).
+    pub(crate) singular_scalars: Vec<usize>,
+    pub(crate) others: Vec<usize>,
     /// The Arrow fields of `fields`.
     pub(crate) arrow: Fields,
 }
@@ -283,6 +287,8 @@ impl Builder {
             fields: Vec::new(),
             lookup: Lookup::default(),
             num_oneofs: message.oneofs().len(),
+            singular_scalars: Vec::new(),
+            others: Vec::new(),
             arrow: Fields::empty(),
         };
         // Which oneofs have a projected member: their other members are kept
@@ -311,6 +317,9 @@ impl Builder {
             if let (Shape::Singular { .. }, Value::Scalar(scalar)) = (planned.shape, &planned.value) {
                 let scalar = *scalar;
                 plan.lookup.insert(field.number(), |slot| slot.singular_scalar = Some(scalar));
+                plan.singular_scalars.push(index);
+            } else {
+                plan.others.push(index);
             }
             plan.fields.push(planned);
         }

@@ -196,17 +196,20 @@ impl Walker {
                 self.check(child, (s, e), record, depth + 1)?;
             }
         }
-        // Step 2: one row for every field.
-        for (f, (field, column)) in plan.fields.iter().zip(columns.iter_mut()).enumerate() {
+        // Step 2: one row for every field. The singular scalars that step 1
+        // did not push are absent (a member of a oneof that another cleared
+        // was taken back out in step 1, so what is pushed is held).
+        for &f in &plan.singular_scalars {
+            if level.pushed.get(f) != Some(&true)
+                && let Some(column) = columns.get_mut(f)
+            {
+                push_absent(column);
+            }
+        }
+        for &f in &plan.others {
+            let (Some(field), Some(column)) = (plan.fields.get(f), columns.get_mut(f)) else { continue };
             let held = field.oneof.is_none_or(|o| level.oneofs.get(o) == Some(&field.number));
             match (&field.shape, &field.value, column) {
-                (Shape::Singular { .. }, Value::Scalar(_), column) => {
-                    // A member of a oneof that another cleared was taken back
-                    // out in step 1, so what is pushed is held.
-                    if level.pushed.get(f) != Some(&true) {
-                        push_absent(column);
-                    }
-                }
                 (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
                     let parts = || level.deferred.iter().filter(move |&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
                     if !held {
