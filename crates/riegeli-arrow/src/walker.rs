@@ -454,8 +454,20 @@ fn read_push(
     Ok(())
 }
 
+/// Checks that a string is UTF-8: ASCII (the usual case) inline, anything
+/// else by the standard library.
+#[inline]
 fn check_utf8(record: &[u8], start: usize, end: usize, field: &FieldPlan) -> Result<(), WireError> {
-    match std::str::from_utf8(record.get(start..end).unwrap_or_default()) {
+    let bytes = record.get(start..end).unwrap_or_default();
+    if bytes.is_ascii() {
+        return Ok(());
+    }
+    check_utf8_slow(bytes, start, field)
+}
+
+#[inline(never)]
+fn check_utf8_slow(bytes: &[u8], start: usize, field: &FieldPlan) -> Result<(), WireError> {
+    match std::str::from_utf8(bytes) {
         Ok(_) => Ok(()),
         Err(e) => {
             Err(WireError::new(start + e.valid_up_to(), format!("field {}: invalid UTF-8 in a string", field.path)))
