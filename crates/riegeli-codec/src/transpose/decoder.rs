@@ -1001,6 +1001,22 @@ impl RunState {
                     // excluded fields): they only follow their transition,
                     // here, without the dispatch below (whose indirect jump
                     // they would mispredict).
+                    if node.implicit {
+                        // A chain of implicit no-ops, once selected, is
+                        // stepped over whole next time: this node is made
+                        // to point past its target if that is one too (no
+                        // cycle: implicit loops were rejected).
+                        let next = node.next as usize;
+                        if let Some(&target) = nodes.get(next)
+                            && target.op == Op::NoOp
+                            && target.implicit
+                            && let Some(this) = nodes.get_mut(index)
+                        {
+                            this.next = target.next;
+                        }
+                        index = next;
+                        continue;
+                    }
                     match advance(&node, transitions, &mut t, &mut pending) {
                         Some(next) => {
                             index = next;
