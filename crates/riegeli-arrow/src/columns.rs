@@ -225,6 +225,11 @@ impl Column {
         }
     }
 
+    /// Takes off the last row (of a column that has one).
+    pub(crate) fn pop(&mut self) {
+        self.truncate(self.len().saturating_sub(1));
+    }
+
     /// Cuts the column back to its first `rows` rows.
     pub(crate) fn truncate(&mut self, rows: usize) {
         match self {

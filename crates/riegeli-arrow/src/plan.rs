@@ -42,6 +42,7 @@ pub(crate) enum Scalar {
 
 impl Scalar {
     /// The wire type of one value (strings and bytes: length-delimited).
+    #[inline]
     pub(crate) fn wire_type(self) -> u8 {
         match self {
             Self::Fixed32 | Self::Sfixed32 | Self::Float => FIXED32,
@@ -131,6 +132,9 @@ pub(crate) struct FieldPlan {
 pub(crate) struct Slot {
     pub(crate) field: Option<usize>,
     pub(crate) oneof: Option<usize>,
+    /// The field's type if it is a singular scalar: what the walker needs
+    /// to read and push it without looking at its [`FieldPlan`].
+    pub(crate) singular_scalar: Option<Scalar>,
 }
 
 /// Field numbers to slots: a table for small numbers, a map for the others.
@@ -174,6 +178,10 @@ pub(crate) struct MessagePlan {
     pub(crate) fields: Vec<FieldPlan>,
     pub(crate) lookup: Lookup,
     pub(crate) num_oneofs: usize,
+    /// Indices in `fields` of the singular scalars (which the walker's step
+    /// 1 pushes) and of the others (messages, lists, maps: step 2's work).
+    pub(crate) singular_scalars: Vec<usize>,
+    pub(crate) others: Vec<usize>,
     /// The Arrow fields of `fields`.
     pub(crate) arrow: Fields,
 }
@@ -279,6 +287,8 @@ impl Builder {
             fields: Vec::new(),
             lookup: Lookup::default(),
             num_oneofs: message.oneofs().len(),
+            singular_scalars: Vec::new(),
+            others: Vec::new(),
             arrow: Fields::empty(),
         };
         // Which oneofs have a projected member: their other members are kept
@@ -303,7 +313,15 @@ impl Builder {
             self.numbers.push(field.number());
             let planned = self.field(&field, child_selection, path, oneof, map_entry);
             self.numbers.pop();
-            plan.fields.push(planned?);
+            let planned = planned?;
+            if let (Shape::Singular { .. }, Value::Scalar(scalar)) = (planned.shape, &planned.value) {
+                let scalar = *scalar;
+                plan.lookup.insert(field.number(), |slot| slot.singular_scalar = Some(scalar));
+                plan.singular_scalars.push(index);
+            } else {
+                plan.others.push(index);
+            }
+            plan.fields.push(planned);
         }
         for (o, oneof) in message.oneofs().enumerate() {
             if !self.covered && oneofs_used.get(o) == Some(&true) {

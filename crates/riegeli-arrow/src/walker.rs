@@ -3,15 +3,16 @@
 //! object.
 //!
 //! A message (the record, or a nested one) is walked in two steps:
-//! 1. Its bytes are scanned once. A singular scalar's value goes into the
-//!    field's slot (a later occurrence overwrites it: last one wins), a
-//!    singular message's or a map entry's bytes are noted (their offsets),
+//! 1. Its bytes are scanned once. A singular scalar's value goes straight
+//!    into its column as the row's value (a later occurrence replaces it:
+//!    last one wins; a oneof member that another clears is taken back out),
+//!    a singular message's or a map entry's bytes are noted (their offsets),
 //!    and repeated values go straight into the list's child column, as do
 //!    the elements of a repeated message (each walked as it comes: elements
 //!    are never merged). A oneof member clears what its oneof held unless it
 //!    was that same member.
-//! 2. Every projected field then gets its row: the slot's value (or null, or
-//!    the default), a singular message walked over all its occurrences in
+//! 2. Every projected field then gets its row: a singular scalar that step 1
+//!    did not find gets a null or the default, a singular message walked over all its occurrences in
 //!    order (merging them, as parsing their concatenation does), a map's
 //!    entries (the last entry of each key), a list's end offset.
 //!
@@ -23,24 +24,15 @@ use std::collections::HashMap;
 
 use crate::columns::{Column, ListCol};
 use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
-use crate::wire::{Cursor, LEN, MAX_DEPTH, WireError, zigzag32, zigzag64};
-
-/// What step 1 found for a singular scalar field.
-#[derive(Debug, Clone, Copy)]
-enum Found {
-    Nothing,
-    /// A number: the bits of the value (see [`read_scalar`]).
-    Bits(u64),
-    /// Offsets of a string's or bytes' value in the record.
-    Range(usize, usize),
-}
+use crate::wire::{Cursor, FIXED32, FIXED64, LEN, MAX_DEPTH, VARINT, WireError, zigzag32, zigzag64};
 
 /// The state of one message being walked, reused by every message at its depth.
 #[derive(Debug, Default)]
 struct Level {
     /// The occurrences of the message being walked (offsets in the record).
     parts: Vec<(usize, usize)>,
-    found: Vec<Found>,
+    /// Whether step 1 pushed the row of each singular scalar field.
+    pushed: Vec<bool>,
     /// The field number each oneof holds (0: none).
     oneofs: Vec<u32>,
     /// Singular messages and map entries: (field index, offsets), in order.
@@ -108,8 +100,8 @@ impl Walker {
         depth: usize,
         level: &mut Level,
     ) -> Result<(), WireError> {
-        level.found.clear();
-        level.found.resize(plan.fields.len(), Found::Nothing);
+        level.pushed.clear();
+        level.pushed.resize(plan.fields.len(), false);
         level.oneofs.clear();
         level.oneofs.resize(plan.num_oneofs, 0);
         level.deferred.clear();
@@ -125,12 +117,16 @@ impl Walker {
                     && let Some(held) = level.oneofs.get_mut(o)
                     && *held != number
                 {
-                    // Another member of the oneof: this one starts afresh.
-                    *held = number;
+                    // Another member of the oneof: this one starts afresh,
+                    // and the value of the one it clears is taken back.
+                    let old = std::mem::replace(held, number);
+                    if old != 0
+                        && let Some(g) = plan.lookup.get(old).field
+                    {
+                        unpush(&mut level.pushed, columns, g);
+                    }
                     if let Some(f) = slot.field {
-                        if let Some(found) = level.found.get_mut(f) {
-                            *found = Found::Nothing;
-                        }
+                        unpush(&mut level.pushed, columns, f);
                         let (cleared, deferred) = (&mut level.cleared, &mut level.deferred);
                         deferred.retain(|&entry| {
                             entry.0 != f || {
@@ -140,17 +136,37 @@ impl Walker {
                         });
                     }
                 }
+                // The common case first: a singular scalar of the right wire type.
+                if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar)
+                    && wire_type == scalar.wire_type()
+                    && let (Some(field), Some(column)) = (plan.fields.get(f), columns.get_mut(f))
+                {
+                    if let Some(pushed) = level.pushed.get_mut(f) {
+                        if *pushed {
+                            // Last one wins.
+                            column.pop();
+                        }
+                        *pushed = true;
+                    }
+                    read_push(&mut cursor, scalar, field, record, column)?;
+                    continue;
+                }
                 let (Some(f), Some(field)) = (slot.field, slot.field.and_then(|f| plan.fields.get(f))) else {
                     cursor.skip(number, wire_type, depth)?;
                     continue;
                 };
                 let column = columns.get_mut(f);
                 match (&field.shape, &field.value, column) {
-                    (Shape::Singular { .. }, Value::Scalar(scalar), _) => {
-                        let found = read_found(&mut cursor, *scalar, wire_type, field, record)?;
-                        if let Some(slot) = level.found.get_mut(f) {
-                            *slot = found;
+                    (Shape::Singular { .. }, Value::Scalar(scalar), Some(column)) => {
+                        expect_wire_type(&cursor, field, wire_type, scalar.wire_type(), scalar.name())?;
+                        if let Some(pushed) = level.pushed.get_mut(f) {
+                            if *pushed {
+                                // Last one wins.
+                                column.pop();
+                            }
+                            *pushed = true;
                         }
+                        read_push(&mut cursor, *scalar, field, record, column)?;
                     }
                     (Shape::Singular { .. } | Shape::Map, Value::Message(_), _) => {
                         expect_wire_type(&cursor, field, wire_type, LEN, "a message")?;
@@ -180,15 +196,20 @@ impl Walker {
                 self.check(child, (s, e), record, depth + 1)?;
             }
         }
-        // Step 2: one row for every field.
-        for (f, (field, column)) in plan.fields.iter().zip(columns.iter_mut()).enumerate() {
+        // Step 2: one row for every field. The singular scalars that step 1
+        // did not push are absent (a member of a oneof that another cleared
+        // was taken back out in step 1, so what is pushed is held).
+        for &f in &plan.singular_scalars {
+            if level.pushed.get(f) != Some(&true)
+                && let Some(column) = columns.get_mut(f)
+            {
+                push_absent(column);
+            }
+        }
+        for &f in &plan.others {
+            let (Some(field), Some(column)) = (plan.fields.get(f), columns.get_mut(f)) else { continue };
             let held = field.oneof.is_none_or(|o| level.oneofs.get(o) == Some(&field.number));
             match (&field.shape, &field.value, column) {
-                (Shape::Singular { .. }, Value::Scalar(_), column) => {
-                    let found =
-                        if held { level.found.get(f).copied().unwrap_or(Found::Nothing) } else { Found::Nothing };
-                    push_found(column, found, record);
-                }
                 (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
                     let parts = || level.deferred.iter().filter(move |&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
                     if !held {
@@ -363,29 +384,90 @@ fn read_scalar(cursor: &mut Cursor<'_>, scalar: Scalar) -> Result<u64, WireError
     })
 }
 
-/// Reads one value of a singular field.
-fn read_found(
+/// Takes back the value step 1 pushed for singular field `f`, if any.
+#[cold]
+fn unpush(pushed: &mut [bool], columns: &mut [Column], f: usize) {
+    if let Some(p) = pushed.get_mut(f)
+        && *p
+    {
+        *p = false;
+        if let Some(column) = columns.get_mut(f) {
+            column.pop();
+        }
+    }
+}
+
+/// Reads one value of `scalar` (whose wire type was checked) and pushes it
+/// onto `column`.
+#[inline]
+fn read_push(
     cursor: &mut Cursor<'_>,
     scalar: Scalar,
-    wire_type: u8,
     field: &FieldPlan,
     record: &[u8],
-) -> Result<Found, WireError> {
-    expect_wire_type(cursor, field, wire_type, scalar.wire_type(), scalar.name())?;
-    match scalar {
-        Scalar::String | Scalar::Bytes => {
+    column: &mut Column,
+) -> Result<(), WireError> {
+    // The plans give each scalar type its column type, so after one
+    // dispatch on the wire type, the matches below always go one way.
+    #[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low 32 bits, as in protobuf")]
+    match scalar.wire_type() {
+        VARINT => {
+            let v = cursor.varint()?;
+            match (scalar, column) {
+                (Scalar::Int64, Column::Int64(p)) => p.push(v.cast_signed()),
+                (Scalar::Uint64, Column::UInt64(p)) => p.push(v),
+                (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((v as u32).cast_signed()),
+                (Scalar::Uint32, Column::UInt32(p)) => p.push(v as u32),
+                (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(v as u32)),
+                (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(v)),
+                (Scalar::Bool, Column::Bool(p)) => p.push(v != 0),
+                // The plans give numbers these columns.
+                _ => {}
+            }
+        }
+        FIXED32 => {
+            let v = cursor.fixed32()?;
+            match column {
+                Column::UInt32(p) => p.push(v),
+                Column::Int32(p) => p.push(v.cast_signed()),
+                Column::Float32(p) => p.push(f32::from_bits(v)),
+                _ => {}
+            }
+        }
+        FIXED64 => {
+            let v = cursor.fixed64()?;
+            match column {
+                Column::UInt64(p) => p.push(v),
+                Column::Int64(p) => p.push(v.cast_signed()),
+                Column::Float64(p) => p.push(f64::from_bits(v)),
+                _ => {}
+            }
+        }
+        _ => {
             let (s, e) = cursor.len_delimited()?;
             if scalar == Scalar::String {
                 check_utf8(record, s, e, field)?;
             }
-            Ok(Found::Range(s, e))
+            push_bytes(column, record.get(s..e).unwrap_or_default());
         }
-        _ => read_scalar(cursor, scalar).map(Found::Bits),
     }
+    Ok(())
 }
 
+/// Checks that a string is UTF-8: ASCII (the usual case) inline, anything
+/// else by the standard library.
+#[inline]
 fn check_utf8(record: &[u8], start: usize, end: usize, field: &FieldPlan) -> Result<(), WireError> {
-    match std::str::from_utf8(record.get(start..end).unwrap_or_default()) {
+    let bytes = record.get(start..end).unwrap_or_default();
+    if bytes.is_ascii() {
+        return Ok(());
+    }
+    check_utf8_slow(bytes, start, field)
+}
+
+#[inline(never)]
+fn check_utf8_slow(bytes: &[u8], start: usize, field: &FieldPlan) -> Result<(), WireError> {
+    match std::str::from_utf8(bytes) {
         Ok(_) => Ok(()),
         Err(e) => {
             Err(WireError::new(start + e.valid_up_to(), format!("field {}: invalid UTF-8 in a string", field.path)))
@@ -412,21 +494,8 @@ fn read_repeated(
         }
         return Ok(());
     }
-    match read_found(cursor, scalar, wire_type, field, record)? {
-        Found::Bits(bits) => push_bits(child, bits),
-        Found::Range(s, e) => push_bytes(child, record.get(s..e).unwrap_or_default()),
-        Found::Nothing => {}
-    }
-    Ok(())
-}
-
-/// Pushes a singular field's row: its value, or null or the default.
-fn push_found(column: &mut Column, found: Found, record: &[u8]) {
-    match found {
-        Found::Bits(bits) => push_bits(column, bits),
-        Found::Range(s, e) => push_bytes(column, record.get(s..e).unwrap_or_default()),
-        Found::Nothing => push_absent(column),
-    }
+    expect_wire_type(cursor, field, wire_type, scalar.wire_type(), scalar.name())?;
+    read_push(cursor, scalar, field, record, child)
 }
 
 #[inline]
@@ -445,6 +514,7 @@ fn push_bits(column: &mut Column, bits: u64) {
     }
 }
 
+#[inline]
 fn push_bytes(column: &mut Column, bytes: &[u8]) {
     if let Column::Utf8(b) | Column::Binary(b) = column {
         b.push(bytes);

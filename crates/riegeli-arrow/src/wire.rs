@@ -66,26 +66,42 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a varint (riegeli-codec's decoder: at most 10 bytes, no overflow).
-    #[inline]
+    ///
+    /// A varint of one byte (most tags, lengths and small values) is read
+    /// here, inlined; longer ones in [`Self::varint_long`].
+    #[inline(always)]
     pub(crate) fn varint(&mut self) -> Result<u64, WireError> {
+        if self.pos < self.end
+            && let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
+        self.varint_long()
+    }
+
+    /// Reads a varint of more than one byte (or a truncated one).
+    #[inline]
+    fn varint_long(&mut self) -> Result<u64, WireError> {
         let bytes = self.buf.get(self.pos..self.end).unwrap_or_default();
         match riegeli_codec::varint::decode_u64(bytes) {
             Ok((value, len)) => {
                 self.pos += len;
                 Ok(value)
             }
-            Err(e) => Err(WireError::new(self.pos, varint_reason(&e))),
+            Err(e) => Err(varint_error(self.pos, &e)),
         }
     }
 
     /// Reads a tag: `(field number, wire type)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn tag(&mut self) -> Result<(u32, u8), WireError> {
         let at = self.pos;
         let tag = self.varint()?;
         let number = tag >> 3;
         if number == 0 || number > u64::from(u32::MAX >> 3) {
-            return Err(WireError::new(at, format!("invalid field number {number}")));
+            return Err(invalid_field_number(at, number));
         }
         let wire_type = (tag & 7) as u8;
         #[allow(clippy::cast_possible_truncation, reason = "checked against 2^29 above")]
@@ -93,6 +109,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Takes `n` bytes, returning their offsets `(start, end)` in the record.
+    #[inline]
     fn take(&mut self, n: usize, what: &str) -> Result<(usize, usize), WireError> {
         let start = self.pos;
         match start.checked_add(n) {
@@ -100,40 +117,36 @@ impl<'a> Cursor<'a> {
                 self.pos = end;
                 Ok((start, end))
             }
-            _ => Err(WireError::new(
-                start,
-                format!("{what} of {n} bytes runs past the end of its message ({} bytes left)", self.end - start),
-            )),
+            _ => Err(past_end(start, n, self.end - start, what)),
         }
     }
 
     /// Reads 4 little-endian bytes.
+    #[inline]
     pub(crate) fn fixed32(&mut self) -> Result<u32, WireError> {
         let (start, _) = self.take(4, "fixed32 value")?;
-        let bytes = self.buf.get(start..start + 4).and_then(|b| b.try_into().ok()).unwrap_or([0; 4]);
+        let bytes = self.buf.get(start..).and_then(|b| b.first_chunk::<4>()).copied().unwrap_or([0; 4]);
         Ok(u32::from_le_bytes(bytes))
     }
 
     /// Reads 8 little-endian bytes.
+    #[inline]
     pub(crate) fn fixed64(&mut self) -> Result<u64, WireError> {
         let (start, _) = self.take(8, "fixed64 value")?;
-        let bytes = self.buf.get(start..start + 8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]);
+        let bytes = self.buf.get(start..).and_then(|b| b.first_chunk::<8>()).copied().unwrap_or([0; 8]);
         Ok(u64::from_le_bytes(bytes))
     }
 
     /// Reads a length-delimited value: the offsets `(start, end)` of its bytes.
+    #[inline]
     pub(crate) fn len_delimited(&mut self) -> Result<(usize, usize), WireError> {
         let at = self.pos;
         let len = self.varint()?;
-        let len = usize::try_from(len).map_err(|_| WireError::new(at, format!("length {len} too large")))?;
         let left = self.end - self.pos;
-        if len > left {
-            return Err(WireError::new(
-                at,
-                format!("length {len} runs past the end of its message ({left} bytes left)"),
-            ));
+        match usize::try_from(len) {
+            Ok(n) if n <= left => self.take(n, "length-delimited value"),
+            _ => Err(bad_length(at, len, left)),
         }
-        self.take(len, "length-delimited value")
     }
 
     /// Skips the value of a field of `wire_type` (whose tag was just read, with
@@ -191,13 +204,36 @@ pub(crate) fn zigzag64(value: u64) -> i64 {
     ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
 
-/// Why a varint did not decode, in the walker's words.
+/// Why a varint at `at` did not decode, in the walker's words.
 #[cold]
-fn varint_reason(e: &riegeli_codec::CodecError) -> &'static str {
-    match e.kind() {
+#[inline(never)]
+fn varint_error(at: usize, e: &riegeli_codec::CodecError) -> WireError {
+    let reason = match e.kind() {
         riegeli_codec::CodecErrorKind::VarintOverflow { .. } => "varint overflows 64 bits or is longer than 10 bytes",
         _ => "truncated varint",
+    };
+    WireError::new(at, reason)
+}
+
+#[cold]
+#[inline(never)]
+fn bad_length(at: usize, len: u64, left: usize) -> WireError {
+    if usize::try_from(len).is_err() {
+        return WireError::new(at, format!("length {len} too large"));
     }
+    WireError::new(at, format!("length {len} runs past the end of its message ({left} bytes left)"))
+}
+
+#[cold]
+#[inline(never)]
+fn past_end(start: usize, n: usize, left: usize, what: &str) -> WireError {
+    WireError::new(start, format!("{what} of {n} bytes runs past the end of its message ({left} bytes left)"))
+}
+
+#[cold]
+#[inline(never)]
+fn invalid_field_number(at: usize, number: u64) -> WireError {
+    WireError::new(at, format!("invalid field number {number}"))
 }
 
 #[cfg(test)]

@@ -831,6 +831,24 @@ impl TransposedChunkDecoder {
     }
 }
 
+/// The node after `node` (§6.4, §8): its base if its transition is implicit or
+/// repeated (`pending`), else its base plus the offset of the next
+/// transition byte (at `t`); `None` when the transitions run out.
+#[inline(always)]
+fn advance(node: &Node, transitions: &[u8], t: &mut usize, pending: &mut u8) -> Option<usize> {
+    if node.implicit {
+        Some(node.next as usize)
+    } else if *pending > 0 {
+        *pending -= 1;
+        Some(node.next as usize)
+    } else {
+        let &byte = transitions.get(*t)?;
+        *t += 1;
+        *pending = byte & 3;
+        Some(node.next as usize + usize::from(byte >> 2))
+    }
+}
+
 /// The state of one run of the machine (§7).
 struct RunState {
     num_records: u64,
@@ -978,6 +996,35 @@ impl RunState {
             let mut node = node;
             if PROJECTION {
                 budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
+                if node.op == Op::NoOp {
+                    // Under projection most steps are no-ops (the nodes of
+                    // excluded fields): they only follow their transition,
+                    // here, without the dispatch below (whose indirect jump
+                    // they would mispredict).
+                    if node.implicit {
+                        // A chain of implicit no-ops, once selected, is
+                        // stepped over whole next time: this node is made
+                        // to point past its target if that is one too (no
+                        // cycle: implicit loops were rejected).
+                        let next = node.next as usize;
+                        if let Some(&target) = nodes.get(next)
+                            && target.op == Op::NoOp
+                            && target.implicit
+                            && let Some(this) = nodes.get_mut(index)
+                        {
+                            this.next = target.next;
+                        }
+                        index = next;
+                        continue;
+                    }
+                    match advance(&node, transitions, &mut t, &mut pending) {
+                        Some(next) => {
+                            index = next;
+                            continue;
+                        }
+                        None => break,
+                    }
+                }
                 if node.op == Op::Select {
                     node = self.select(nodes, index, stack, cursors, source, tree)?;
                 }
@@ -1023,16 +1070,9 @@ impl RunState {
             if let Err(reason) = step {
                 return Err(bad_run(t, reason));
             }
-            if node.implicit {
-                index = node.next as usize;
-            } else if pending > 0 {
-                pending -= 1;
-                index = node.next as usize;
-            } else {
-                let Some(&byte) = transitions.get(t) else { break };
-                t += 1;
-                index = node.next as usize + usize::from(byte >> 2);
-                pending = byte & 3;
+            match advance(&node, transitions, &mut t, &mut pending) {
+                Some(next) => index = next,
+                None => break,
             }
         }
         Ok(())
