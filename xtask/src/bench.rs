@@ -20,7 +20,7 @@
 //!   run as `riegeli bench`). Either is timed in the same rounds as ours, and a before → now table
 //!   is added.
 //! - `bench array-record [--large] [--megabytes N] [--record-size B] [--config OPTS]...
-//!   [--repeat N] [--batch N]`: our ArrayRecord reader (serial and parallel) and C++'s (through
+//!   [--repeat N] [--batch N] [--baseline-ref REF [--alternations N]]`: our ArrayRecord reader (serial and parallel) and C++'s (through
 //!   the oracle venv) on the same generated file, one config after another: a batch of random
 //!   indices and read-all, records/s and MB/s. The default is one small file (200,000 records of
 //!   20 to 300 B, `group_size:100,zstd:3`); `--large` is 100 MB of ~1 KiB text-like records with
@@ -175,10 +175,9 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
         // Each implementation in turn, a round at a time, so that a slow spell of a
         // shared machine falls on all three rather than on one; two runs per process,
         // so that none is timed only cold.
-        let (mut ours, mut cxx, mut rr, mut before) = (None, None, None, None);
+        let (mut ours, mut cxx, mut rr, mut before) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for round in 0..rounds.max(1) {
             crate::common::step(&format!("{config} ({}/{}), round {}/{rounds}", i + 1, configs.len(), round + 1));
-            let ours_json = work.join("ours.json");
             // The first run generates the records; the others measure those same bytes.
             let mut source =
                 vec!["--generate".to_owned(), generate.clone(), "--megabytes".to_owned(), megabytes.clone()];
@@ -187,23 +186,36 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
             } else {
                 source = vec!["--input-delimited".to_owned(), records.display().to_string()];
             }
-            cmd!(sh, "{ours_bench} {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
-            ours = Some(fastest(ours, first(&ours_json)?));
+            let input = ["--input-delimited".to_owned(), records.display().to_string()];
+            let mut run_ours = |source: &[String]| -> Result<()> {
+                let ours_json = work.join("ours.json");
+                cmd!(sh, "{ours_bench} {source...} --repeat 2 --config {config} --json {ours_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
+                ours.push(first(&ours_json)?);
+                Ok(())
+            };
+            // The same records and options through an earlier build, in the same round: after
+            // ours in even rounds, before it in odd ones (the first round makes the records).
+            let baseline_first = round % 2 == 1;
+            if !baseline_first {
+                run_ours(&source)?;
+            }
             if let Some(baseline) = &baseline {
-                // The same records and options through an earlier build, in the same round.
-                let input = ["--input-delimited".to_owned(), records.display().to_string()];
                 let before_json = work.join("before.json");
                 let (program, prefix) = (&baseline.program, &baseline.prefix);
                 cmd!(sh, "{program} {prefix...} {input...} --repeat 2 --config {config} --json {before_json} --dir {files} --read-parallelism 1 --write-parallelism 2").run()?;
-                before = Some(fastest(before, first(&before_json)?));
+                before.push(first(&before_json)?);
+            }
+            if baseline_first {
+                run_ours(&source)?;
             }
             let cxx_json = work.join("cxx.json");
             cmd!(sh, "{python} {script} {records} 2 {cxx_json} {files} {config}").run()?;
-            cxx = Some(fastest(cxx, first(&cxx_json)?));
+            cxx.push(first(&cxx_json)?);
             let rr_json = work.join("riegeli_rs.json");
             cmd!(sh, "{peer} {records} 2 {rr_json} {files} {config}").run()?;
-            rr = first(&rr_json).ok().map(|v| fastest(rr.take(), v));
+            rr.extend(first(&rr_json).ok());
         }
+        let (ours, cxx, rr, before) = (median(ours), median(cxx), median(rr), median(before));
         let (Some(ours), Some(cxx)) = (ours, cxx) else { bail!("{config}: no figures") };
         if let Some(before) = before {
             before_rows.push((config.clone(), ours.clone(), before));
@@ -224,18 +236,21 @@ fn records(sh: &Shell, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `new` with every time (`*_s`) replaced by the smaller of its and `best`'s.
-fn fastest(best: Option<Value>, mut new: Value) -> Value {
-    if let (Some(best), Some(fields)) = (best, new.as_object_mut()) {
-        for (key, value) in fields.iter_mut() {
-            if let (true, Some(a), Some(b)) =
-                (key.ends_with("_s"), value.as_f64(), best.get(key).and_then(Value::as_f64))
-            {
-                *value = Value::from(a.min(b));
+/// The first of `runs` with every time (`*_s`) replaced by its median over all of them (the
+/// upper one of an even count); `None` when there are no runs.
+fn median(runs: Vec<Value>) -> Option<Value> {
+    let mut out = runs.first()?.clone();
+    if let Some(fields) = out.as_object_mut() {
+        for (key, value) in fields.iter_mut().filter(|(key, _)| key.ends_with("_s")) {
+            let mut times: Vec<f64> =
+                runs.iter().filter_map(|run| run.get(key.as_str()).and_then(Value::as_f64)).collect();
+            times.sort_by(f64::total_cmp);
+            if let Some(&middle) = times.get(times.len() / 2) {
+                *value = Value::from(middle);
             }
         }
     }
-    new
+    Some(out)
 }
 
 /// The first object of a JSON array file.
@@ -269,8 +284,8 @@ fn render(rows: &[(String, Value, Value, Option<Value>)], repeat: &str) -> Strin
     let payload = rows.first().and_then(|r| num(&r.1, "payload_bytes")).unwrap_or(0.0);
     let _ = writeln!(
         out,
-        "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, best of {repeat} \
-         rounds (in each round every implementation runs in turn, timing two runs in one process); \
+        "{records:.0} records, {:.1} MB payload; MB/s = 10^6 payload bytes per real second, median of {repeat} \
+         rounds (in each round every implementation runs in turn, each the best of two runs in one process); \
          ratio = file size / payload; cpu = CPU time / real time. Every implementation writes a file \
          (on /dev/shm when it exists) and reads it back, as records_benchmark does with its /tmp files.\n\
          C++ = Google's Riegeli through array-record 0.8.6 (group size matched to the chunk size; its \
@@ -347,7 +362,10 @@ fn render_baseline(rows: &[(String, Value, Value)], baseline: &str) -> String {
         _ => None,
     };
     let mut out = String::new();
-    let _ = writeln!(out, "\nAgainst the baseline `{baseline}` (MB/s before → now, change), in the same rounds:\n");
+    let _ = writeln!(
+        out,
+        "\nAgainst the baseline `{baseline}` (MB/s before → now, change), medians of the same alternating rounds:\n"
+    );
     let _ = writeln!(out, "| options | {} |", KEYS.map(|(name, _)| name).join(" | "));
     let _ = writeln!(out, "|---|{}", "---|".repeat(KEYS.len()));
     let mut worst: Option<(f64, String)> = None;
@@ -612,6 +630,7 @@ fn parse(output: &str) -> Result<Vec<Timing>> {
 }
 
 /// One measurement of [`parse`].
+#[derive(Clone)]
 struct Timing {
     name: String,
     seconds: f64,
@@ -628,6 +647,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
     let mut configs = Vec::new();
     let mut repeat = "5".to_owned();
     let mut batch = "10000".to_owned();
+    let mut alternations = 3_usize;
     let mut baseline = BaselineArg::None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -641,6 +661,7 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
             "--config" => configs.push(value()?),
             "--repeat" => repeat = value()?,
             "--batch" => batch = value()?,
+            "--alternations" => alternations = value()?.parse().context("--alternations")?,
             "--baseline" => baseline = BaselineArg::Binary(value()?),
             "--baseline-ref" => baseline = BaselineArg::Ref(value()?),
             other => bail!("unexpected argument {other:?}"),
@@ -676,17 +697,26 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
         };
         let ours = run(&example)?;
         if let Some(baseline) = &baseline {
-            // Two rounds each, interleaved; the best of each row.
-            let mut now = parse(&ours)?;
-            let mut before = parse(&run(baseline)?)?;
-            for (best, more) in [(&mut now, parse(&run(&example)?)?), (&mut before, parse(&run(baseline)?)?)] {
-                for (b, m) in best.iter_mut().zip(more) {
-                    b.seconds = b.seconds.min(m.seconds);
+            // Alternating runs (ours first in even ones), each row's median.
+            let [before, now] = alternate(alternations.max(1), |i, which| match which {
+                Which::Now if i == 0 => Ok(ours.clone()),
+                Which::Now => run(&example),
+                Which::Before => run(baseline),
+            })?;
+            let median_rows = |runs: Vec<String>| -> Result<Vec<Timing>> {
+                let runs = runs.iter().map(|r| parse(r)).collect::<Result<Vec<_>>>()?;
+                let mut rows = runs.first().context("no runs")?.clone();
+                for (n, row) in rows.iter_mut().enumerate() {
+                    let mut seconds: Vec<f64> = runs.iter().filter_map(|r| r.get(n)).map(|t| t.seconds).collect();
+                    seconds.sort_by(f64::total_cmp);
+                    row.seconds = seconds[seconds.len() / 2];
                 }
-            }
+                Ok(rows)
+            };
+            let (before, now) = (median_rows(before)?, median_rows(now)?);
             let _ = writeln!(
                 baseline_report,
-                "\n{config}: records/s before (`{}`) → now, best of two interleaved rounds of {repeat}\n",
+                "\n{config}: records/s before (`{}`) → now, medians of {alternations} alternating runs (each the best of {repeat})\n",
                 baseline.name
             );
             let _ = writeln!(baseline_report, "| read | before | now | change |");
@@ -858,6 +888,16 @@ mod tests {
             rows,
             [("a".to_owned(), vec![None]), ("read".to_owned(), vec![Some(7.0)]), ("open".to_owned(), vec![None])]
         );
+    }
+
+    #[test]
+    fn records_rows_take_the_median_of_each_time() {
+        let run = |read: f64, write: f64| serde_json::json!({"records": 7, "read_real_s": read, "write_real_s": write});
+        let got = median(vec![run(3.0, 0.5), run(1.0, 0.9), run(2.0, 0.1)]).unwrap();
+        assert_eq!(got["read_real_s"], 2.0);
+        assert_eq!(got["write_real_s"], 0.5);
+        assert_eq!(got["records"], 7);
+        assert!(median(Vec::new()).is_none());
     }
 
     #[test]
