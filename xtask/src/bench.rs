@@ -417,7 +417,7 @@ fn python(sh: &Shell, args: &[String]) -> Result<()> {
         Ok(sh.read_file(&out)?)
     })?;
     // Ours' records/s and ours/C++ (C++ timed in the same process: the ratio sheds machine noise).
-    let report = compare_tables(&tables, &[(4, "ours rec/s"), (5, "ours/C++")], &before.name);
+    let report = compare_tables(&tables, &[(3, "ours rec/s"), (4, "ours/C++")], &before.name);
     println!("{report}");
     sh.write_file(work.join("baseline.md"), &report)?;
     Ok(())
@@ -491,7 +491,7 @@ fn objects(sh: &Shell, args: &[String]) -> Result<()> {
         run(program.as_path())
     })?;
     // The columns of the local and the remote reads.
-    let report = compare_tables(&tables, &[(1, "local"), (2, "remote")], &before.name);
+    let report = compare_tables(&tables, &[(0, "local"), (1, "remote")], &before.name);
     println!("{report}");
     let work = crate::common::project_root().join("target/object-bench");
     sh.create_dir(&work)?;
