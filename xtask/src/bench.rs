@@ -242,15 +242,19 @@ fn median(runs: Vec<Value>) -> Option<Value> {
     let mut out = runs.first()?.clone();
     if let Some(fields) = out.as_object_mut() {
         for (key, value) in fields.iter_mut().filter(|(key, _)| key.ends_with("_s")) {
-            let mut times: Vec<f64> =
-                runs.iter().filter_map(|run| run.get(key.as_str()).and_then(Value::as_f64)).collect();
-            times.sort_by(f64::total_cmp);
-            if let Some(&middle) = times.get(times.len() / 2) {
+            let times = runs.iter().filter_map(|run| run.get(key.as_str()).and_then(Value::as_f64)).collect();
+            if let Some(middle) = middle(times) {
                 *value = Value::from(middle);
             }
         }
     }
     Some(out)
+}
+
+/// The median of `values` (the upper one of an even count); `None` when empty.
+fn middle(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
 }
 
 /// The first object of a JSON array file.
@@ -586,12 +590,11 @@ fn first_number(cell: &str) -> Option<f64> {
 fn compare_tables(tables: &[Vec<String>; 2], columns: &[(usize, &str)], baseline: &str) -> String {
     let [before, now] = tables.each_ref().map(|runs| runs.iter().map(|t| markdown_rows(t)).collect::<Vec<_>>());
     let median_of = |runs: &[Vec<Row>], label: &str, column: usize| -> Option<f64> {
-        let mut values: Vec<f64> = runs
+        let values = runs
             .iter()
             .map(|rows| rows.iter().find(|(l, _)| l == label).and_then(|(_, v)| v.get(column).copied().flatten()))
             .collect::<Option<_>>()?;
-        values.sort_by(f64::total_cmp);
-        values.get(values.len() / 2).copied()
+        middle(values)
     };
     let mut out = format!(
         "Against the baseline `{baseline}`: medians of {} alternating runs each (before → now, change)\n\n",
@@ -707,9 +710,8 @@ fn array_record(sh: &Shell, args: &[String]) -> Result<()> {
                 let runs = runs.iter().map(|r| parse(r)).collect::<Result<Vec<_>>>()?;
                 let mut rows = runs.first().context("no runs")?.clone();
                 for (n, row) in rows.iter_mut().enumerate() {
-                    let mut seconds: Vec<f64> = runs.iter().filter_map(|r| r.get(n)).map(|t| t.seconds).collect();
-                    seconds.sort_by(f64::total_cmp);
-                    row.seconds = seconds[seconds.len() / 2];
+                    let seconds = runs.iter().filter_map(|r| r.get(n)).map(|t| t.seconds).collect();
+                    row.seconds = middle(seconds).unwrap_or(row.seconds);
                 }
                 Ok(rows)
             };
