@@ -56,3 +56,35 @@ pub struct FetchStats {
     /// Bytes they returned.
     pub bytes: u64,
 }
+
+/// How an [`ObjectSink`](crate::ObjectSink) uploads an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadConfig {
+    /// Bytes per part of the multipart upload (default 8 MiB). S3 and GCS
+    /// take at most 10,000 parts, each but the last at least 5 MiB: the
+    /// default allows objects of up to 80 GB. An object smaller than one part
+    /// is written by one PUT at close.
+    pub part_size: usize,
+    /// Parts uploading at once at most (default 4): a writer that gets
+    /// further ahead waits for the oldest. The memory held is about
+    /// `(max_in_flight + 1) × part_size`.
+    pub max_in_flight: usize,
+}
+
+impl Default for UploadConfig {
+    fn default() -> Self {
+        Self { part_size: 8 << 20, max_in_flight: 4 }
+    }
+}
+
+/// Requests and bytes an [`ObjectSink`](crate::ObjectSink) uploaded (the
+/// names of [`FetchStats`]'s, for writers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UploadStats {
+    /// Requests made: starting a multipart upload, each part, completing or
+    /// aborting it, or the one PUT of a small object (retries inside
+    /// `object_store` not counted).
+    pub requests: u64,
+    /// Bytes of parts (or of the one PUT) the server accepted.
+    pub bytes: u64,
+}

@@ -42,24 +42,43 @@
 //! tells its source so through [`ReadHints`](riegeli_records::ReadHints):
 //! nothing past the range is fetched ahead.
 //!
+//! # Writing
+//!
+//! [`Destination::create`] opens a path or a URL for writing, the one way
+//! every writer given one does ([`create_records`], [`create_array_record`],
+//! the CLI and the Python package). An object is written by an
+//! [`ObjectSink`]: a multipart upload whose parts go out while the writer
+//! encodes, [`UploadConfig::max_in_flight`] at a time; the object appears
+//! only when [`Destination::finish`] (after the writer's `close`) completes
+//! it, and a writer dropped or failed before that aborts the upload. A
+//! flush cannot make an object's bytes visible or durable before that:
+//! [`FlushType::FromMachine`](riegeli_records::FlushType::FromMachine) is an
+//! error on a bucket.
+//!
 //! # Modules
 //!
 //! `store` (URLs, stores, the runtime, one ranged GET), `cache` (the range
 //! cache of an object in a process and its requests), `windows` (what reads
 //! and the read-ahead ask for), `source` ([`ObjectSource`], the `Read + Seek`
 //! and `ReadAt` views), `location` ([`Location`] and opening), `config`
-//! ([`FetchConfig`], [`FetchStats`]).
+//! ([`FetchConfig`], [`FetchStats`], [`UploadConfig`], [`UploadStats`]),
+//! `upload` ([`ObjectSink`]: the multipart upload), `output`
+//! ([`Destination`] and creating).
 
 #![forbid(unsafe_code)]
 
 mod cache;
 mod config;
 mod location;
+mod output;
 mod source;
 mod store;
+mod upload;
 mod windows;
 
-pub use crate::config::{FetchConfig, FetchStats};
+pub use crate::config::{FetchConfig, FetchStats, UploadConfig, UploadStats};
 pub use crate::location::{Location, open_array_record, open_records};
+pub use crate::output::{Destination, create_array_record, create_records};
 pub use crate::source::ObjectSource;
 pub use crate::store::is_url;
+pub use crate::upload::{ObjectSink, UploadCounters};

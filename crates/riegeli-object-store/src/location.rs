@@ -83,12 +83,12 @@ impl Location {
 }
 
 /// Whether `location` is a `file://` URL (the scheme in any case).
-fn is_file_url(location: &str) -> bool {
+pub(crate) fn is_file_url(location: &str) -> bool {
     location.split_once("://").is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("file"))
 }
 
 /// The local path of `file://` URL `url`.
-fn file_url_path(url: &str) -> io::Result<PathBuf> {
+pub(crate) fn file_url_path(url: &str) -> io::Result<PathBuf> {
     let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidInput, why.to_owned());
     let parsed = Url::parse(url).map_err(|e| invalid(&e.to_string()))?;
     parsed.to_file_path().map_err(|()| invalid("not a local path (file:///absolute/path)"))

@@ -42,6 +42,11 @@ pub enum FlushType {
 pub trait SyncWrite: Write {
     /// Makes every byte written so far durable. Callers flush before they
     /// call this; an implementation that buffers must write its buffer first.
+    ///
+    /// A destination that cannot promise durability now (an object in a
+    /// bucket, durable only once complete) returns an error of kind
+    /// [`io::ErrorKind::Unsupported`], never a silent `Ok`: the writer's
+    /// flush fails with it, and the writer stays usable (nothing was lost).
     fn sync(&mut self) -> io::Result<()>;
 }
 

@@ -274,20 +274,25 @@ impl<W: Write> ChunkSink<W> {
 
 impl<W: SyncWrite> ChunkSink<W> {
     /// [`flush_to`](Self::flush_to), and with [`FlushType::FromMachine`]
-    /// then makes the destination's bytes durable.
+    /// then makes the destination's bytes durable; a destination that cannot
+    /// ([`std::io::ErrorKind::Unsupported`]) fails this call only.
     pub(crate) fn flush_or_sync(&mut self, flush_type: FlushType) -> Result<()> {
         self.flush_to(flush_type)?;
         if flush_type != FlushType::FromMachine {
             return Ok(());
         }
-        self.guard(|sink| {
-            let result = match sink.dest()? {
-                Some(Dest::Direct(dest)) => dest.sync(),
-                Some(Dest::Behind(behind)) => behind.sync(),
-                None => Ok(()),
-            };
-            result.map_err(Error::from)
-        })
+        self.check_usable()?;
+        let result = match self.dest()? {
+            Some(Dest::Direct(dest)) => dest.sync(),
+            Some(Dest::Behind(behind)) => behind.sync(),
+            None => Ok(()),
+        };
+        // A sync the destination refuses (an object in a bucket) loses nothing: the writer
+        // goes on. Any other failure fails it.
+        if result.as_ref().is_err_and(|e| e.kind() != std::io::ErrorKind::Unsupported) {
+            self.failed = true;
+        }
+        result.map_err(Error::from)
     }
 }
 

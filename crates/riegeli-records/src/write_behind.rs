@@ -20,7 +20,7 @@ enum Message<W> {
     Data(Vec<u8>),
     /// Run this on the destination (flush it, or flush and sync it) and
     /// answer; its error, like any other, is sent on the error channel.
-    Call(fn(&mut W) -> io::Result<()>, SyncSender<()>),
+    Call(fn(&mut W) -> io::Result<()>, SyncSender<Option<io::Error>>),
 }
 
 /// Writes to `W` on a background thread.
@@ -227,13 +227,20 @@ fn run<W: Write>(
             }
             Message::Call(call, reply) => (if failed { Ok(()) } else { call(&mut dest) }, Some(reply)),
         };
-        if let Err(e) = result {
-            failed = true;
-            let _ = errors.send(e);
+        let mut refused = None;
+        match result {
+            // A call the destination refuses (a sync it cannot make) fails that call only:
+            // nothing was lost, and writing goes on.
+            Err(e) if reply.is_some() && e.kind() == io::ErrorKind::Unsupported => refused = Some(e),
+            Err(e) => {
+                failed = true;
+                let _ = errors.send(e);
+            }
+            Ok(()) => {}
         }
         // After this answer the caller reads `errors`: an error of this flush is reported there.
         if let Some(reply) = reply {
-            let _ = reply.send(());
+            let _ = reply.send(refused);
         }
     }
     dest
@@ -242,17 +249,24 @@ fn run<W: Write>(
 impl<W> WriteBehind<W> {
     /// Hands over the buffer, has the thread run `call` on the destination
     /// after everything before it, and waits for it: its error, or an
-    /// earlier one, is returned.
+    /// earlier one, is returned. An [`io::ErrorKind::Unsupported`] error of
+    /// the call (a sync the destination cannot make) fails that call only.
     fn call(&mut self, call: fn(&mut W) -> io::Result<()>) -> io::Result<()> {
         self.check()?;
         self.send_buffer()?;
         let (reply_tx, reply) = sync_channel(1);
         self.send(Message::Call(call, reply_tx))?;
-        if reply.recv().is_err() {
-            self.failed = true;
-            return Err(io::Error::other("the write-behind thread stopped"));
-        }
+        let refused = match reply.recv() {
+            Ok(refused) => refused,
+            Err(_) => {
+                self.failed = true;
+                return Err(io::Error::other("the write-behind thread stopped"));
+            }
+        };
         self.check()?;
+        if let Some(refused) = refused {
+            return Err(refused);
+        }
         self.unflushed = false;
         Ok(())
     }
