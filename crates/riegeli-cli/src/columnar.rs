@@ -1,8 +1,6 @@
 //! `riegeli convert --to parquet`: records as Arrow batches (riegeli-arrow's
 //! readers) written to a Parquet file batch by batch.
 
-use std::io::Write;
-
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -183,7 +181,7 @@ pub(crate) fn to_parquet(input: Input, args: ToParquet<'_>) -> Result<()> {
     let mut batches = open_batches(input, &args, &name)?;
     let properties = WriterProperties::builder().set_compression(args.compression.to_parquet()).build();
     let dest = io::create(args.out)?;
-    let mut writer: Option<ArrowWriter<Box<dyn Write + Send>>> = None;
+    let mut writer: Option<ArrowWriter<io::Output>> = None;
     let mut dest = Some(dest);
     let mut rows = 0u64;
     let mut skipped = 0u64;
@@ -221,8 +219,8 @@ pub(crate) fn to_parquet(input: Input, args: ToParquet<'_>) -> Result<()> {
             ArrowWriter::try_new(dest.take().context("the output")?, schema, Some(properties))?
         }
     };
-    let mut dest = writer.into_inner().with_context(|| format!("{name}: writing Parquet"))?;
-    dest.flush()?;
+    let dest = writer.into_inner().with_context(|| format!("{name}: writing Parquet"))?;
+    dest.finish()?;
     if skipped > 0 {
         progress::note(&format!("riegeli: {name}: wrote {rows} rows to Parquet; skipped {skipped} bad records"));
     }

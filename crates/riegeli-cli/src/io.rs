@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::ProgressBar;
 use riegeli_object_store::FetchConfig;
 use riegeli_records::ReadHints;
@@ -149,6 +149,10 @@ pub(crate) fn check_output_is_not_an_input<'a>(
     if out.as_os_str() == "-" {
         return Ok(());
     }
+    let same = Usage(format!("{}: the output is also an input; write to another file", out.display()));
+    if out.to_str().is_some_and(riegeli_object_store::is_url) {
+        return if inputs.into_iter().any(|input| input == out) { Err(same) } else { Ok(()) };
+    }
     let Ok(out_real) = out.canonicalize() else { return Ok(()) };
     for input in inputs {
         if input.as_os_str() != "-" && input.canonicalize().is_ok_and(|real| real == out_real) {
@@ -161,14 +165,66 @@ pub(crate) fn check_output_is_not_an_input<'a>(
 /// Output buffer size: large writes, few system calls.
 const OUTPUT_BUFFER: usize = 1 << 20;
 
-/// Creates `path` for writing, or standard output for `-`. The writer can
-/// move to another thread (a `RecordWriter`'s I/O thread).
-pub(crate) fn create(path: &Path) -> Result<Box<dyn Write + Send>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(BufWriter::with_capacity(OUTPUT_BUFFER, stdout_file())));
+/// An output: standard output, or a file or an object created by
+/// [`Destination::create`](riegeli_object_store::Destination::create), the one way every
+/// writer of riegeli-rs creates a path or a URL. [`finish`](Output::finish) it: an object
+/// appears only then, and one dropped unfinished (a failed command) is aborted.
+pub(crate) struct Output(BufWriter<Target>);
+
+enum Target {
+    Stdout(Box<dyn Write + Send>),
+    Dest(riegeli_object_store::Destination),
+}
+
+impl Write for Target {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Stdout(out) => out.write(buf),
+            Self::Dest(dest) => dest.write(buf),
+        }
     }
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    Ok(Box::new(BufWriter::with_capacity(OUTPUT_BUFFER, file)))
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Self::Stdout(out) => out.flush(),
+            Self::Dest(dest) => dest.flush(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Output {
+    /// Writes what is buffered and finishes the file or object (completing an upload).
+    pub(crate) fn finish(self) -> Result<()> {
+        match self.0.into_inner().map_err(io::IntoInnerError::into_error)? {
+            Target::Stdout(mut out) => out.flush()?,
+            Target::Dest(dest) => dest.finish()?,
+        }
+        Ok(())
+    }
+}
+
+/// Creates `path` (a path or an object's URL) for writing, or standard output for `-`. The
+/// writer can move to another thread (a `RecordWriter`'s I/O thread).
+pub(crate) fn create(path: &Path) -> Result<Output> {
+    if path.as_os_str() == "-" {
+        return Ok(Output(BufWriter::with_capacity(OUTPUT_BUFFER, Target::Stdout(stdout_file()))));
+    }
+    let dest = riegeli_object_store::Destination::create(path, riegeli_object_store::UploadConfig::default())?;
+    Ok(Output(BufWriter::with_capacity(OUTPUT_BUFFER, Target::Dest(dest))))
 }
 
 /// Standard output as a file of its own descriptor: `Stdout` is line-buffered

@@ -176,7 +176,7 @@ fn parse_array_options(text: &str) -> Result<ArrayRecordWriterOptions> {
 }
 
 /// Starts an ArrayRecord file; options the writer rejects are a usage error.
-fn array_record_writer(dest: Box<dyn Write + Send>, options: ArrayRecordWriterOptions) -> Result<Sink> {
+fn array_record_writer(dest: io::Output, options: ArrayRecordWriterOptions) -> Result<Sink> {
     match ArrayRecordWriter::with_io_thread(dest, options) {
         Ok(writer) => Ok(Sink::ArrayRecord(Box::new(writer))),
         Err(e) if matches!(e.kind(), riegeli_records::ErrorKind::InvalidArgument(_)) => {
@@ -263,9 +263,10 @@ fn detect(input: &io::Input) -> Result<Container> {
 
 /// Where `convert` writes records.
 enum Sink {
-    Riegeli(Box<RecordWriter<Box<dyn Write + Send>>>),
-    ArrayRecord(Box<ArrayRecordWriter<Box<dyn Write + Send>>>),
-    TfRecord(TfWriter<'static>),
+    Riegeli(Box<RecordWriter<io::Output>>),
+    ArrayRecord(Box<ArrayRecordWriter<io::Output>>),
+    /// The TFRecord writer writes to the output shared with the sink, which finishes it after.
+    TfRecord(TfWriter<'static>, SharedOutput),
 }
 
 impl Sink {
@@ -273,16 +274,35 @@ impl Sink {
         match self {
             Self::Riegeli(w) => Ok(w.write_record(record)?),
             Self::ArrayRecord(w) => Ok(w.write_record(record)?),
-            Self::TfRecord(w) => w.write(record),
+            Self::TfRecord(w, _) => w.write(record),
         }
     }
 
     fn finish(self) -> Result<()> {
         match self {
-            Self::Riegeli(w) => Ok(w.close()?.flush()?),
-            Self::ArrayRecord(w) => Ok(w.close()?.flush()?),
-            Self::TfRecord(w) => w.finish(),
+            Self::Riegeli(w) => w.close()?.finish(),
+            Self::ArrayRecord(w) => w.close()?.finish(),
+            Self::TfRecord(w, shared) => {
+                w.finish()?;
+                let output =
+                    std::rc::Rc::try_unwrap(shared.0).map_err(|_| anyhow::anyhow!("the output is still shared"))?;
+                output.into_inner().finish()
+            }
         }
+    }
+}
+
+/// An output the TFRecord writer writes through (it erases the type it writes to).
+#[derive(Clone)]
+struct SharedOutput(std::rc::Rc<std::cell::RefCell<io::Output>>);
+
+impl Write for SharedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.borrow_mut().flush()
     }
 }
 
@@ -351,8 +371,7 @@ fn index_to_array_record(args: &ConvertArgs, input: io::Input) -> Result<()> {
     };
     let input = input.with_progress(&name, true);
     let (dest, report) = index_riegeli_file(input, io::create(&args.out)?, options).with_context(|| name.clone())?;
-    let mut dest = dest;
-    dest.flush()?;
+    dest.finish()?;
     let what = if report.reencoded_records > 0 {
         format!("re-encoded {} records in groups of {}", report.reencoded_records, report.group_size)
     } else {
@@ -470,7 +489,10 @@ pub(crate) fn convert(args: ConvertArgs) -> Result<()> {
             let options = with_threads(options, args.options.as_deref().unwrap_or("default"), args.threads);
             Sink::Riegeli(Box::new(RecordWriter::with_io_thread(dest, options)?))
         }
-        (Container::Tfrecord, _) => Sink::TfRecord(TfWriter::new(dest, tfrecord_compression)),
+        (Container::Tfrecord, _) => {
+            let shared = SharedOutput(std::rc::Rc::new(std::cell::RefCell::new(dest)));
+            Sink::TfRecord(TfWriter::new(Box::new(shared.clone()), tfrecord_compression), shared)
+        }
         // (Written by `columnar::to_parquet` above.)
         (Container::Parquet, _) => anyhow::bail!("--to parquet: internal error: not a record sink"),
     };
@@ -515,7 +537,7 @@ pub(crate) fn recover(args: RecoverArgs) -> Result<()> {
         writer.write_record(&record)?;
         count += 1;
     }
-    writer.close()?.flush()?;
+    writer.close()?.finish()?;
     let regions = regions.lock().map(|r| r.clone()).unwrap_or_default();
     let lost: u64 = regions.iter().map(|r| r.end - r.begin).sum();
     drop(reader);
@@ -549,30 +571,28 @@ pub(crate) fn concat(args: ConcatArgs) -> Result<()> {
             let mut file = io::open(path)?.with_progress(&io::name(path), true);
             std::io::copy(&mut file, &mut dest)?;
         }
-        dest.flush()?;
-        return Ok(());
+        return dest.finish();
     }
+    let mut dest = Some(dest);
     let mut writer = None;
     for path in &args.inputs {
         let name = io::name(path);
         let mut reader = RecordReader::new(io::open(path)?.with_progress(&name, true));
         let metadata = reader.read_metadata().with_context(|| name.clone())?;
-        if writer.is_none() {
+        if let Some(dest) = dest.take() {
             if let Some(m) = metadata {
                 options.metadata = Some(prost::Message::encode_to_vec(&m));
             }
-            writer = Some(RecordWriter::with_io_thread(
-                std::mem::replace(&mut dest, Box::new(std::io::sink())),
-                options.clone(),
-            )?);
+            writer = Some(RecordWriter::with_io_thread(dest, options.clone())?);
         }
         let w = writer.as_mut().context("writer")?;
         while let Some(record) = reader.read_record().with_context(|| name.clone())? {
             w.write_record(&record)?;
         }
     }
-    if let Some(w) = writer {
-        w.close()?.flush()?;
+    match (writer, dest) {
+        (Some(w), _) => w.close()?.finish(),
+        (None, Some(dest)) => dest.finish(),
+        (None, None) => Ok(()),
     }
-    Ok(())
 }

@@ -109,7 +109,9 @@ impl ObjectSink {
     /// `http(s)://`, whose servers take no multipart upload), configured from
     /// the environment as readers are. Makes no request.
     pub fn create(url: &str, config: UploadConfig) -> io::Result<Self> {
-        if url.split_once("://").is_some_and(|(scheme, _)| matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https"))
+        if url
+            .split_once("://")
+            .is_some_and(|(scheme, _)| matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https"))
         {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -121,7 +123,12 @@ impl ObjectSink {
     }
 
     /// A sink writing object `location` of `store`; `url` names it in errors.
-    pub fn with_store(store: Arc<dyn ObjectStore>, location: Path, url: &str, config: UploadConfig) -> io::Result<Self> {
+    pub fn with_store(
+        store: Arc<dyn ObjectStore>,
+        location: Path,
+        url: &str,
+        config: UploadConfig,
+    ) -> io::Result<Self> {
         if config.part_size == 0 || config.max_in_flight == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

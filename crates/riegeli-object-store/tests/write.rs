@@ -4,8 +4,8 @@
 //! its upload and leaves nothing; a durable flush is refused and the writer goes on.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -43,9 +43,13 @@ fn listed(store: &dyn ObjectStore) -> Vec<String> {
 }
 
 fn read_back(store: &Arc<dyn ObjectStore>, name: &str) -> Vec<Vec<u8>> {
-    let source =
-        ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), FetchConfig::default())
-            .unwrap();
+    let source = ObjectSource::with_store(
+        Arc::clone(store),
+        Path::from(name),
+        &format!("memory:///{name}"),
+        FetchConfig::default(),
+    )
+    .unwrap();
     let mut reader = RecordReader::new(source);
     let mut out = Vec::new();
     while let Some(record) = reader.read_record().unwrap() {
@@ -241,8 +245,8 @@ fn an_object_smaller_than_a_part_is_one_put() {
 fn a_writer_dropped_unclosed_aborts_and_an_object_there_stays_as_it_was() {
     let (store, seen) = counted(None);
     block_on(store.put(&Path::from("kept.riegeli"), b"old bytes".to_vec().into())).unwrap();
-    let mut writer = RecordWriter::with_io_thread(sink(&store, "kept.riegeli", SMALL_PARTS), "zstd:3".parse().unwrap())
-        .unwrap();
+    let mut writer =
+        RecordWriter::with_io_thread(sink(&store, "kept.riegeli", SMALL_PARTS), "zstd:3".parse().unwrap()).unwrap();
     for record in records(20_000) {
         writer.write_record(&record).unwrap();
     }
@@ -255,7 +259,8 @@ fn a_writer_dropped_unclosed_aborts_and_an_object_there_stays_as_it_was() {
     assert_eq!(old.as_ref(), b"old bytes");
 
     // Dropped before a part was full: no upload was started, nothing to abort.
-    let mut writer = RecordWriter::new(sink(&store, "never.riegeli", SMALL_PARTS), RecordWriterOptions::default()).unwrap();
+    let mut writer =
+        RecordWriter::new(sink(&store, "never.riegeli", SMALL_PARTS), RecordWriterOptions::default()).unwrap();
     writer.write_record(b"one").unwrap();
     drop(writer);
     assert_eq!(listed(store.as_ref()), ["kept.riegeli"]);
@@ -294,7 +299,8 @@ fn a_durable_flush_is_refused_and_the_writer_goes_on() {
         let dest = sink(&store, &name, SMALL_PARTS);
         let options: RecordWriterOptions = "zstd:3".parse().unwrap();
         let mut writer =
-            if behind { RecordWriter::with_io_thread(dest, options) } else { RecordWriter::new(dest, options) }.unwrap();
+            if behind { RecordWriter::with_io_thread(dest, options) } else { RecordWriter::new(dest, options) }
+                .unwrap();
         for (i, record) in records.iter().enumerate() {
             writer.write_record(record).unwrap();
             if i == 2_000 {

@@ -5,7 +5,6 @@
 //! else. As in C++, a file that cannot be created does not make the constructor fail: `ok()`
 //! is `False` and `write()` and `close()` raise `RuntimeError` with the reason.
 
-use std::fs::File;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -33,6 +32,8 @@ struct State {
     failure: Option<String>,
     /// `False` after `close()`.
     open: bool,
+    /// The upload's counters, for a path or URL.
+    counters: Option<riegeli_object_store::UploadCounters>,
 }
 
 impl State {
@@ -114,14 +115,18 @@ impl ArrayRecordWriter {
         let options = ArrayRecordWriterOptions { parallelism: Some(0), ..options };
         let created = match as_path(path)? {
             Some(path) => py.detach(|| {
-                let file = File::create(&path).map_err(|e| format!("{e}; opening {}", path.display()))?;
-                Inner::with_io_thread(Dest::File(file), options).map_err(|e| e.to_string())
+                let dest = Dest::create(&path).map_err(|e| e.to_string())?;
+                let counters = match &dest {
+                    Dest::Path(dest) => Some(dest.counters()),
+                    Dest::Py(_) => None,
+                };
+                Ok((Inner::with_io_thread(dest, options).map_err(|e| e.to_string())?, counters))
             }),
             // riegeli-rs: a binary file object (write and flush; not closed), positioned
             // where the file begins, e.g. a file of Beam's filesystems.
             None if path.hasattr("write")? => {
                 let dest = Dest::Py(PyFile::new(path.clone().unbind()));
-                py.detach(|| Inner::new(dest, options)).map_err(|e| e.to_string())
+                py.detach(|| Inner::new(dest, options)).map(|writer| (writer, None)).map_err(|e| e.to_string())
             }
             None => {
                 return Err(PyTypeError::new_err(format!(
@@ -130,11 +135,12 @@ impl ArrayRecordWriter {
                 )));
             }
         };
-        let (writer, failure) = match created {
-            Ok(writer) => (Some(writer), None),
-            Err(e) => (None, Some(e)),
+        let (writer, counters, failure) = match created {
+            Ok((writer, counters)) => (Some(writer), counters, None),
+            Err(e) => (None, None, Some(e)),
         };
-        Ok(Self { state: Mutex::new(State { writer, pending: Vec::new(), pending_bytes: 0, failure, open: true }) })
+        let state = State { writer, pending: Vec::new(), pending_bytes: 0, failure, open: true, counters };
+        Ok(Self { state: Mutex::new(state) })
     }
 
     /// `True` while open and not failed.
@@ -161,6 +167,12 @@ impl ArrayRecordWriter {
         Ok(())
     }
 
+    /// riegeli-rs: the requests made and bytes uploaded writing an object (a dict; zeros
+    /// for a file).
+    fn io_stats(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::pyio::upload_stats(py, self.state().counters.as_ref())
+    }
+
     /// Finishes the file (footer and postscript) and closes it.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state();
@@ -170,7 +182,7 @@ impl ArrayRecordWriter {
         }
         state.flush_pending(py)?;
         let Some(writer) = state.writer.take() else { return Err(state.unusable()) };
-        if let Err(e) = py.detach(|| writer.close()) {
+        if let Err(e) = py.detach(|| writer.close().and_then(|dest| dest.finish().map_err(Into::into))) {
             state.failure = Some(e.to_string());
             return Err(state.unusable());
         }

@@ -5,7 +5,6 @@
 //! The calling thread does not hold the GIL while Riegeli reads or writes; each call of a
 //! file object's method takes it for that call only.
 
-use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use pyo3::prelude::*;
@@ -164,33 +163,73 @@ impl ReadHints for Src {
 /// Where a `RecordWriter` writes to.
 #[derive(Debug)]
 pub(crate) enum Dest {
-    /// A file created by path (written on an I/O thread).
-    File(File),
+    /// A file or an object created by path or URL (`Destination::create`, written on an I/O
+    /// thread).
+    Path(riegeli_object_store::Destination),
     /// A Python file object.
     Py(PyFile),
+}
+
+impl Dest {
+    /// Creates `path` (a path or an object's URL) for writing, as every writer of riegeli-rs
+    /// does.
+    pub(crate) fn create(path: &std::path::Path) -> io::Result<Self> {
+        riegeli_object_store::Destination::create(path, riegeli_object_store::UploadConfig::default()).map(Self::Path)
+    }
+
+    /// Finishes a file or an object created by path (an object appears only then).
+    pub(crate) fn finish(self) -> io::Result<()> {
+        match self {
+            Self::Path(dest) => dest.finish(),
+            Self::Py(_) => Ok(()),
+        }
+    }
 }
 
 impl Write for Dest {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Self::File(file) => file.write(buf),
+            Self::Path(dest) => dest.write(buf),
             Self::Py(file) => file.write(buf),
         }
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
-            Self::File(file) => file.write_all(buf),
+            Self::Path(dest) => dest.write_all(buf),
             Self::Py(file) => file.write_all(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Self::File(file) => file.flush(),
+            Self::Path(dest) => dest.flush(),
             Self::Py(file) => file.flush(),
         }
     }
+}
+
+/// A destination created by path syncs as `Destination` does (a file: `fsync`; an object
+/// refuses); a file object is synced by the writer through its `fileno()`, not here.
+impl riegeli_records::SyncWrite for Dest {
+    fn sync(&mut self) -> io::Result<()> {
+        match self {
+            Self::Path(dest) => dest.sync(),
+            Self::Py(_) => Ok(()),
+        }
+    }
+}
+
+/// `io_stats()` of a writer: the requests and bytes of its upload (zeros for a file).
+pub(crate) fn upload_stats(
+    py: Python<'_>,
+    counters: Option<&riegeli_object_store::UploadCounters>,
+) -> PyResult<Py<PyAny>> {
+    let stats = counters.map(riegeli_object_store::UploadCounters::stats).unwrap_or_default();
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("requests", stats.requests)?;
+    dict.set_item("bytes", stats.bytes)?;
+    Ok(dict.into_any().unbind())
 }
 
 /// A path given as `src`/`dest`: a `str` or an `os.PathLike` (bytes paths too).

@@ -1,6 +1,5 @@
 //! `RecordWriter`: Google's Python `RecordWriter` on `riegeli_records::RecordWriter`.
 
-use std::fs::File;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyBaseException, PyTypeError};
@@ -35,8 +34,9 @@ struct State {
     /// The file object to close on `close()`, if owned; not closed by a forked child (closing
     /// could write what the parent left in its buffer).
     owned_file: Option<PerProcess<Py<PyAny>>>,
-    /// For a path: a second handle of the file, to sync it (`FlushType.FROM_MACHINE`).
-    sync_handle: Option<File>,
+    /// For a path or a URL: the counters of the upload (`io_stats()`), and whether
+    /// `FlushType.FROM_MACHINE` syncs through the destination (else through `fileno()`).
+    counters: Option<riegeli_object_store::UploadCounters>,
     /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
     closed_at: Option<Positions>,
     /// What writing raised (as C++, the writer has failed): later writes and every
@@ -250,15 +250,17 @@ impl RecordWriter {
                         "assumed_pos applies to file objects, not paths".to_owned(),
                     ));
                 }
-                let file = py.detach(|| File::create(&path)).map_err(|e| io_to_py(py, &e))?;
-                let sync_handle = file.try_clone().map_err(|e| io_to_py(py, &e))?;
-                let writer =
-                    py.detach(|| Inner::with_io_thread(Dest::File(file), options)).map_err(|e| to_py(py, &e))?;
+                let created = py.detach(|| Dest::create(&path)).map_err(|e| io_to_py(py, &e))?;
+                let counters = match &created {
+                    Dest::Path(created) => created.counters(),
+                    Dest::Py(_) => riegeli_object_store::UploadCounters::default(),
+                };
+                let writer = py.detach(|| Inner::with_io_thread(created, options)).map_err(|e| to_py(py, &e))?;
                 State {
                     writer: Some(writer),
                     dest: dest.clone().unbind(),
                     owned_file: None,
-                    sync_handle: Some(sync_handle),
+                    counters: Some(counters),
                     closed_at: None,
                     failure: None,
                 }
@@ -278,7 +280,7 @@ impl RecordWriter {
                     writer: Some(writer),
                     dest: dest.clone().unbind(),
                     owned_file: owns_dest.then(|| PerProcess::from(dest.clone().unbind())),
-                    sync_handle: None,
+                    counters: None,
                     closed_at: None,
                     failure: None,
                 }
@@ -325,13 +327,12 @@ impl RecordWriter {
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let state = self.state(py)?;
         if let Some(mut writer) = state.writer.take() {
-            state.sync_handle = None;
             // Finished (open chunk, final padding, flush) before it is closed, so that its
             // positions are those of the finished file. A writer that failed writes nothing.
             let closed = py.detach(|| {
                 writer.flush()?;
                 let positions = (writer.pos()?, writer.last_pos()?);
-                writer.close()?;
+                writer.close()?.finish()?;
                 Ok::<_, Error>(positions)
             });
             match closed {
@@ -388,14 +389,27 @@ impl RecordWriter {
     #[pyo3(signature = (flush_type = None))]
     fn flush(&mut self, py: Python<'_>, flush_type: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let flush_type = flush_type_value(flush_type)?;
+        if flush_type >= FROM_MACHINE && self.state(py)?.counters.is_some() {
+            // A path or a URL: the destination syncs (a file) or refuses (an object).
+            let state = self.state(py)?;
+            if let Some(failure) = state.raise_failure(py) {
+                return Err(failure);
+            }
+            let writer = state.writer.as_mut().ok_or_else(|| closed(py))?;
+            return match py.detach(|| writer.flush_with(riegeli_records::FlushType::FromMachine)) {
+                Ok(()) => Ok(()),
+                // Refused (an object): the writer goes on.
+                Err(e) if matches!(e.kind(), riegeli_records::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::Unsupported) => {
+                    Err(to_py(py, &e))
+                }
+                Err(e) => Err(state.fail(py, &e)),
+            };
+        }
         self.run(py, |writer| writer.flush())?;
         if flush_type < FROM_MACHINE {
             return Ok(());
         }
         let state = self.state(py)?;
-        if let Some(file) = &state.sync_handle {
-            return py.detach(|| file.sync_all()).map_err(|e| io_to_py(py, &e));
-        }
         // A file object: fsync its descriptor if it has one that can be synced (a pipe's
         // cannot: EINVAL, and has nothing to make durable).
         let dest = state.dest.bind(py);
@@ -409,6 +423,13 @@ impl RecordWriter {
             }
         }
         Ok(())
+    }
+
+    /// riegeli-rs: the requests made and bytes uploaded writing an object (a dict; zeros
+    /// for a file).
+    fn io_stats(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let counters = self.state(py)?.counters.clone();
+        crate::pyio::upload_stats(py, counters.as_ref())
     }
 
     /// An estimation of the file size if no more data is written.
