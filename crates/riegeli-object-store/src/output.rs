@@ -23,7 +23,7 @@ pub enum Destination {
     /// A local file.
     File(File),
     /// An object, uploaded as it is written.
-    Object(ObjectSink),
+    Object(Box<ObjectSink>),
 }
 
 impl Destination {
@@ -41,7 +41,7 @@ impl Destination {
     pub fn create(location: impl AsRef<Path>, config: UploadConfig) -> io::Result<Self> {
         let location = location.as_ref();
         let created = match location.to_str() {
-            Some(url) if is_url(url) => ObjectSink::create(url, config).map(Self::Object),
+            Some(url) if is_url(url) => ObjectSink::create(url, config).map(|sink| Self::Object(Box::new(sink))),
             Some(url) if is_file_url(url) => file_url_path(url).and_then(File::create).map(Self::File),
             _ => File::create(location).map(Self::File),
         };

@@ -185,7 +185,7 @@ const SMALL_PARTS: UploadConfig = UploadConfig { part_size: 64 << 10, max_in_fli
 
 fn sink(store: &Arc<dyn ObjectStore>, name: &str, config: UploadConfig) -> Destination {
     let url = format!("memory:///{name}");
-    Destination::Object(ObjectSink::with_store(Arc::clone(store), Path::from(name), &url, config).unwrap())
+    Destination::Object(Box::new(ObjectSink::with_store(Arc::clone(store), Path::from(name), &url, config).unwrap()))
 }
 
 #[test]
