@@ -209,3 +209,89 @@ fn live_missing_objects_are_not_found_errors_naming_the_url() {
         assert!(error.to_string().contains(&url), "{url}: {error}");
     }
 }
+
+/// Whether an object is listed at `key` of the test bucket (`s3`) or container (`az`).
+fn listed(scheme: &str, key: &str) -> bool {
+    use futures_util::StreamExt;
+    let store: Box<dyn object_store::ObjectStore> = match scheme {
+        "s3" => Box::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(env("RIEGELI_TEST_S3_BUCKET"))
+                .build()
+                .unwrap(),
+        ),
+        _ => Box::new(
+            object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_container_name(env("RIEGELI_TEST_AZ_CONTAINER"))
+                .build()
+                .unwrap(),
+        ),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let names: Vec<String> =
+        runtime.block_on(store.list(None).map(|meta| meta.unwrap().location.to_string()).collect());
+    names.iter().any(|name| name == key)
+}
+
+/// S3's pending multipart uploads of `key` (moto answers unsigned requests): the
+/// `<Key>` elements of ListMultipartUploads.
+fn pending_uploads(key: &str) -> usize {
+    use std::io::{Read, Write};
+    let endpoint = env("AWS_ENDPOINT");
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    let bucket = env("RIEGELI_TEST_S3_BUCKET");
+    write!(stream, "GET /{bucket}?uploads HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.contains("ListMultipartUploadsResult"), "{answer}");
+    answer.matches(&format!("<Key>{key}</Key>")).count()
+}
+
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_written_objects_read_back_and_unfinished_ones_leave_nothing() {
+    let records: Vec<Vec<u8>> = (0..100_000u64)
+        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes().repeat(1 + (i % 50) as usize))
+        .collect();
+    for scheme in ["s3", "az"] {
+        let container = if scheme == "s3" { env("RIEGELI_TEST_S3_BUCKET") } else { env("RIEGELI_TEST_AZ_CONTAINER") };
+        // Written (several 8 MiB parts), then read back.
+        let key = unique("written.riegeli");
+        let url = format!("{scheme}://{container}/{key}");
+        let dest =
+            riegeli_object_store::Destination::create(&url, riegeli_object_store::UploadConfig::default()).unwrap();
+        let counters = dest.counters();
+        let mut writer = RecordWriter::with_io_thread(dest, "uncompressed".parse().unwrap()).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        writer.close().unwrap().finish().unwrap();
+        let mut reader = open_records(&url, RecordReaderOptions::default()).unwrap();
+        let mut got = Vec::new();
+        while let Some(record) = reader.read_record().unwrap() {
+            got.push(record.to_vec());
+        }
+        assert!(got == records, "{url}");
+        let stats = counters.stats();
+        assert_eq!(stats.bytes, reader.get_ref().object().unwrap().size(), "{url}");
+        assert!(stats.requests >= 3, "{url}: {stats:?}");
+
+        // Dropped unclosed after parts went out: no object, no pending upload.
+        let key = unique("dropped.riegeli");
+        let url = format!("{scheme}://{container}/{key}");
+        let mut writer = riegeli_object_store::create_records(&url, "uncompressed".parse().unwrap()).unwrap();
+        for record in &records {
+            writer.write_record(record).unwrap();
+        }
+        if scheme == "s3" {
+            // About 20 MB: two 8 MiB parts went out.
+            assert_eq!(pending_uploads(&key), 1, "{url}");
+        }
+        drop(writer);
+        assert!(!listed(scheme, &key), "{url}");
+        if scheme == "s3" {
+            assert_eq!(pending_uploads(&key), 0, "{url}");
+        }
+    }
+}
