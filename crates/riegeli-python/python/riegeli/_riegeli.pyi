@@ -126,6 +126,8 @@ class RecordWriter:
     def flush(self, flush_type: Any = ...) -> None:
         """flush_type: a riegeli.FlushType (default FlushType.FROM_PROCESS)."""
     def estimated_size(self) -> int: ...
+    def io_stats(self) -> dict[str, int]:
+        """riegeli-rs: `{"requests": ..., "bytes": ...}` uploaded writing an object (zeros for a file)."""
     @property
     def pos(self) -> RecordPosition: ...
     @property
@@ -292,6 +294,8 @@ class ArrayRecordWriter:
         """
     def close(self) -> None:
         """Finishes the file (last chunk, footer, postscript); again: no effect."""
+    def io_stats(self) -> dict[str, int]:
+        """riegeli-rs: `{"requests": ..., "bytes": ...}` uploaded writing an object (zeros for a file)."""
     def ok(self) -> bool:
         """`True` while open and no error happened."""
     def is_open(self) -> bool:
