@@ -54,6 +54,8 @@
 
 mod cache;
 mod config;
+mod disk;
+mod hedge;
 mod location;
 mod source;
 mod store;
