@@ -314,18 +314,6 @@ impl CachedObject {
         (found, damaged)
     }
 
-    /// Forgets the pieces that hold bytes of `range` (in this process: they
-    /// are fetched again, and the new pieces' records replace theirs).
-    pub(crate) fn forget(&self, range: Range<u64>) {
-        let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (&index, segment) in segments.iter_mut() {
-            if index * SEGMENT >= range.end || (index + 1) * SEGMENT <= range.start {
-                continue;
-            }
-            segment.pieces.retain(|&(start, end), _| end <= range.start || start >= range.end);
-        }
-    }
-
     /// Keeps `bytes`, which begin at `start`.
     pub(crate) fn store(&self, start: u64, bytes: &[Bytes]) {
         let mut pos = start;
