@@ -347,6 +347,45 @@ impl Shared {
         }
     }
 
+    /// A chunk in `range` failed its checks: what this process holds of the
+    /// range, here and in the local chunk cache, is forgotten, and the range
+    /// fetched again from the server (once: a second failure is damage).
+    /// Returns whether it was.
+    pub(crate) fn refetch(self: &Arc<Self>, range: Range<u64>) -> bool {
+        let end = range.end.min(self.size);
+        if range.start >= end {
+            return false;
+        }
+        let mut cache = self.lock();
+        let overlapping: Vec<u64> = cache
+            .slots
+            .range(..end)
+            .filter(|(_, slot)| slot.end > range.start && !matches!(slot.state, SlotState::Pending))
+            .map(|(&start, _)| start)
+            .collect();
+        for start in overlapping {
+            if let Some(slot) = cache.slots.remove(&start) {
+                cache.bytes -= slot.end - start;
+            }
+        }
+        if let Some(disk) = &self.disk {
+            disk.forget(range.start..end);
+        }
+        add(&self.counters.refetches, 1);
+        let mut cursor = range.start;
+        while cursor < end {
+            if let Some((_, slot)) = cache.slots.range(..=cursor).next_back().filter(|(_, slot)| slot.end > cursor) {
+                cursor = slot.end;
+                continue;
+            }
+            let next_slot = cache.slots.range(cursor..).next().map_or(u64::MAX, |(&start, _)| start);
+            let stop = end.min(next_slot);
+            self.spawn_pieces(&mut cache, cursor..stop, self.config.max_request, false);
+            cursor = stop;
+        }
+        true
+    }
+
     /// Starts one ranged GET into a new pending slot.
     fn spawn(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, ahead: bool) {
         cache.slots.insert(range.start, Slot { end: range.end, state: SlotState::Pending, ahead, read: Vec::new() });

@@ -114,6 +114,9 @@ pub struct FetchStats {
     pub retries: u64,
     /// Duplicate requests made for a request slower than the recent ones.
     pub hedges: u64,
+    /// Ranges fetched again because a chunk in them failed its checks
+    /// ([`ReadAt::refetch`](riegeli_records::ReadAt::refetch)).
+    pub refetches: u64,
 }
 
 /// The counters behind [`FetchStats`], shared by a source's clones in a process.
@@ -127,6 +130,7 @@ pub(crate) struct Counters {
     pub(crate) cache_damaged: AtomicU64,
     pub(crate) retries: AtomicU64,
     pub(crate) hedges: AtomicU64,
+    pub(crate) refetches: AtomicU64,
 }
 
 /// Adds `n` to `counter`.
@@ -158,6 +162,7 @@ impl Counters {
             cache_damaged: get(&self.cache_damaged),
             retries: get(&self.retries),
             hedges: get(&self.hedges),
+            refetches: get(&self.refetches),
         }
     }
 }

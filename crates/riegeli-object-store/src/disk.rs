@@ -276,13 +276,19 @@ impl CachedObject {
     /// Runs `f` on segment `index`, opened (and made) if needed.
     fn with_segment<T>(&self, index: u64, f: impl FnOnce(&mut Segment) -> T) -> io::Result<T> {
         let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !segments.contains_key(&index) {
-            let data =
-                OpenOptions::new().read(true).write(true).create(true).truncate(false).open(self.path(index, "data"))?;
-            let log = OpenOptions::new().read(true).append(true).create(true).open(self.path(index, "log"))?;
-            segments.insert(index, Segment { data, log, log_read: 0, pieces: BTreeMap::new(), touched: None });
-        }
-        let segment = segments.get_mut(&index).ok_or_else(|| io::Error::other("segment just opened"))?;
+        let segment = match segments.entry(index) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let data = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(self.path(index, "data"))?;
+                let log = OpenOptions::new().read(true).append(true).create(true).open(self.path(index, "log"))?;
+                entry.insert(Segment { data, log, log_read: 0, pieces: BTreeMap::new(), touched: None })
+            }
+        };
         Ok(f(segment))
     }
 
@@ -312,6 +318,18 @@ impl CachedObject {
             cursor = seg_end;
         }
         (found, damaged)
+    }
+
+    /// Forgets the pieces that hold bytes of `range` (in this process: they
+    /// are fetched again, and the new pieces' records replace theirs).
+    pub(crate) fn forget(&self, range: Range<u64>) {
+        let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (&index, segment) in segments.iter_mut() {
+            if index * SEGMENT >= range.end || (index + 1) * SEGMENT <= range.start {
+                continue;
+            }
+            segment.pieces.retain(|&(start, end), _| end <= range.start || start >= range.end);
+        }
     }
 
     /// Keeps `bytes`, which begin at `start`.

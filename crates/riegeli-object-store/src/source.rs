@@ -128,9 +128,10 @@ impl ObjectSource {
             }
         }
         let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
-        let tail = wait(async move {
-            get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), timeout).await
-        })?;
+        let tail =
+            wait(
+                async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), timeout).await },
+            )?;
         stats.requests += 1;
         let (size, tag, tail) = match tail {
             Ok(Got { size, tag, range, pieces }) if range.end == size && pieces.len() == range.end - range.start => {
@@ -146,7 +147,9 @@ impl ObjectSource {
             _ => {
                 let (head_store, head_location) = (Arc::clone(&store), location.clone());
                 let meta = wait(async move { tokio::time::timeout(timeout, head_store.head(&head_location)).await })?
-                    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, format!("HEAD {url}: no answer within {timeout:?}")))?
+                    .map_err(|_| {
+                        io::Error::new(io::ErrorKind::TimedOut, format!("HEAD {url}: no answer within {timeout:?}"))
+                    })?
                     .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
                 stats.requests += 1;
                 (meta.size, tag_of(&meta), None)
@@ -265,6 +268,13 @@ impl ReadAt for ObjectSource {
     /// read is about to read are fetched concurrently ([`prefetch`](Self::prefetch)).
     fn will_need(&self, ranges: &[Range<u64>]) {
         self.prefetch(ranges);
+    }
+
+    /// A chunk that failed its checks is fetched again from the server
+    /// (whatever this process and the local chunk cache held of it dropped):
+    /// a byte flipped in transit is not reported as a damaged file.
+    fn refetch(&self, range: Range<u64>) -> bool {
+        self.shared().is_ok_and(|shared| shared.refetch(range))
     }
 }
 

@@ -214,20 +214,26 @@ pub(crate) fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
     let parsed = Url::parse(url).map_err(|e| invalid(&e))?;
     let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| invalid(&e))?;
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::AmazonS3 => {
-            Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
-                    .with_url(url)
-                    .with_retry(retry_config())
-                    .build()
-                    .map_err(|e| invalid(&e))?,
-            )
-        }
+        ObjectStoreScheme::AmazonS3 => Arc::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
+        ),
         ObjectStoreScheme::GoogleCloudStorage => Arc::new(
-            object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url).with_retry(retry_config()).build().map_err(|e| invalid(&e))?,
+            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
         ),
         ObjectStoreScheme::MicrosoftAzure => Arc::new(
-            object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url).with_retry(retry_config()).build().map_err(|e| invalid(&e))?,
+            object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
         ),
         ObjectStoreScheme::Http => {
             let origin = &parsed[..url::Position::BeforePath];
