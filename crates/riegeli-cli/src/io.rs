@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
@@ -125,10 +126,59 @@ pub(crate) fn open(path: &Path) -> Result<Input> {
     let src = if path.as_os_str() == "-" {
         Src::Stdin(io::stdin())
     } else {
-        let config = FetchConfig { read_from_start: FROM_START.load(Ordering::Relaxed), ..FetchConfig::default() };
-        Src::Seekable(Seekable::open(path, config)?)
+        let mut config = FetchConfig { read_from_start: FROM_START.load(Ordering::Relaxed), ..FetchConfig::default() };
+        let objects = OBJECTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(dir) = &objects.cache_dir {
+            config.cache_dir = Some(dir.clone());
+        }
+        drop(objects);
+        let seekable = Seekable::open(path, config)?;
+        if let Some(object) = seekable.object() {
+            let mut objects = OBJECTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if objects.stats {
+                objects.opened.push(object.clone());
+            }
+        }
+        Src::Seekable(seekable)
     };
     Ok(Input { src, bar: ProgressBar::hidden(), name: name(path) })
+}
+
+/// How objects are opened (`--cache-dir`), and those opened, for `--stats`.
+struct Objects {
+    cache_dir: Option<PathBuf>,
+    stats: bool,
+    opened: Vec<riegeli_object_store::ObjectSource>,
+}
+
+static OBJECTS: Mutex<Objects> = Mutex::new(Objects { cache_dir: None, stats: false, opened: Vec::new() });
+
+/// `--cache-dir` and `--stats`.
+pub(crate) fn configure_objects(cache_dir: Option<PathBuf>, stats: bool) {
+    let mut objects = OBJECTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    objects.cache_dir = cache_dir;
+    objects.stats = stats;
+}
+
+/// With `--stats`, what each object opened fetched, on stderr.
+pub(crate) fn print_stats() {
+    let objects = OBJECTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for object in &objects.opened {
+        let s = object.stats();
+        eprintln!(
+            "riegeli: {}: {} requests, {} bytes fetched; cache: {} hits ({} bytes), {} misses, {} damaged; {} retries, {} hedges, {} refetched",
+            object.url(),
+            s.requests,
+            s.bytes,
+            s.cache_hits,
+            s.cache_bytes,
+            s.cache_misses,
+            s.cache_damaged,
+            s.retries,
+            s.hedges,
+            s.refetches
+        );
+    }
 }
 
 /// Whether the command reads its files whole, from their start.

@@ -37,6 +37,15 @@ use crate::exit::{Failed, Usage};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Keep the ranges fetched from object storage in this local chunk cache, shared by every
+    /// process (default: the `RIEGELI_CACHE_DIR` environment variable; bound:
+    /// `RIEGELI_CACHE_MAX_BYTES`, 10 GiB).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
+    /// Print what was fetched from object storage on stderr at the end: requests, bytes, cache
+    /// hits and misses, retries, hedges, per object.
+    #[arg(long, global = true)]
+    stats: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,6 +89,7 @@ fn main() -> ExitCode {
     ) {
         io::read_objects_from_start();
     }
+    io::configure_objects(cli.cache_dir.clone(), cli.stats);
     let result = match cli.command {
         Command::Describe(args) => describe::describe(args),
         Command::Cat(args) => cat::cat(args),
@@ -95,6 +105,7 @@ fn main() -> ExitCode {
         }
     };
     progress::clear();
+    io::print_stats();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.is::<Failed>() => ExitCode::from(1),

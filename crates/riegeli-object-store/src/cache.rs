@@ -4,17 +4,23 @@
 //! windows and drop what was read. One per process ([`Object::shared`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::io;
 use std::ops::Range;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
+use futures_util::future::{Either, select};
 use object_store::path::Path;
 use object_store::{GetRange, ObjectStore};
 use riegeli_records::PerProcess;
 
-use crate::config::FetchConfig;
-use crate::store::{GotPieces, Pieces, get_pieces, runtime, store_for};
+use crate::config::{Counters, FetchConfig, add};
+use crate::disk::{CachedObject, DiskCache, Version};
+use crate::hedge::{Latencies, backoff, stall_after};
+use crate::store::{Got, GotPieces, Pieces, get_answer, read_body, runtime, store_for};
 use crate::windows::{next_window, on_miss};
 
 /// One object, and how each process reads it.
@@ -29,6 +35,9 @@ pub(crate) struct Object {
     /// Where reading stops ([`Shared::limit`], `u64::MAX`: nowhere), for the
     /// cache of a forked child.
     ahead_limit: AtomicU64,
+    /// The version opened (size and ETag or version), if the server gave one:
+    /// a range answered for another is refused, and it keys the local cache.
+    pub(crate) version: Option<Version>,
     /// The cache and requests of each process.
     pub(crate) shared: PerProcess<Result<Arc<Shared>, String>>,
 }
@@ -43,6 +52,7 @@ impl Object {
             size,
             config,
             given_store: None,
+            version: None,
             ahead_limit: AtomicU64::new(u64::MAX),
             shared: PerProcess::new(),
         }
@@ -58,7 +68,7 @@ impl Object {
             };
             let limit = self.ahead_limit.load(Ordering::Relaxed);
             let cache = Cache { ahead_limit: (limit != u64::MAX).then_some(limit), ..Cache::default() };
-            Ok(Arc::new(Shared::new(store, self, cache, 0, 0)))
+            Ok(Arc::new(Shared::new(store, self, cache, crate::FetchStats::default())))
         });
         shared.as_ref().map_err(|e| io::Error::other(format!("{}: {e}", self.url)))
     }
@@ -75,14 +85,26 @@ pub(crate) struct Shared {
     /// Signalled when a fetch completes.
     fetched: Condvar,
     permits: Arc<tokio::sync::Semaphore>,
-    /// Requests made and bytes they returned (see [`FetchStats`](crate::FetchStats)).
-    pub(crate) requests: AtomicU64,
-    pub(crate) bytes: AtomicU64,
+    /// The ETag (or version) every answer must have.
+    tag: Option<String>,
+    /// The object in the local chunk cache, if there is one.
+    disk: Option<Arc<CachedObject>>,
+    /// First-byte latencies, for the hedging deadline.
+    latencies: Mutex<Latencies>,
+    /// What [`FetchStats`](crate::FetchStats) says.
+    pub(crate) counters: Counters,
 }
 
 impl Shared {
-    /// A cache of `object` holding `cache`, fetching through `store`.
-    pub(crate) fn new(store: Arc<dyn ObjectStore>, object: &Object, cache: Cache, requests: u64, bytes: u64) -> Self {
+    /// A cache of `object` holding `cache`, fetching through `store`, its
+    /// counters from `stats` on.
+    pub(crate) fn new(store: Arc<dyn ObjectStore>, object: &Object, cache: Cache, stats: crate::FetchStats) -> Self {
+        let disk = match (&object.config.cache_dir, &object.version) {
+            (Some(dir), Some(version)) => DiskCache::open(dir, object.config.cache_max_bytes)
+                .ok()
+                .map(|disk| Arc::new(CachedObject::new(disk, &object.url, version))),
+            _ => None,
+        };
         Self {
             store,
             location: object.location.clone(),
@@ -92,10 +114,44 @@ impl Shared {
             cache: Mutex::new(cache),
             fetched: Condvar::new(),
             permits: Arc::new(tokio::sync::Semaphore::new(object.config.max_in_flight.max(1))),
-            requests: AtomicU64::new(requests),
-            bytes: AtomicU64::new(bytes),
+            tag: object.version.as_ref().map(|v| v.tag.clone()),
+            disk,
+            latencies: Mutex::default(),
+            counters: Counters::from_stats(stats),
         }
     }
+
+    /// The object in the local chunk cache, if there is one.
+    pub(crate) fn disk(&self) -> Option<&Arc<CachedObject>> {
+        self.disk.as_ref()
+    }
+}
+
+/// The first of `a` and `b` to succeed, or the error of the last to fail.
+async fn first_ok<T, E>(a: impl Future<Output = Result<T, E>>, b: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+    match select(pin!(a), pin!(b)).await {
+        Either::Left((Ok(done), _)) | Either::Right((Ok(done), _)) => Ok(done),
+        Either::Left((Err(_), other)) => other.await,
+        Either::Right((Err(_), other)) => other.await,
+    }
+}
+
+/// Whether trying `error` again cannot help.
+fn permanent(error: &object_store::Error) -> bool {
+    matches!(
+        error,
+        object_store::Error::NotFound { .. }
+            | object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. }
+            | object_store::Error::Precondition { .. }
+            | object_store::Error::NotSupported { .. }
+            | object_store::Error::InvalidPath { .. }
+    )
+}
+
+/// An error of ours in `object_store`'s shape.
+fn generic(message: String) -> object_store::Error {
+    object_store::Error::Generic { store: "riegeli-object-store", source: message.into() }
 }
 
 /// Fetched and pending ranges, by where they begin; they never overlap.
@@ -122,6 +178,9 @@ impl Cache {
     /// A cache holding the object's tail, `pieces` from `start` to the
     /// object's end at `size`.
     pub(crate) fn with_tail(start: u64, size: u64, pieces: Pieces) -> Self {
+        if pieces.len() == 0 {
+            return Self::default();
+        }
         let mut cache = Self { bytes: pieces.len(), ..Self::default() };
         cache.slots.insert(start, Slot { end: size, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
         cache
@@ -238,7 +297,8 @@ impl Shared {
     }
 
     /// Fetches what `range` holds that is neither fetched nor being fetched,
-    /// in requests of at most `piece` bytes (`ahead`: for a sequential read).
+    /// in requests of at most `piece` bytes (`ahead`: for a sequential read):
+    /// what the local chunk cache holds of it is taken from there.
     pub(crate) fn ensure(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, piece: u64, ahead: bool) {
         let end = range.end.min(self.size);
         let mut cursor = range.start;
@@ -248,10 +308,82 @@ impl Shared {
                 continue;
             }
             let next_slot = cache.slots.range(cursor..).next().map_or(u64::MAX, |(&start, _)| start);
-            let stop = end.min(next_slot).min(cursor.saturating_add(piece.max(1)));
+            let gap_end = end.min(next_slot);
+            let mut at = cursor;
+            if let Some(disk) = &self.disk {
+                let (found, damaged) = disk.lookup(cursor..gap_end);
+                add(&self.counters.cache_damaged, damaged);
+                for (start, bytes) in found {
+                    if start > at {
+                        add(&self.counters.cache_misses, 1);
+                        self.spawn_pieces(cache, at..start, piece, ahead);
+                    }
+                    let len = bytes.len() as u64;
+                    add(&self.counters.cache_hits, 1);
+                    add(&self.counters.cache_bytes, len);
+                    let mut pieces = Pieces::default();
+                    pieces.push(bytes);
+                    let state = SlotState::Ready(pieces);
+                    cache.slots.insert(start, Slot { end: start + len, state, ahead, read: Vec::new() });
+                    cache.bytes += len;
+                    at = start + len;
+                }
+                if at < gap_end {
+                    add(&self.counters.cache_misses, 1);
+                }
+            }
+            self.spawn_pieces(cache, at..gap_end, piece, ahead);
+            cursor = gap_end;
+        }
+    }
+
+    /// Fetches `range` from the server in requests of at most `piece` bytes.
+    fn spawn_pieces(self: &Arc<Self>, cache: &mut Cache, range: Range<u64>, piece: u64, ahead: bool) {
+        let mut cursor = range.start;
+        while cursor < range.end {
+            let stop = range.end.min(cursor.saturating_add(piece.max(1)));
             self.spawn(cache, cursor..stop, ahead);
             cursor = stop;
         }
+    }
+
+    /// A chunk in `range` failed its checks: what this process holds of the
+    /// range, here and in the local chunk cache, is forgotten, and the range
+    /// fetched again from the server (once: a second failure is damage).
+    /// Returns whether it was.
+    pub(crate) fn refetch(self: &Arc<Self>, range: Range<u64>) -> bool {
+        let end = range.end.min(self.size);
+        if range.start >= end {
+            return false;
+        }
+        let mut cache = self.lock();
+        let overlapping: Vec<u64> = cache
+            .slots
+            .range(..end)
+            .filter(|(_, slot)| slot.end > range.start && !matches!(slot.state, SlotState::Pending))
+            .map(|(&start, _)| start)
+            .collect();
+        for start in overlapping {
+            if let Some(slot) = cache.slots.remove(&start) {
+                cache.bytes -= slot.end - start;
+            }
+        }
+        if let Some(disk) = &self.disk {
+            disk.forget(range.start..end);
+        }
+        add(&self.counters.refetches, 1);
+        let mut cursor = range.start;
+        while cursor < end {
+            if let Some((_, slot)) = cache.slots.range(..=cursor).next_back().filter(|(_, slot)| slot.end > cursor) {
+                cursor = slot.end;
+                continue;
+            }
+            let next_slot = cache.slots.range(cursor..).next().map_or(u64::MAX, |(&start, _)| start);
+            let stop = end.min(next_slot);
+            self.spawn_pieces(&mut cache, cursor..stop, self.config.max_request, false);
+            cursor = stop;
+        }
+        true
     }
 
     /// Starts one ranged GET into a new pending slot.
@@ -269,6 +401,15 @@ impl Shared {
             let state = shared.get(range.clone()).await;
             shared.complete(&range, state);
         });
+    }
+
+    /// Keeps `pieces`, fetched from `start`, in the local chunk cache (on a
+    /// thread for blocking work).
+    fn keep(&self, start: u64, pieces: &Pieces) {
+        if let Some(disk) = &self.disk {
+            let (disk, parts) = (Arc::clone(disk), pieces.parts().to_vec());
+            drop(tokio::task::spawn_blocking(move || disk.store(start, &parts)));
+        }
     }
 
     /// Takes the answer of a GET started before the object's size was known
@@ -292,17 +433,22 @@ impl Shared {
         let shared = Arc::clone(self);
         runtime()?.spawn(async move {
             let got = answer.await.ok();
-            shared.requests.fetch_add(u64::from(got.is_some()), Ordering::Relaxed);
+            add(&shared.counters.requests, u64::from(got.is_some()));
             let got = got.and_then(Result::ok);
-            if let Some((_, _, pieces)) = &got {
-                shared.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
+            if let Some(got) = &got {
+                add(&shared.counters.bytes, got.pieces.len());
             }
             if !wanted {
                 return;
             }
             let state = match got {
-                Some((_, got, mut pieces)) if got.start == range.start && pieces.len() >= range.end - range.start => {
+                Some(Got { range: got, mut pieces, tag, .. })
+                    if got.start == range.start
+                        && pieces.len() >= range.end - range.start
+                        && (shared.tag.is_none() || tag == shared.tag) =>
+                {
                     pieces.truncate(range.end - range.start);
+                    shared.keep(range.start, &pieces);
                     SlotState::Ready(pieces)
                 }
                 _ => shared.get(range.clone()).await,
@@ -323,27 +469,80 @@ impl Shared {
         self.fetched.notify_all();
     }
 
-    /// One ranged GET (a short answer is asked again, twice).
+    /// One ranged GET, hedged when slow, tried again after a failure, a
+    /// timeout or a short answer, backing off ([`FetchConfig::max_attempts`]
+    /// tries at most); an answer for another version of the object is an
+    /// error. What it fetched is kept in the local chunk cache.
     async fn get(&self, range: Range<u64>) -> SlotState {
         let Ok(_permit) = self.permits.acquire().await else {
             return SlotState::Failed("the fetch queue was closed".to_owned());
         };
+        let attempts = self.config.max_attempts.max(1);
+        let started = Instant::now();
         let mut last = String::new();
-        for _ in 0..3 {
-            self.requests.fetch_add(1, Ordering::Relaxed);
-            let asked = GetRange::Bounded(range.clone());
-            match get_pieces(self.store.as_ref(), &self.location, asked).await {
-                Ok((_, _, pieces)) => {
-                    self.bytes.fetch_add(pieces.len(), Ordering::Relaxed);
-                    if pieces.len() == range.end - range.start {
-                        return SlotState::Ready(pieces);
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                add(&self.counters.retries, 1);
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            match self.attempt(range.clone()).await {
+                Ok(got) => {
+                    if let (Some(want), Some(tag)) = (&self.tag, &got.tag)
+                        && want != tag
+                    {
+                        return SlotState::Failed(format!(
+                            "the object changed since it was opened (ETag {want}, now {tag}): open it again"
+                        ));
                     }
-                    last = format!("{} bytes returned", pieces.len());
+                    if got.pieces.len() == range.end - range.start {
+                        self.keep(range.start, &got.pieces);
+                        return SlotState::Ready(got.pieces);
+                    }
+                    last = format!("{} bytes returned", got.pieces.len());
                 }
-                Err(e) => return SlotState::Failed(e.to_string()),
+                Err(e) if permanent(&e) => return SlotState::Failed(e.to_string()),
+                Err(e) => last = e.to_string(),
             }
         }
-        SlotState::Failed(last)
+        SlotState::Failed(format!("{last} ({attempts} tries in {:.1} s)", started.elapsed().as_secs_f64()))
+    }
+
+    /// One try of a GET: if its answer has not begun within the hedging
+    /// deadline (see [`Latencies::hedge_after`]), a duplicate is sent, and the
+    /// first answer is read (the other dropped, which cancels it); none within
+    /// [`FetchConfig::request_timeout`], or a body that stalls, is an error.
+    async fn attempt(&self, range: Range<u64>) -> GotPieces {
+        let hedge_after = self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).hedge_after();
+        let timeout = self.config.request_timeout;
+        let no_answer = || generic(format!("no answer within {timeout:?}"));
+        let answer = {
+            let first = pin!(self.answer(range.clone()));
+            match select(first, pin!(tokio::time::sleep(hedge_after.min(timeout)))).await {
+                Either::Left((answer, _)) => answer,
+                Either::Right(((), _)) if hedge_after >= timeout => Err(no_answer()),
+                Either::Right(((), first)) => {
+                    add(&self.counters.hedges, 1);
+                    let both = first_ok(first, self.answer(range.clone()));
+                    tokio::time::timeout(timeout - hedge_after, both).await.unwrap_or_else(|_| Err(no_answer()))
+                }
+            }
+        }?;
+        let got = read_body(answer, stall_after(hedge_after, timeout)).await;
+        if let Ok(got) = &got {
+            add(&self.counters.bytes, got.pieces.len());
+        }
+        got
+    }
+
+    /// A GET's answer (its headers), its latency noted.
+    async fn answer(&self, range: Range<u64>) -> object_store::Result<object_store::GetResult> {
+        add(&self.counters.requests, 1);
+        let start = Instant::now();
+        let answer = get_answer(self.store.as_ref(), &self.location, GetRange::Bounded(range)).await;
+        if answer.is_ok() {
+            self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(start.elapsed());
+        }
+        answer
     }
 
     /// Keeps the read-ahead's windows from `pos` on fetched or being fetched

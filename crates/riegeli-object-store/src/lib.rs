@@ -58,7 +58,10 @@
 //! # Modules
 //!
 //! `store` (URLs, stores, the runtime, one ranged GET), `cache` (the range
-//! cache of an object in a process and its requests), `windows` (what reads
+//! cache of an object in a process and its requests, hedged and retried),
+//! `disk` (the local chunk cache shared by processes, see
+//! [`FetchConfig::cache_dir`]), `hedge` (the hedging deadline and the
+//! backoff), `windows` (what reads
 //! and the read-ahead ask for), `source` ([`ObjectSource`], the `Read + Seek`
 //! and `ReadAt` views), `location` ([`Location`] and opening), `config`
 //! ([`FetchConfig`], [`FetchStats`], [`UploadConfig`], [`UploadStats`]),
@@ -69,6 +72,8 @@
 
 mod cache;
 mod config;
+mod disk;
+mod hedge;
 mod location;
 mod output;
 mod source;

@@ -7,7 +7,7 @@ use std::fmt;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use object_store::path::Path;
 use object_store::{GetRange, ObjectStore, ObjectStoreExt};
@@ -15,7 +15,8 @@ use riegeli_records::{PerProcess, ReadAt, ReadHints};
 
 use crate::cache::{Cache, Object, Shared};
 use crate::config::{FetchConfig, FetchStats};
-use crate::store::{get_pieces, io_error, runtime, store_for, wait};
+use crate::disk::{CachedObject, DiskCache, Version};
+use crate::store::{Got, Pieces, get_pieces, io_error, runtime, store_for, tag_of, wait};
 use crate::windows::first_windows;
 
 /// A `Read + Seek` view of one object, reading through a shared cache of
@@ -87,22 +88,54 @@ impl ObjectSource {
         config: FetchConfig,
     ) -> io::Result<Self> {
         let suffix = config.min_fetch.max(1);
+        let timeout = config.request_timeout;
+        let mut stats = FetchStats::default();
+        let disk = config.cache_dir.as_ref().and_then(|dir| DiskCache::open(dir, config.cache_max_bytes).ok());
+        let known = disk.as_ref().and_then(|disk| known_version(disk, &store, &location, url, &config, &mut stats));
+        // Opened from the local chunk cache: the object's tail is there.
+        if let (Some(disk), Some(version)) = (&disk, &known) {
+            let cached = CachedObject::new(Arc::clone(disk), url, version);
+            let start = version.size.saturating_sub(suffix);
+            let (found, _) = cached.lookup(start..version.size);
+            let mut pieces = Pieces::default();
+            for (at, bytes) in found {
+                if at == start + pieces.len() {
+                    pieces.push(bytes);
+                }
+            }
+            if pieces.len() == version.size - start {
+                stats.cache_hits += 1;
+                stats.cache_bytes += pieces.len();
+                let cache = Cache::with_tail(start, version.size, pieces);
+                let mut object = Object::new(location, url, version.size, config);
+                object.version = Some(version.clone());
+                let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, stats));
+                object.given_store = given.then_some(store);
+                object.shared = PerProcess::from(Ok(shared));
+                return Ok(Self { object: Arc::new(object), pos: 0 });
+            }
+        }
         // To be read from the start: its first windows are asked for now, with the tail.
         let mut early = Vec::new();
         if config.read_from_start {
             for range in first_windows(&config) {
                 let (store, location) = (Arc::clone(&store), location.clone());
                 let asked = GetRange::Bounded(range.clone());
-                early
-                    .push((range, runtime()?.spawn(async move { get_pieces(store.as_ref(), &location, asked).await })));
+                early.push((
+                    range,
+                    runtime()?.spawn(async move { get_pieces(store.as_ref(), &location, asked, timeout).await }),
+                ));
             }
         }
         let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
         let tail =
-            wait(async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix)).await })?;
-        let (size, tail) = match tail {
-            Ok((size, range, pieces)) if range.end == size && pieces.len() == range.end - range.start => {
-                (size, Some((range.start, pieces)))
+            wait(
+                async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), timeout).await },
+            )?;
+        stats.requests += 1;
+        let (size, tag, tail) = match tail {
+            Ok(Got { size, tag, range, pieces }) if range.end == size && pieces.len() == range.end - range.start => {
+                (size, tag, Some((range.start, pieces)))
             }
             Err(
                 e @ (object_store::Error::NotFound { .. }
@@ -113,21 +146,34 @@ impl ObjectSource {
             }
             _ => {
                 let (head_store, head_location) = (Arc::clone(&store), location.clone());
-                let meta = wait(async move { head_store.head(&head_location).await })?
+                let meta = wait(async move { tokio::time::timeout(timeout, head_store.head(&head_location)).await })?
+                    .map_err(|_| {
+                        io::Error::new(io::ErrorKind::TimedOut, format!("HEAD {url}: no answer within {timeout:?}"))
+                    })?
                     .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
-                (meta.size, None)
+                stats.requests += 1;
+                (meta.size, tag_of(&meta), None)
             }
         };
         let tail_start = tail.as_ref().map_or(size, |(start, _)| *start);
-        let (cache, requests, fetched) = match tail.filter(|(_, pieces)| pieces.len() > 0) {
+        let (cache, tail) = match tail {
             Some((start, pieces)) => {
-                let fetched = pieces.len();
-                (Cache::with_tail(start, size, pieces), 1, fetched)
+                stats.bytes += pieces.len();
+                let parts = pieces.parts().to_vec();
+                (Cache::with_tail(start, size, pieces), Some((start, parts)))
             }
-            None => (Cache::default(), 0, 0),
+            None => (Cache::default(), None),
         };
+        let version = tag.map(|tag| Version { size, tag });
+        if let (Some(disk), Some(version)) = (&disk, &version) {
+            disk.remember(url, version);
+        }
         let mut object = Object::new(location, url, size, config);
-        let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, requests, fetched));
+        object.version = version;
+        let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, stats));
+        if let (Some(cached), Some((start, parts))) = (shared.disk(), tail) {
+            cached.store(start, &parts);
+        }
         for (range, answer) in early {
             shared.adopt(range.start..range.end.min(tail_start), answer)?;
         }
@@ -151,15 +197,15 @@ impl ObjectSource {
         &self.object.url
     }
 
-    /// Requests and bytes fetched so far, by this source and its clones (in
-    /// this process).
+    /// What this source and its clones fetched so far, in this process:
+    /// requests, bytes, the local chunk cache's hits and misses, retries,
+    /// hedges.
     pub fn stats(&self) -> FetchStats {
-        self.object.shared.get().and_then(|shared| shared.as_ref().ok()).map_or_else(FetchStats::default, |shared| {
-            FetchStats {
-                requests: shared.requests.load(Ordering::Relaxed),
-                bytes: shared.bytes.load(Ordering::Relaxed),
-            }
-        })
+        self.object
+            .shared
+            .get()
+            .and_then(|shared| shared.as_ref().ok())
+            .map_or_else(FetchStats::default, |shared| shared.counters.stats())
     }
 
     /// Starts fetching `ranges` (in any order; overlapping, adjacent and
@@ -170,6 +216,33 @@ impl ObjectSource {
             shared.prefetch(ranges);
         }
     }
+}
+
+/// The version of `url` the local chunk cache knows, if the server confirmed
+/// it within [`FetchConfig::cache_max_age`], or confirms it now (a HEAD
+/// request, counted in `stats`); `None` if the cache knows none, the HEAD
+/// fails, or the object has no ETag or version (it is then opened as without
+/// a cache, by a GET of its tail).
+fn known_version(
+    disk: &DiskCache,
+    store: &Arc<dyn ObjectStore>,
+    location: &Path,
+    url: &str,
+    config: &FetchConfig,
+    stats: &mut FetchStats,
+) -> Option<Version> {
+    let (version, checked) = disk.known(url)?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let age = now.saturating_sub(Duration::from_millis(checked));
+    if !config.cache_max_age.is_zero() && age <= config.cache_max_age {
+        return Some(version);
+    }
+    let (store, location, timeout) = (Arc::clone(store), location.clone(), config.request_timeout);
+    stats.requests += 1;
+    let meta = wait(async move { tokio::time::timeout(timeout, store.head(&location)).await }).ok()?.ok()?.ok()?;
+    let now = Version { size: meta.size, tag: tag_of(&meta)? };
+    disk.remember(url, &now);
+    Some(now)
 }
 
 impl Read for ObjectSource {
@@ -195,6 +268,13 @@ impl ReadAt for ObjectSource {
     /// read is about to read are fetched concurrently ([`prefetch`](Self::prefetch)).
     fn will_need(&self, ranges: &[Range<u64>]) {
         self.prefetch(ranges);
+    }
+
+    /// A chunk that failed its checks is fetched again from the server
+    /// (whatever this process and the local chunk cache held of it dropped):
+    /// a byte flipped in transit is not reported as a damaged file.
+    fn refetch(&self, range: Range<u64>) -> bool {
+        self.shared().is_ok_and(|shared| shared.refetch(range))
     }
 }
 

@@ -55,6 +55,11 @@ impl Pieces {
         }
     }
 
+    /// The parts, in order.
+    pub(crate) fn parts(&self) -> &[Bytes] {
+        &self.parts
+    }
+
     /// Bytes held.
     pub(crate) fn len(&self) -> u64 {
         self.ends.last().copied().unwrap_or(0)
@@ -105,21 +110,53 @@ pub(crate) fn wait<T: Send + 'static>(future: impl std::future::Future<Output = 
     rx.recv().map_err(|_| io::Error::other("an object store request was cancelled"))
 }
 
-/// What [`get_pieces`] returns.
-pub(crate) type GotPieces = object_store::Result<(u64, Range<u64>, Pieces)>;
+/// A ranged GET's answer: the object's size and ETag (or version), the range
+/// the answer holds (object_store checks that it is the range asked for), and
+/// its body as the pieces it arrived in.
+pub(crate) struct Got {
+    pub(crate) size: u64,
+    pub(crate) tag: Option<String>,
+    pub(crate) range: Range<u64>,
+    pub(crate) pieces: Pieces,
+}
 
-/// One GET of `range` of `location`: the object's size, the range the answer
-/// holds (object_store checks that it is the range asked for), and its body
-/// as the pieces it arrived in. A body longer than that range is an error,
-/// read no further: a server cannot make a read hold more than it asked for.
-pub(crate) async fn get_pieces(store: &dyn ObjectStore, location: &Path, range: GetRange) -> GotPieces {
-    let result = store.get_opts(location, GetOptions::new().with_range(Some(range))).await?;
-    let (size, range) = (result.meta.size, result.range.clone());
+/// What [`get_pieces`] returns.
+pub(crate) type GotPieces = object_store::Result<Got>;
+
+/// The ETag of an object, or its version where it has none.
+pub(crate) fn tag_of(meta: &object_store::ObjectMeta) -> Option<String> {
+    meta.e_tag.clone().or_else(|| meta.version.clone()).filter(|tag| !tag.is_empty())
+}
+
+/// The answer of one GET of `range` of `location`, once its headers came.
+pub(crate) async fn get_answer(
+    store: &dyn ObjectStore,
+    location: &Path,
+    range: GetRange,
+) -> object_store::Result<object_store::GetResult> {
+    store.get_opts(location, GetOptions::new().with_range(Some(range))).await
+}
+
+/// The body of `answer`, a byte at least every `stall` (else an error). A
+/// body longer than its range is an error, read no further: a server cannot
+/// make a read hold more than it asked for.
+pub(crate) async fn read_body(answer: object_store::GetResult, stall: std::time::Duration) -> GotPieces {
+    let (size, tag, range) = (answer.meta.size, tag_of(&answer.meta), answer.range.clone());
     let expected = range.end.saturating_sub(range.start);
-    let mut body = result.into_stream();
+    let mut body = answer.into_stream();
     let mut pieces = Pieces::default();
-    while let Some(piece) = body.next().await {
-        pieces.push(piece?);
+    loop {
+        let piece = match tokio::time::timeout(stall, body.next()).await {
+            Ok(Some(piece)) => piece?,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(object_store::Error::Generic {
+                    store: "riegeli-object-store",
+                    source: format!("the response stalled: no byte for {stall:?}").into(),
+                });
+            }
+        };
+        pieces.push(piece);
         if pieces.len() > expected {
             return Err(object_store::Error::Generic {
                 store: "riegeli-object-store",
@@ -127,7 +164,24 @@ pub(crate) async fn get_pieces(store: &dyn ObjectStore, location: &Path, range: 
             });
         }
     }
-    Ok((size, range, pieces))
+    Ok(Got { size, tag, range, pieces })
+}
+
+/// One GET of `range` of `location` (see [`read_body`]), given at most
+/// `timeout` for its answer and between the pieces of its body.
+pub(crate) async fn get_pieces(
+    store: &dyn ObjectStore,
+    location: &Path,
+    range: GetRange,
+    timeout: std::time::Duration,
+) -> GotPieces {
+    let answer = tokio::time::timeout(timeout, get_answer(store, location, range)).await.map_err(|_| {
+        object_store::Error::Generic {
+            store: "riegeli-object-store",
+            source: format!("no answer within {timeout:?}").into(),
+        }
+    })??;
+    read_body(answer, timeout).await
 }
 
 /// An `object_store` error as an `io::Error` naming the URL and the bytes.
@@ -142,20 +196,44 @@ pub(crate) fn io_error(error: &object_store::Error, what: &str) -> io::Error {
     io::Error::new(kind, format!("{what}: {error}"))
 }
 
+/// The retries `object_store` makes itself inside one request of ours: a
+/// few, within 10 s (its default, 10 within 3 minutes, would hold a read of
+/// a dead server that long); the reader retries and hedges on top (see
+/// [`FetchConfig::max_attempts`](crate::FetchConfig::max_attempts)).
+fn retry_config() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        max_retries: 2,
+        retry_timeout: std::time::Duration::from_secs(10),
+        ..object_store::RetryConfig::default()
+    }
+}
+
 /// The store and path of `url`, configured from the environment.
 pub(crate) fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
     let invalid = |e: &dyn fmt::Display| io::Error::new(io::ErrorKind::InvalidInput, format!("{url}: {e}"));
     let parsed = Url::parse(url).map_err(|e| invalid(&e))?;
     let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| invalid(&e))?;
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::AmazonS3 => {
-            Arc::new(object_store::aws::AmazonS3Builder::from_env().with_url(url).build().map_err(|e| invalid(&e))?)
-        }
+        ObjectStoreScheme::AmazonS3 => Arc::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
+        ),
         ObjectStoreScheme::GoogleCloudStorage => Arc::new(
-            object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url).build().map_err(|e| invalid(&e))?,
+            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
         ),
         ObjectStoreScheme::MicrosoftAzure => Arc::new(
-            object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url).build().map_err(|e| invalid(&e))?,
+            object_store::azure::MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .with_retry(retry_config())
+                .build()
+                .map_err(|e| invalid(&e))?,
         ),
         ObjectStoreScheme::Http => {
             let origin = &parsed[..url::Position::BeforePath];
@@ -165,6 +243,7 @@ pub(crate) fn store_for(url: &str) -> io::Result<(Arc<dyn ObjectStore>, Path)> {
                 object_store::http::HttpBuilder::new()
                     .with_url(origin)
                     .with_client_options(client)
+                    .with_retry(retry_config())
                     .build()
                     .map_err(|e| invalid(&e))?,
             )

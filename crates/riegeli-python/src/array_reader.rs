@@ -30,7 +30,7 @@ use bytes::Bytes;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
-use riegeli_object_store::{FetchConfig, Location};
+use riegeli_object_store::{FetchConfig, Location, ObjectSource};
 use riegeli_records::{ArrayRecordReaderOptions, Error, ParseOptionsError, PerProcess};
 
 use crate::arrow::{self, ArrowBatches};
@@ -48,6 +48,8 @@ struct State {
     open: bool,
     /// The writer options stored in the footer (kept after `close()`, as C++).
     writer_options: Option<String>,
+    /// The object read, if the path was a URL (for `io_stats()`).
+    object: Option<ObjectSource>,
 }
 
 impl State {
@@ -193,9 +195,13 @@ fn fill(py: Python<'_>, objects: &mut [Option<Py<PyBytes>>], records: impl Itera
 
 /// Opens the reader of `path` (a file or a URL); the failure, as `ok()` reports it.
 /// Does I/O: call it without the GIL.
-fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<Inner, String> {
-    (|| Inner::with_options(Location::open(path, FetchConfig::default())?, options))()
-        .map_err(|e| format!("{e}; opening {}", path.display()))
+fn open(path: &std::path::Path, options: ArrayRecordReaderOptions) -> Result<(Inner, Option<ObjectSource>), String> {
+    (|| {
+        let location = Location::open(path, FetchConfig::default())?;
+        let object = location.object().cloned();
+        Ok((Inner::with_options(location, options)?, object))
+    })()
+    .map_err(|e: riegeli_records::Error| format!("{e}; opening {}", path.display()))
 }
 
 /// The path argument: `str` or `os.PathLike` (a URL is a `str`).
@@ -215,14 +221,16 @@ impl ArrayRecordReader {
                 failure: self.failure.clone(),
                 open: !closed,
                 writer_options: self.writer_options.clone(),
+                object: None,
             };
             if closed || state.failure.is_some() {
                 return Mutex::new(state);
             }
             match open(&self.path, self.options.clone()) {
-                Ok(mut reader) => {
+                Ok((mut reader, object)) => {
                     reader.seek_record(self.index.load(Ordering::Relaxed));
                     state.reader = Some(reader);
+                    state.object = object;
                 }
                 Err(failure) => state.failure = Some(failure),
             }
@@ -325,12 +333,13 @@ impl ArrayRecordReader {
             options.parse().map_err(|e: ParseOptionsError| PyValueError::new_err(e.message.to_owned()))?;
         let path = path_arg(path)?;
         let opened = py.detach(|| open(&path, reader_options.clone()));
-        let (reader, failure) = match opened {
-            Ok(reader) => (Some(reader), None),
-            Err(failure) => (None, Some(failure)),
+        let (reader, object, failure) = match opened {
+            Ok((reader, object)) => (Some(reader), object, None),
+            Err(failure) => (None, None, Some(failure)),
         };
         let writer_options = reader.as_ref().and_then(|r| r.index().writer_options.clone());
-        let state = State { reader, failure: failure.clone(), open: true, writer_options: writer_options.clone() };
+        let state =
+            State { reader, failure: failure.clone(), open: true, writer_options: writer_options.clone(), object };
         Ok(Self {
             state: PerProcess::from(Mutex::new(state)),
             path,
@@ -435,6 +444,28 @@ impl ArrayRecordReader {
             drop(state.reader.take());
             state.failure.clone().map_or(Ok(()), |failure| Err(Failure::Runtime(failure)))
         })
+    }
+
+    /// riegeli-rs: what reading an object cost in this process, as a dict (`requests`,
+    /// `bytes`, `cache_hits`, `cache_bytes`, `cache_misses`, `cache_damaged`, `retries`,
+    /// `hedges`, `refetches`); all 0 for a local file.
+    fn io_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.with(py, |state| Ok(state.object.as_ref().map(ObjectSource::stats).unwrap_or_default()))?;
+        let dict = PyDict::new(py);
+        for (key, value) in [
+            ("requests", stats.requests),
+            ("bytes", stats.bytes),
+            ("cache_hits", stats.cache_hits),
+            ("cache_bytes", stats.cache_bytes),
+            ("cache_misses", stats.cache_misses),
+            ("cache_damaged", stats.cache_damaged),
+            ("retries", stats.retries),
+            ("hedges", stats.hedges),
+            ("refetches", stats.refetches),
+        ] {
+            dict.set_item(key, value)?;
+        }
+        Ok(dict)
     }
 
     /// The number of records (0 once closed or if opening failed).

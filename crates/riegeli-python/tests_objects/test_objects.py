@@ -316,6 +316,23 @@ def test_array_record_reader_reads_what_a_local_read_reads(urls, local_files, ar
     assert not remote.is_open()
 
 
+def test_array_record_reader_local_chunk_cache(urls, ar_records, tmp_path, monkeypatch):
+    # The cache is one setting: RIEGELI_CACHE_DIR, read when a reader opens a URL.
+    monkeypatch.setenv('RIEGELI_CACHE_DIR', str(tmp_path / 'cache'))
+    everything = list(range(len(ar_records)))
+    first = ArrayRecordReader(urls['single.array_record'])
+    assert first.read(everything) == ar_records
+    stats = first.io_stats()
+    assert stats['requests'] > 0 and stats['cache_misses'] > 0, stats
+    # A second reader (a worker process would do the same): everything from the cache, but
+    # for the HEAD request that checks the object's ETag.
+    second = ArrayRecordReader(urls['single.array_record'])
+    assert second.read(everything) == ar_records
+    stats = second.io_stats()
+    assert stats['cache_misses'] == 0 and stats['bytes'] == 0 and stats['cache_hits'] > 0, stats
+    assert stats['requests'] <= 1, stats
+
+
 def test_array_record_reader_shared_by_threads(urls, ar_records):
     reader = ArrayRecordReader(urls['single.array_record'], 'readahead_buffer_size:0')
     failures = []

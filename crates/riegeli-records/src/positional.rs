@@ -30,6 +30,17 @@ pub trait ReadAt: Send + Sync {
     fn will_need(&self, ranges: &[std::ops::Range<u64>]) {
         let _ = ranges;
     }
+
+    /// A chunk in `range` failed its checks (its hash, its framing) as read
+    /// from here: a source whose bytes came over a network (object storage)
+    /// drops its copy of them and fetches them again, and returns `true`;
+    /// the reader then reads the chunk once more before it reports it as
+    /// damaged. The default (a local file, whose bytes would be the same)
+    /// returns `false`.
+    fn refetch(&self, range: std::ops::Range<u64>) -> bool {
+        let _ = range;
+        false
+    }
 }
 
 /// A source shared by the threads of a parallel batch, read at given offsets.
@@ -160,6 +171,11 @@ impl std::fmt::Debug for AtCursor {
 }
 
 impl AtCursor {
+    /// The shared source.
+    pub(crate) fn file(&self) -> &SharedFile {
+        &self.file
+    }
+
     pub(crate) fn new(file: SharedFile) -> Self {
         Self { file, pos: 0 }
     }

@@ -133,11 +133,24 @@ impl Worker for DecodeWorker {
                         Some(Piece::At(next, _)) => Some(next),
                         _ => None,
                     };
+                    let reading = Reading::before(&entry, next);
                     let chunk = match self.reading.as_mut() {
-                        Some(source) => read_entry(source, &self.options, &entry, Reading::before(&entry, next)),
+                        Some(source) => read_entry(source, &self.options, &entry, reading),
                         None => Err(Error::internal("a decoding thread has no file to read")),
                     };
-                    self.indexed(chunk, wanted)
+                    let decoded = self.indexed(chunk, wanted);
+                    // Damage in bytes fetched over a network: fetched again, read once more.
+                    let damaged = decoded.result.as_ref().is_err_and(Error::is_corruption);
+                    match self.reading.as_mut() {
+                        Some(source) if damaged && source.get_ref().file().refetch(entry.offset..entry.limit) => {
+                            let chunk = source
+                                .release_buffers()
+                                .map_err(Error::from)
+                                .and_then(|()| read_entry(source, &self.options, &entry, reading));
+                            self.indexed(chunk, wanted)
+                        }
+                        _ => decoded,
+                    }
                 }
             };
             let failed = decoded.hash.is_err() || decoded.result.is_err();

@@ -352,6 +352,10 @@ class ArrayRecordReader:
         """Closes the file; raises `RuntimeError` if opening had failed."""
     def is_open(self) -> bool:
         """`False` once `close()` was called."""
+    def io_stats(self) -> dict[str, int]:
+        """riegeli-rs: what reading an object cost in this process: `requests`, `bytes`,
+        `cache_hits`, `cache_bytes`, `cache_misses`, `cache_damaged`, `retries`, `hedges`,
+        `refetches` (all 0 for a local file)."""
     def num_records(self) -> int:
         """The number of records (0 once closed or if opening failed)."""
     def record_index(self) -> int:

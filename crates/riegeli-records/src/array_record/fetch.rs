@@ -120,8 +120,22 @@ impl<R: Read + Seek> Fetcher<R> {
         for (i, step) in steps.iter().enumerate() {
             let (entry, after) = prefetcher.entries(i)?;
             let reading = Reading::before(&entry, after.as_ref());
-            let chunk = read_entry(source, &options.chunks, &entry, reading)?.gather();
-            sink(i, decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, step.needed)?);
+            let mut read_decode = |source: &mut Source<R>| {
+                let chunk = read_entry(source, &options.chunks, &entry, reading)?.gather();
+                decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, step.needed)
+            };
+            let decoded = match read_decode(source) {
+                // Damage in bytes fetched over a network: fetched again, read once more.
+                Err(e)
+                    if e.is_corruption()
+                        && self.file.as_ref().is_some_and(|file| file.refetch(entry.offset..entry.limit)) =>
+                {
+                    source.release_buffers()?;
+                    read_decode(source)?
+                }
+                decoded => decoded?,
+            };
+            sink(i, decoded);
         }
         Ok(())
     }

@@ -34,9 +34,16 @@ fn arg(name: &str, default: u64) -> u64 {
 /// A proxy to `target` that holds each request (each read from the client) for `delay`;
 /// with no delay, `target` itself (what the proxy costs is then measured too).
 fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<String> {
-    if delay.is_zero() {
+    stalling_proxy(target, delay, None)
+}
+
+/// [`delaying_proxy`], also holding the 5th request in every 50 (the 5th, the 55th, ...)
+/// for `stall` more.
+fn stalling_proxy(target: String, delay: Duration, stall: Option<Duration>) -> std::io::Result<String> {
+    if delay.is_zero() && stall.is_none() {
         return Ok(target);
     }
+    let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let port = listener.local_addr()?.port();
     std::thread::spawn(move || {
@@ -45,6 +52,7 @@ fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<String> {
             let _ = (client.set_nodelay(true), server.set_nodelay(true));
             let (Ok(mut client_r), Ok(mut server_w)) = (client.try_clone(), server.try_clone()) else { continue };
             let (mut server_r, mut client_w) = (server, client);
+            let count = Arc::clone(&count);
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 1 << 16];
                 while let Ok(n) = client_r.read(&mut buf) {
@@ -52,6 +60,11 @@ fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<String> {
                         break;
                     }
                     std::thread::sleep(delay);
+                    if let Some(stall) = stall
+                        && count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 50 == 4
+                    {
+                        std::thread::sleep(stall);
+                    }
                     if server_w.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -333,7 +346,151 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             split_bytes as f64 / rr_size
         ));
     }
+    if servers.split(',').any(|s| s == "s3") {
+        cache_and_stalls(&mut out, &dir, &runtime, &direct, &bucket, &endpoint, latency, &indices)?;
+    }
     print!("{out}");
     std::fs::write(dir.join("table.md"), out)?;
+    Ok(())
+}
+
+/// Shuffled epochs of an ArrayRecord file (`group_size:1`, 1 KiB records) with the local
+/// chunk cache against the local file; and with one request in 50 stalling 10 s, the
+/// sequential read and the 10,000-record batch against the same without stalls (S3).
+#[allow(clippy::too_many_arguments, reason = "the bench's shared state")]
+fn cache_and_stalls(
+    out: &mut String,
+    dir: &std::path::Path,
+    runtime: &tokio::runtime::Runtime,
+    direct: &object_store::aws::AmazonS3,
+    bucket: &str,
+    endpoint: &str,
+    latency: Duration,
+    indices: &[u64],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n = arg("--cache-megabytes", 20) * 1_000_000 / RECORD as u64;
+    let path = dir.join(format!("cache-{n}.array_record"));
+    if !path.exists() {
+        let mut writer = ArrayRecordWriter::new(std::fs::File::create(&path)?, "group_size:1".parse()?)?;
+        for i in 0..n {
+            writer.write_record(&record(i))?;
+        }
+        writer.close()?;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("cache").to_owned();
+    runtime.block_on(direct.put(&Path::from(name.as_str()), std::fs::read(&path)?.into()))?;
+    let size = std::fs::metadata(&path)?.len();
+    let proxy = delaying_proxy(endpoint.trim_start_matches("http://").to_owned(), latency)?;
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(
+        object_store::aws::AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_endpoint(format!("http://{proxy}"))
+            .build()?,
+    );
+    // An epoch: every record once, shuffled, in batches of 1,000.
+    let epoch = |seed: u64| {
+        let mut order: Vec<u64> = (0..n).collect();
+        let mut state = seed;
+        for i in (1..order.len()).rev() {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            order.swap(i, (state >> 11) as usize % (i + 1));
+        }
+        order
+    };
+    let run_epoch = |reader: &mut ArrayRecordReader<Location>, seed: u64| -> Result<f64, Box<dyn std::error::Error>> {
+        let start = Instant::now();
+        for batch in epoch(seed).chunks(1000) {
+            let records = reader.read_batch(batch)?;
+            assert_eq!(records[0], record(batch[0])[..]);
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    };
+    let mut local = ArrayRecordReader::with_options(
+        Location::open(&path, FetchConfig::default())?,
+        ArrayRecordReaderOptions::default(),
+    )?;
+    run_epoch(&mut local, 1)?;
+    let local_rate = run_epoch(&mut local, 2)?;
+    let cache_dir = dir.join("chunk-cache");
+    let _ = std::fs::remove_dir_all(&cache_dir);
+    let config = FetchConfig { cache_dir: Some(cache_dir.clone()), ..FetchConfig::default() };
+    let source = ObjectSource::with_store(
+        Arc::clone(&store),
+        Path::from(name.as_str()),
+        &format!("s3://{bucket}/{name}"),
+        config.clone(),
+    )?;
+    let counting = source.clone();
+    let mut reader = ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
+    let first = run_epoch(&mut reader, 1)?;
+    // The second epoch in a new reader (another process would do the same).
+    let source = ObjectSource::with_store(
+        Arc::clone(&store),
+        Path::from(name.as_str()),
+        &format!("s3://{bucket}/{name}"),
+        config,
+    )?;
+    let counting2 = source.clone();
+    let mut reader = ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
+    let second = run_epoch(&mut reader, 2)?;
+    let (s1, s2) = (counting.stats(), counting2.stats());
+    out.push_str(&format!(
+        "| S3: shuffled epochs of an ArrayRecord file (`group_size:1`, {n} records of 1 KiB, {size} bytes) in batches of 1,000, \
+         with the local chunk cache | {local_rate:.0} rec/s | epoch 1 {first:.0} rec/s, epoch 2 {second:.0} rec/s ({:.2}x local) | \
+         {} + {} | {} + {} ({:.3} of the object) | epoch 2: {} cache hits, {} misses |\n",
+        second / local_rate,
+        s1.requests,
+        s2.requests,
+        s1.bytes,
+        s2.bytes,
+        (s1.bytes + s2.bytes) as f64 / size as f64,
+        s2.cache_hits,
+        s2.cache_misses,
+    ));
+    let _ = std::fs::remove_dir_all(&cache_dir);
+
+    // Stalls: one request in 50 held 10 s (beside the latency).
+    let timed = |stall: Option<Duration>| -> Result<(f64, f64, u64, u64), Box<dyn std::error::Error>> {
+        let proxy = stalling_proxy(endpoint.trim_start_matches("http://").to_owned(), latency, stall)?;
+        let store: Arc<dyn object_store::ObjectStore> = Arc::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_endpoint(format!("http://{proxy}"))
+                .build()?,
+        );
+        let open = |name: &str, from_start: bool| {
+            let config = FetchConfig { read_from_start: from_start, cache_dir: None, ..FetchConfig::default() };
+            ObjectSource::with_store(Arc::clone(&store), Path::from(name), &format!("s3://{bucket}/{name}"), config)
+        };
+        let start = Instant::now();
+        let source = open("bench.riegeli", true)?;
+        let counting = source.clone();
+        let options = RecordReaderOptions { parallelism: 1, ..RecordReaderOptions::default() };
+        let mut reader = RecordReader::with_options(source, options);
+        while reader.read_record()?.is_some() {}
+        let sequential = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        let source = open("bench.array_record", false)?;
+        let counting2 = source.clone();
+        let mut reader =
+            ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
+        let records = reader.read_batch(indices)?;
+        assert_eq!(records[0], record(indices[0])[..]);
+        let batch = start.elapsed().as_secs_f64();
+        Ok((
+            sequential,
+            batch,
+            counting.stats().hedges + counting2.stats().hedges,
+            counting.stats().requests + counting2.stats().requests,
+        ))
+    };
+    let (seq, batch, _, requests) = timed(None)?;
+    let (seq_stalled, batch_stalled, hedges, stalled_requests) = timed(Some(Duration::from_secs(10)))?;
+    out.push_str(&format!(
+        "| S3: with the 5th request in every 50 stalling 10 s: sequential read; 10,000-record batch | - | \
+         {seq_stalled:.2} s ({:.2}x of {seq:.2} s without); {batch_stalled:.2} s ({:.2}x of {batch:.2} s) | {stalled_requests} (without: {requests}) | - | {hedges} hedges |\n",
+        seq_stalled / seq,
+        batch_stalled / batch,
+    ));
     Ok(())
 }
