@@ -4,23 +4,19 @@
 //! windows and drop what was read. One per process ([`Object::shared`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::io;
 use std::ops::Range;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
 
-use futures_util::future::{Either, select};
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{GetRange, ObjectStore};
 use riegeli_records::PerProcess;
 
-use crate::config::{Counters, FetchConfig, add};
+use crate::config::{FetchConfig, add};
 use crate::disk::{CachedObject, DiskCache, Version};
-use crate::hedge::{Latencies, backoff, stall_after};
-use crate::store::{Got, GotPieces, Pieces, get_answer, read_body, runtime, store_for};
+use crate::fetch::Requests;
+use crate::store::{Got, GotPieces, Pieces, runtime, store_for};
 use crate::windows::{next_window, on_miss};
 
 /// One object, and how each process reads it.
@@ -68,7 +64,8 @@ impl Object {
             };
             let limit = self.ahead_limit.load(Ordering::Relaxed);
             let cache = Cache { ahead_limit: (limit != u64::MAX).then_some(limit), ..Cache::default() };
-            Ok(Arc::new(Shared::new(store, self, cache, crate::FetchStats::default())))
+            let requests = Requests::new(store, self.location.clone(), &self.config, crate::FetchStats::default());
+            Ok(Arc::new(Shared::new(Arc::new(requests), self, cache)))
         });
         shared.as_ref().map_err(|e| io::Error::other(format!("{}: {e}", self.url)))
     }
@@ -76,29 +73,23 @@ impl Object {
 
 /// The cache of one object in one process, and its requests.
 pub(crate) struct Shared {
-    store: Arc<dyn ObjectStore>,
-    location: Path,
     url: String,
     size: u64,
     config: FetchConfig,
     cache: Mutex<Cache>,
     /// Signalled when a fetch completes.
     fetched: Condvar,
-    permits: Arc<tokio::sync::Semaphore>,
     /// The ETag (or version) every answer must have.
     tag: Option<String>,
     /// The object in the local chunk cache, if there is one.
     disk: Option<Arc<CachedObject>>,
-    /// First-byte latencies, for the hedging deadline.
-    latencies: Mutex<Latencies>,
-    /// What [`FetchStats`](crate::FetchStats) says.
-    pub(crate) counters: Counters,
+    /// Every request of the object goes through it (hedged, retried, counted).
+    pub(crate) requests: Arc<Requests>,
 }
 
 impl Shared {
-    /// A cache of `object` holding `cache`, fetching through `store`, its
-    /// counters from `stats` on.
-    pub(crate) fn new(store: Arc<dyn ObjectStore>, object: &Object, cache: Cache, stats: crate::FetchStats) -> Self {
+    /// A cache of `object` holding `cache`, fetching through `requests`.
+    pub(crate) fn new(requests: Arc<Requests>, object: &Object, cache: Cache) -> Self {
         let disk = match (&object.config.cache_dir, &object.version) {
             (Some(dir), Some(version)) => DiskCache::open(dir, object.config.cache_max_bytes)
                 .ok()
@@ -106,18 +97,14 @@ impl Shared {
             _ => None,
         };
         Self {
-            store,
-            location: object.location.clone(),
             url: object.url.clone(),
             size: object.size,
             config: object.config.clone(),
             cache: Mutex::new(cache),
             fetched: Condvar::new(),
-            permits: Arc::new(tokio::sync::Semaphore::new(object.config.max_in_flight.max(1))),
             tag: object.version.as_ref().map(|v| v.tag.clone()),
             disk,
-            latencies: Mutex::default(),
-            counters: Counters::from_stats(stats),
+            requests,
         }
     }
 
@@ -125,33 +112,6 @@ impl Shared {
     pub(crate) fn disk(&self) -> Option<&Arc<CachedObject>> {
         self.disk.as_ref()
     }
-}
-
-/// The first of `a` and `b` to succeed, or the error of the last to fail.
-async fn first_ok<T, E>(a: impl Future<Output = Result<T, E>>, b: impl Future<Output = Result<T, E>>) -> Result<T, E> {
-    match select(pin!(a), pin!(b)).await {
-        Either::Left((Ok(done), _)) | Either::Right((Ok(done), _)) => Ok(done),
-        Either::Left((Err(_), other)) => other.await,
-        Either::Right((Err(_), other)) => other.await,
-    }
-}
-
-/// Whether trying `error` again cannot help.
-fn permanent(error: &object_store::Error) -> bool {
-    matches!(
-        error,
-        object_store::Error::NotFound { .. }
-            | object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. }
-            | object_store::Error::Precondition { .. }
-            | object_store::Error::NotSupported { .. }
-            | object_store::Error::InvalidPath { .. }
-    )
-}
-
-/// An error of ours in `object_store`'s shape.
-fn generic(message: String) -> object_store::Error {
-    object_store::Error::Generic { store: "riegeli-object-store", source: message.into() }
 }
 
 /// Fetched and pending ranges, by where they begin; they never overlap.
@@ -312,15 +272,15 @@ impl Shared {
             let mut at = cursor;
             if let Some(disk) = &self.disk {
                 let (found, damaged) = disk.lookup(cursor..gap_end);
-                add(&self.counters.cache_damaged, damaged);
+                add(&self.requests.counters.cache_damaged, damaged);
                 for (start, bytes) in found {
                     if start > at {
-                        add(&self.counters.cache_misses, 1);
+                        add(&self.requests.counters.cache_misses, 1);
                         self.spawn_pieces(cache, at..start, piece, ahead);
                     }
                     let len = bytes.len() as u64;
-                    add(&self.counters.cache_hits, 1);
-                    add(&self.counters.cache_bytes, len);
+                    add(&self.requests.counters.cache_hits, 1);
+                    add(&self.requests.counters.cache_bytes, len);
                     let mut pieces = Pieces::default();
                     pieces.push(bytes);
                     let state = SlotState::Ready(pieces);
@@ -329,7 +289,7 @@ impl Shared {
                     at = start + len;
                 }
                 if at < gap_end {
-                    add(&self.counters.cache_misses, 1);
+                    add(&self.requests.counters.cache_misses, 1);
                 }
             }
             self.spawn_pieces(cache, at..gap_end, piece, ahead);
@@ -371,7 +331,7 @@ impl Shared {
         if let Some(disk) = &self.disk {
             disk.forget(range.start..end);
         }
-        add(&self.counters.refetches, 1);
+        add(&self.requests.counters.refetches, 1);
         let mut cursor = range.start;
         while cursor < end {
             if let Some((_, slot)) = cache.slots.range(..=cursor).next_back().filter(|(_, slot)| slot.end > cursor) {
@@ -432,12 +392,8 @@ impl Shared {
         }
         let shared = Arc::clone(self);
         runtime()?.spawn(async move {
-            let got = answer.await.ok();
-            add(&shared.counters.requests, u64::from(got.is_some()));
-            let got = got.and_then(Result::ok);
-            if let Some(got) = &got {
-                add(&shared.counters.bytes, got.pieces.len());
-            }
+            // (Made through `shared.requests`, which counted it.)
+            let got = answer.await.ok().and_then(Result::ok);
             if !wanted {
                 return;
             }
@@ -469,80 +425,18 @@ impl Shared {
         self.fetched.notify_all();
     }
 
-    /// One ranged GET, hedged when slow, tried again after a failure, a
-    /// timeout or a short answer, backing off ([`FetchConfig::max_attempts`]
-    /// tries at most); an answer for another version of the object is an
-    /// error. What it fetched is kept in the local chunk cache.
+    /// A GET of `range` through the one hedged, retried path
+    /// ([`Requests::get`]), as the state of its slot; an answer for another
+    /// version of the object is an error. What it fetched is kept in the local
+    /// chunk cache.
     async fn get(&self, range: Range<u64>) -> SlotState {
-        let Ok(_permit) = self.permits.acquire().await else {
-            return SlotState::Failed("the fetch queue was closed".to_owned());
-        };
-        let attempts = self.config.max_attempts.max(1);
-        let started = Instant::now();
-        let mut last = String::new();
-        for attempt in 0..attempts {
-            if attempt > 0 {
-                add(&self.counters.retries, 1);
-                tokio::time::sleep(backoff(attempt)).await;
+        match self.requests.get(range.clone(), self.tag.as_deref()).await {
+            Ok(pieces) => {
+                self.keep(range.start, &pieces);
+                SlotState::Ready(pieces)
             }
-            match self.attempt(range.clone()).await {
-                Ok(got) => {
-                    if let (Some(want), Some(tag)) = (&self.tag, &got.tag)
-                        && want != tag
-                    {
-                        return SlotState::Failed(format!(
-                            "the object changed since it was opened (ETag {want}, now {tag}): open it again"
-                        ));
-                    }
-                    if got.pieces.len() == range.end - range.start {
-                        self.keep(range.start, &got.pieces);
-                        return SlotState::Ready(got.pieces);
-                    }
-                    last = format!("{} bytes returned", got.pieces.len());
-                }
-                Err(e) if permanent(&e) => return SlotState::Failed(e.to_string()),
-                Err(e) => last = e.to_string(),
-            }
+            Err(message) => SlotState::Failed(message),
         }
-        SlotState::Failed(format!("{last} ({attempts} tries in {:.1} s)", started.elapsed().as_secs_f64()))
-    }
-
-    /// One try of a GET: if its answer has not begun within the hedging
-    /// deadline (see [`Latencies::hedge_after`]), a duplicate is sent, and the
-    /// first answer is read (the other dropped, which cancels it); none within
-    /// [`FetchConfig::request_timeout`], or a body that stalls, is an error.
-    async fn attempt(&self, range: Range<u64>) -> GotPieces {
-        let hedge_after = self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).hedge_after();
-        let timeout = self.config.request_timeout;
-        let no_answer = || generic(format!("no answer within {timeout:?}"));
-        let answer = {
-            let first = pin!(self.answer(range.clone()));
-            match select(first, pin!(tokio::time::sleep(hedge_after.min(timeout)))).await {
-                Either::Left((answer, _)) => answer,
-                Either::Right(((), _)) if hedge_after >= timeout => Err(no_answer()),
-                Either::Right(((), first)) => {
-                    add(&self.counters.hedges, 1);
-                    let both = first_ok(first, self.answer(range.clone()));
-                    tokio::time::timeout(timeout - hedge_after, both).await.unwrap_or_else(|_| Err(no_answer()))
-                }
-            }
-        }?;
-        let got = read_body(answer, stall_after(hedge_after, timeout)).await;
-        if let Ok(got) = &got {
-            add(&self.counters.bytes, got.pieces.len());
-        }
-        got
-    }
-
-    /// A GET's answer (its headers), its latency noted.
-    async fn answer(&self, range: Range<u64>) -> object_store::Result<object_store::GetResult> {
-        add(&self.counters.requests, 1);
-        let start = Instant::now();
-        let answer = get_answer(self.store.as_ref(), &self.location, GetRange::Bounded(range)).await;
-        if answer.is_ok() {
-            self.latencies.lock().unwrap_or_else(std::sync::PoisonError::into_inner).record(start.elapsed());
-        }
-        answer
     }
 
     /// Keeps the read-ahead's windows from `pos` on fetched or being fetched

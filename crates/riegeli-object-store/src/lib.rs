@@ -73,6 +73,7 @@
 mod cache;
 mod config;
 mod disk;
+mod fetch;
 mod hedge;
 mod location;
 mod output;

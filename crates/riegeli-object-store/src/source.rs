@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use object_store::path::Path;
-use object_store::{GetRange, ObjectStore, ObjectStoreExt};
+use object_store::{GetRange, ObjectStore};
 use riegeli_records::{PerProcess, ReadAt, ReadHints};
 
 use crate::cache::{Cache, Object, Shared};
-use crate::config::{FetchConfig, FetchStats};
+use crate::config::{FetchConfig, FetchStats, add};
 use crate::disk::{CachedObject, DiskCache, Version};
-use crate::store::{Got, Pieces, get_pieces, io_error, runtime, store_for, tag_of, wait};
+use crate::fetch::Requests;
+use crate::store::{Got, Pieces, io_error, runtime, store_for, tag_of, wait};
 use crate::windows::first_windows;
 
 /// A `Read + Seek` view of one object, reading through a shared cache of
@@ -88,10 +89,10 @@ impl ObjectSource {
         config: FetchConfig,
     ) -> io::Result<Self> {
         let suffix = config.min_fetch.max(1);
-        let timeout = config.request_timeout;
-        let mut stats = FetchStats::default();
+        // Every request, the opening's too, goes through one hedged path.
+        let requests = Arc::new(Requests::new(Arc::clone(&store), location.clone(), &config, FetchStats::default()));
         let disk = config.cache_dir.as_ref().and_then(|dir| DiskCache::open(dir, config.cache_max_bytes).ok());
-        let known = disk.as_ref().and_then(|disk| known_version(disk, &store, &location, url, &config, &mut stats));
+        let known = disk.as_ref().and_then(|disk| known_version(disk, &requests, url, &config));
         // Opened from the local chunk cache: the object's tail is there.
         if let (Some(disk), Some(version)) = (&disk, &known) {
             let cached = CachedObject::new(Arc::clone(disk), url, version);
@@ -104,12 +105,12 @@ impl ObjectSource {
                 }
             }
             if pieces.len() == version.size - start {
-                stats.cache_hits += 1;
-                stats.cache_bytes += pieces.len();
+                add(&requests.counters.cache_hits, 1);
+                add(&requests.counters.cache_bytes, pieces.len());
                 let cache = Cache::with_tail(start, version.size, pieces);
                 let mut object = Object::new(location, url, version.size, config);
                 object.version = Some(version.clone());
-                let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, stats));
+                let shared = Arc::new(Shared::new(requests, &object, cache));
                 object.given_store = given.then_some(store);
                 object.shared = PerProcess::from(Ok(shared));
                 return Ok(Self { object: Arc::new(object), pos: 0 });
@@ -119,20 +120,13 @@ impl ObjectSource {
         let mut early = Vec::new();
         if config.read_from_start {
             for range in first_windows(&config) {
-                let (store, location) = (Arc::clone(&store), location.clone());
+                let requests = Arc::clone(&requests);
                 let asked = GetRange::Bounded(range.clone());
-                early.push((
-                    range,
-                    runtime()?.spawn(async move { get_pieces(store.as_ref(), &location, asked, timeout).await }),
-                ));
+                early.push((range, runtime()?.spawn(async move { requests.attempt(asked).await })));
             }
         }
-        let (tail_store, tail_location) = (Arc::clone(&store), location.clone());
-        let tail =
-            wait(
-                async move { get_pieces(tail_store.as_ref(), &tail_location, GetRange::Suffix(suffix), timeout).await },
-            )?;
-        stats.requests += 1;
+        let tail_requests = Arc::clone(&requests);
+        let tail = wait(async move { tail_requests.attempt(GetRange::Suffix(suffix)).await })?;
         let (size, tag, tail) = match tail {
             Ok(Got { size, tag, range, pieces }) if range.end == size && pieces.len() == range.end - range.start => {
                 (size, tag, Some((range.start, pieces)))
@@ -145,20 +139,15 @@ impl ObjectSource {
                 return Err(io_error(&e, &format!("GET {url} (its last {suffix} bytes)")));
             }
             _ => {
-                let (head_store, head_location) = (Arc::clone(&store), location.clone());
-                let meta = wait(async move { tokio::time::timeout(timeout, head_store.head(&head_location)).await })?
-                    .map_err(|_| {
-                        io::Error::new(io::ErrorKind::TimedOut, format!("HEAD {url}: no answer within {timeout:?}"))
-                    })?
+                let head_requests = Arc::clone(&requests);
+                let meta = wait(async move { head_requests.head().await })?
                     .map_err(|e| io_error(&e, &format!("HEAD {url}")))?;
-                stats.requests += 1;
                 (meta.size, tag_of(&meta), None)
             }
         };
         let tail_start = tail.as_ref().map_or(size, |(start, _)| *start);
         let (cache, tail) = match tail {
             Some((start, pieces)) => {
-                stats.bytes += pieces.len();
                 let parts = pieces.parts().to_vec();
                 (Cache::with_tail(start, size, pieces), Some((start, parts)))
             }
@@ -170,7 +159,7 @@ impl ObjectSource {
         }
         let mut object = Object::new(location, url, size, config);
         object.version = version;
-        let shared = Arc::new(Shared::new(Arc::clone(&store), &object, cache, stats));
+        let shared = Arc::new(Shared::new(requests, &object, cache));
         if let (Some(cached), Some((start, parts))) = (shared.disk(), tail) {
             cached.store(start, &parts);
         }
@@ -205,7 +194,7 @@ impl ObjectSource {
             .shared
             .get()
             .and_then(|shared| shared.as_ref().ok())
-            .map_or_else(FetchStats::default, |shared| shared.counters.stats())
+            .map_or_else(FetchStats::default, |shared| shared.requests.counters.stats())
     }
 
     /// Starts fetching `ranges` (in any order; overlapping, adjacent and
@@ -220,26 +209,18 @@ impl ObjectSource {
 
 /// The version of `url` the local chunk cache knows, if the server confirmed
 /// it within [`FetchConfig::cache_max_age`], or confirms it now (a HEAD
-/// request, counted in `stats`); `None` if the cache knows none, the HEAD
-/// fails, or the object has no ETag or version (it is then opened as without
-/// a cache, by a GET of its tail).
-fn known_version(
-    disk: &DiskCache,
-    store: &Arc<dyn ObjectStore>,
-    location: &Path,
-    url: &str,
-    config: &FetchConfig,
-    stats: &mut FetchStats,
-) -> Option<Version> {
+/// through `requests`); `None` if the cache knows none, the HEAD fails, or the
+/// object has no ETag or version (it is then opened as without a cache, by a
+/// GET of its tail).
+fn known_version(disk: &DiskCache, requests: &Arc<Requests>, url: &str, config: &FetchConfig) -> Option<Version> {
     let (version, checked) = disk.known(url)?;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     let age = now.saturating_sub(Duration::from_millis(checked));
     if !config.cache_max_age.is_zero() && age <= config.cache_max_age {
         return Some(version);
     }
-    let (store, location, timeout) = (Arc::clone(store), location.clone(), config.request_timeout);
-    stats.requests += 1;
-    let meta = wait(async move { tokio::time::timeout(timeout, store.head(&location)).await }).ok()?.ok()?.ok()?;
+    let requests = Arc::clone(requests);
+    let meta = wait(async move { requests.head().await }).ok()?.ok()?;
     let now = Version { size: meta.size, tag: tag_of(&meta)? };
     disk.remember(url, &now);
     Some(now)

@@ -120,7 +120,7 @@ pub(crate) struct Got {
     pub(crate) pieces: Pieces,
 }
 
-/// What [`get_pieces`] returns.
+/// What one try of a GET returns (see [`Requests::attempt`](crate::fetch::Requests::attempt)).
 pub(crate) type GotPieces = object_store::Result<Got>;
 
 /// The ETag of an object, or its version where it has none.
@@ -165,23 +165,6 @@ pub(crate) async fn read_body(answer: object_store::GetResult, stall: std::time:
         }
     }
     Ok(Got { size, tag, range, pieces })
-}
-
-/// One GET of `range` of `location` (see [`read_body`]), given at most
-/// `timeout` for its answer and between the pieces of its body.
-pub(crate) async fn get_pieces(
-    store: &dyn ObjectStore,
-    location: &Path,
-    range: GetRange,
-    timeout: std::time::Duration,
-) -> GotPieces {
-    let answer = tokio::time::timeout(timeout, get_answer(store, location, range)).await.map_err(|_| {
-        object_store::Error::Generic {
-            store: "riegeli-object-store",
-            source: format!("no answer within {timeout:?}").into(),
-        }
-    })??;
-    read_body(answer, timeout).await
 }
 
 /// An `object_store` error as an `io::Error` naming the URL and the bytes.

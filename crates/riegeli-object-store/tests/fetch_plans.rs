@@ -682,6 +682,9 @@ fn two_processes_share_and_evict_one_cache() {
 enum Flaw {
     /// Holds its answer back this long.
     Stall(std::time::Duration),
+    /// Holds back the answer to the very first GET (the opening's, of the object's tail)
+    /// this long.
+    StallOpening(std::time::Duration),
     /// Flips a byte in the middle of its body.
     Flip,
 }
@@ -730,9 +733,10 @@ fn flaky_server(bytes: Vec<u8>, flaw: Flaw) -> String {
                         (None, false) => ("200 OK", bytes.to_vec()),
                     };
                     let first_half = range.as_ref().is_some_and(|r| r.start < size / 2);
-                    if !head && first_half && !flawed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    let opening = matches!(flaw, Flaw::StallOpening(_));
+                    if !head && (first_half || opening) && !flawed.swap(true, std::sync::atomic::Ordering::SeqCst) {
                         match flaw {
-                            Flaw::Stall(hold) => std::thread::sleep(hold),
+                            Flaw::Stall(hold) | Flaw::StallOpening(hold) => std::thread::sleep(hold),
                             Flaw::Flip => {
                                 let middle = body.len() / 2;
                                 body[middle] ^= 1;
@@ -787,6 +791,52 @@ fn a_stalled_response_is_hedged() {
     let (elapsed, stats) = read_from_flaky_server(Flaw::Stall(std::time::Duration::from_secs(8)));
     assert!(stats.hedges >= 1, "{stats:?}");
     assert!(elapsed < std::time::Duration::from_secs(6), "{elapsed:?}, {stats:?}");
+}
+
+/// Reads a Riegeli file of 3000 records served by [`flaky_server`] with `flaw` from its
+/// start (its first windows asked for with the opening); returns the time taken and the stats.
+fn read_sequentially_from_flaky_server(flaw: Flaw) -> (std::time::Duration, riegeli_object_store::FetchStats) {
+    let records = records(3000);
+    let address = flaky_server(riegeli_file(&records), flaw);
+    let store: Arc<dyn ObjectStore> = Arc::new(
+        object_store::http::HttpBuilder::new()
+            .with_url(format!("http://{address}"))
+            .with_client_options(object_store::ClientOptions::new().with_allow_http(true))
+            .build()
+            .unwrap(),
+    );
+    let start = std::time::Instant::now();
+    let url = format!("http://{address}/x.riegeli");
+    let config = FetchConfig {
+        cache_dir: None,
+        read_from_start: true,
+        sequential_window: 64 << 10,
+        min_fetch: 4 << 10,
+        ..FetchConfig::default()
+    };
+    let source = ObjectSource::with_store(store, Path::from("x.riegeli"), &url, config).unwrap();
+    let counting = source.clone();
+    let mut reader = RecordReader::new(source);
+    let mut n = 0;
+    while let Some(record) = reader.read_record().unwrap() {
+        assert_eq!(record[..], records[n][..]);
+        n += 1;
+    }
+    assert_eq!(n, records.len());
+    (start.elapsed(), counting.stats())
+}
+
+#[test]
+fn the_openings_requests_are_hedged() {
+    // The GET of the tail held back 8 s: hedged after 2 s (no latency seen yet).
+    let (elapsed, stats) = read_sequentially_from_flaky_server(Flaw::StallOpening(std::time::Duration::from_secs(8)));
+    assert!(stats.hedges >= 1, "{stats:?}");
+    assert!(elapsed < std::time::Duration::from_secs(6), "{elapsed:?}, {stats:?}");
+    // One of the first windows, asked for with the opening, held back 8 s: hedged as soon as
+    // the answers to the others say it is late, well before the 2 s of an object never seen.
+    let (elapsed, stats) = read_sequentially_from_flaky_server(Flaw::Stall(std::time::Duration::from_secs(8)));
+    assert!(stats.hedges >= 1, "{stats:?}");
+    assert!(elapsed < std::time::Duration::from_millis(1500), "{elapsed:?}, {stats:?}");
 }
 
 #[test]
