@@ -1,7 +1,7 @@
 //! The local chunk cache: byte ranges of objects kept in a directory shared
 //! by every process of the machine ([`FetchConfig::cache_dir`](crate::FetchConfig::cache_dir)).
 //!
-//! Layout, under `<dir>/riegeli-cache-v1/`:
+//! Layout, under `<dir>/riegeli-cache-v2/`:
 //! - `meta/<url key>`: what the cache knows of a URL (its size, its ETag or
 //!   version, when that was last checked with the server), written to a
 //!   temporary file and renamed into place.
@@ -12,24 +12,34 @@
 //!   sparse file, and the pieces held, one 32-byte record each (start, length,
 //!   the piece's hash, the record's own hash), appended to the log.
 //!
-//! A piece is visible once its log record is: the record is appended (one
-//! `write` of an `O_APPEND` file) after the bytes are written, and names their
-//! hash, so no reader takes a piece that is being written, torn or damaged: a
-//! piece whose bytes do not hash as its record says (a crash, a full disk, a
+//! A piece is at most 4 KiB and crosses no multiple of 4 KiB: a fetched range
+//! is written with one `pwrite`, then the records of its pieces with one
+//! append. A read checks the hash of every piece it takes a byte of, and no
+//! more: a 1 KiB chunk costs a `pread` and a hash of 4 KiB or two (with
+//! pieces of 64 KiB it was 64 KiB, and the shuffled epochs of small records
+//! ran at a fifth of the local file's rate). Which pieces hold a range is
+//! looked up under a lock; they are read and hashed outside it.
+//!
+//! A piece is visible once its log record is: the records are appended (one
+//! `write` of an `O_APPEND` file) after the bytes are written, and name their
+//! hashes, so no reader takes a piece that is being written, torn or damaged:
+//! a piece whose bytes do not hash as its record says (a crash, a full disk, a
 //! truncated file, a flipped bit) is forgotten and fetched again, never
 //! returned. One file per fetched range with a rename (the usual way) would
 //! be hundreds of thousands of files for an object of 1 KiB chunks read at
 //! random, an `open` per chunk read; here a segment costs two descriptors,
 //! and a cached chunk one `pread`.
 //!
-//! Pieces do not cross 64 KiB boundaries (a read hashes at most 64 KiB more
-//! than it needs). Eviction is by segment, least recently used first (a
+//! Eviction is by segment, least recently used first (a
 //! segment's data file has its modification time set when it is used, at
 //! most every few seconds per process): each process counts what it wrote
 //! and lists the directory again once that passes a sixteenth of the bound,
 //! removing the oldest segments (log first) down to 90% of the bound. A
 //! process still reading a removed segment reads its open (unlinked) files
 //! on, with every piece still checked; what it appends there is lost.
+//!
+//! The directory's name says the format (`v2`: pieces of 4 KiB; `v1` had
+//! pieces of 64 KiB): a cache of another format is never read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -46,8 +56,9 @@ use riegeli_records::PerProcess;
 /// Bytes of one segment of an object.
 const SEGMENT: u64 = 64 << 20;
 
-/// No piece crosses a multiple of this.
-const PIECE: u64 = 64 << 10;
+/// No piece crosses a multiple of this (its hash is checked whenever a byte
+/// of it is read from the cache).
+const UNIT: u64 = 4 << 10;
 
 /// Bytes of a log record.
 const RECORD: usize = 32;
@@ -110,7 +121,7 @@ impl DiskCache {
         if let Some(cache) = opened.get(dir).filter(|cache| cache.max_bytes == max_bytes) {
             return Ok(Arc::clone(cache));
         }
-        let root = dir.join("riegeli-cache-v1");
+        let root = dir.join("riegeli-cache-v2");
         std::fs::create_dir_all(root.join("meta"))?;
         std::fs::create_dir_all(root.join("data"))?;
         let cache = Arc::new(Self {
@@ -250,7 +261,8 @@ pub(crate) struct CachedObject {
 
 /// A segment's files and the pieces its log held when last read.
 struct Segment {
-    data: File,
+    /// Read and written at offsets, outside the lock of the segments.
+    data: Arc<File>,
     log: File,
     /// Log bytes read so far.
     log_read: u64,
@@ -286,6 +298,7 @@ impl CachedObject {
                     .truncate(false)
                     .open(self.path(index, "data"))?;
                 let log = OpenOptions::new().read(true).append(true).create(true).open(self.path(index, "log"))?;
+                let data = Arc::new(data);
                 entry.insert(Segment { data, log, log_read: 0, pieces: BTreeMap::new(), touched: None })
             }
         };
@@ -295,6 +308,12 @@ impl CachedObject {
     /// What the cache holds of `range`: runs of verified bytes, in order,
     /// each within `range`. Pieces that fail their hash are forgotten (and
     /// counted in the second value).
+    ///
+    /// Which pieces hold the range is looked up under the lock of the
+    /// segments; they are read (adjacent ones in one `pread`) and hashed
+    /// outside it, so that threads reading different chunks do not wait for
+    /// each other's reads. A piece is at most a [`UNIT`]: a read of a small
+    /// chunk reads and hashes a few KiB, not a whole fetched range.
     pub(crate) fn lookup(&self, range: Range<u64>) -> (Vec<Found>, u64) {
         let mut found: Vec<Found> = Vec::new();
         let mut damaged = 0;
@@ -302,19 +321,31 @@ impl CachedObject {
         while cursor < range.end {
             let index = cursor / SEGMENT;
             let seg_end = range.end.min((index + 1) * SEGMENT);
-            let got = self.with_segment(index, |segment| {
-                let mut got = segment.find(cursor, seg_end, &mut damaged);
-                if !covers(&got, cursor..seg_end) {
+            let planned = self.with_segment(index, |segment| {
+                let mut plan = segment.plan(cursor, seg_end);
+                if !plan_covers(&plan, cursor..seg_end) {
                     // Something missing: what other processes added since.
                     segment.refresh();
-                    got = segment.find(cursor, seg_end, &mut damaged);
+                    plan = segment.plan(cursor, seg_end);
                 }
-                if !got.is_empty() {
+                if !plan.is_empty() {
                     segment.touch();
                 }
-                got
+                (Arc::clone(&segment.data), plan)
             });
-            found.extend(got.unwrap_or_default());
+            if let Ok((data, plan)) = planned {
+                let bad = read_plan(&data, &plan, cursor..seg_end, &mut found);
+                if !bad.is_empty() {
+                    damaged += bad.len() as u64;
+                    let _ = self.with_segment(index, |segment| {
+                        for piece in bad {
+                            if segment.pieces.get(&piece.bounds) == Some(&piece.hash) {
+                                segment.pieces.remove(&piece.bounds);
+                            }
+                        }
+                    });
+                }
+            }
             cursor = seg_end;
         }
         (found, damaged)
@@ -332,41 +363,105 @@ impl CachedObject {
         }
     }
 
-    /// Keeps `bytes`, which begin at `start`.
+    /// Keeps `bytes`, which begin at `start`: in each segment, one write of
+    /// the bytes, then one append of the records of their pieces.
     pub(crate) fn store(&self, start: u64, bytes: &[Bytes]) {
-        let mut pos = start;
-        let mut written = 0;
         let mut flat = Vec::new();
         for part in bytes {
             flat.extend_from_slice(part);
         }
+        let mut pos = start;
         let mut rest = &flat[..];
         while !rest.is_empty() {
-            let until_boundary = PIECE - pos % PIECE;
-            let n = rest.len().min(usize::try_from(until_boundary).unwrap_or(usize::MAX));
-            let (piece, after) = rest.split_at(n);
-            let ok = self.with_segment(pos / SEGMENT, |segment| segment.append(pos, piece)).is_ok_and(|r| r.is_ok());
+            let until_segment_end = SEGMENT - pos % SEGMENT;
+            let n = rest.len().min(usize::try_from(until_segment_end).unwrap_or(usize::MAX));
+            let (span, after) = rest.split_at(n);
+            let ok = self.with_segment(pos / SEGMENT, |segment| segment.append(pos, span)).is_ok_and(|r| r.is_ok());
             if !ok {
                 return;
             }
-            written += n as u64;
+            self.cache.wrote(n as u64);
             pos += n as u64;
             rest = after;
         }
-        self.cache.wrote(written);
     }
 }
 
-/// Whether runs `found` cover `range` without a gap.
-fn covers(found: &[Found], range: Range<u64>) -> bool {
+/// A piece to read: its bounds and hash (the key and value of
+/// [`Segment::pieces`]), and where the bytes wanted of it begin.
+#[derive(Debug, Clone, Copy)]
+struct Planned {
+    bounds: (u64, u64),
+    hash: u64,
+    from: u64,
+}
+
+/// Whether the pieces of `plan` cover `range` without a gap.
+fn plan_covers(plan: &[Planned], range: Range<u64>) -> bool {
     let mut at = range.start;
-    for (start, bytes) in found {
-        if *start != at {
+    for piece in plan {
+        if piece.from != at {
             return false;
         }
-        at += bytes.len() as u64;
+        at = piece.bounds.1;
     }
     at >= range.end
+}
+
+/// Reads the pieces of `plan` from `data` (each run of pieces without a gap
+/// in one `pread`), pushing what of `range` those that hash as their records
+/// say hold onto `found` (runs of adjacent good pieces as one slice); returns
+/// the pieces that did not (or could not be read: a truncated file).
+fn read_plan(data: &File, plan: &[Planned], range: Range<u64>, found: &mut Vec<Found>) -> Vec<Planned> {
+    let mut bad = Vec::new();
+    let mut i = 0;
+    while i < plan.len() {
+        let mut j = i + 1;
+        while j < plan.len() && plan[j].bounds.0 <= plan[j - 1].bounds.1 {
+            j += 1;
+        }
+        let run = &plan[i..j];
+        i = j;
+        let run_start = run.iter().map(|p| p.bounds.0).min().unwrap_or(0);
+        let run_end = run.iter().map(|p| p.bounds.1).max().unwrap_or(0);
+        let Ok(len) = usize::try_from(run_end - run_start) else {
+            bad.extend_from_slice(run);
+            continue;
+        };
+        let mut buf = vec![0u8; len];
+        // A truncated file: the pieces past its end are bad, not those before.
+        let Ok(read) = read_at_most(data, &mut buf, run_start % SEGMENT) else {
+            bad.extend_from_slice(run);
+            continue;
+        };
+        let buf = Bytes::from(buf);
+        let offset = |at: u64| (at - run_start) as usize;
+        // The good bytes of the run so far, not yet pushed: (from, to).
+        let mut good: Option<(u64, u64)> = None;
+        for &piece in run {
+            let (start, end) = piece.bounds;
+            let ok = offset(end) <= read && riegeli_hash::hash(&buf[offset(start)..offset(end)]) == piece.hash;
+            let (from, to) = (piece.from.max(range.start), end.min(range.end));
+            match good {
+                Some((_, at)) if ok && at == from => good = good.map(|(f, _)| (f, to)),
+                _ => {
+                    if let Some((f, t)) = good.take() {
+                        found.push((f, buf.slice(offset(f)..offset(t))));
+                    }
+                    if ok {
+                        good = Some((from, to));
+                    }
+                }
+            }
+            if !ok {
+                bad.push(piece);
+            }
+        }
+        if let Some((f, t)) = good {
+            found.push((f, buf.slice(offset(f)..offset(t))));
+        }
+    }
+    bad
 }
 
 impl Segment {
@@ -388,7 +483,7 @@ impl Segment {
         for record in new[..whole].chunks_exact(RECORD) {
             let field = |i: usize| u64::from_le_bytes(record[i * 8..i * 8 + 8].try_into().unwrap_or_default());
             let (start, len, hash, check) = (field(0), field(1), field(2), field(3));
-            if riegeli_hash::hash(&record[..24]) != check || len == 0 || len > PIECE {
+            if riegeli_hash::hash(&record[..24]) != check || len == 0 || len > UNIT {
                 continue;
             }
             let Some(end) = start.checked_add(len) else { continue };
@@ -397,68 +492,64 @@ impl Segment {
         self.log_read += whole as u64;
     }
 
-    /// Verified runs of bytes within `cursor..end` from the pieces known.
-    fn find(&mut self, mut cursor: u64, end: u64, damaged: &mut u64) -> Vec<Found> {
-        let mut found = Vec::new();
+    /// The pieces known that hold `cursor..end`, in order: from each position,
+    /// the piece that holds it and reaches furthest; gaps skipped.
+    fn plan(&self, mut cursor: u64, end: u64) -> Vec<Planned> {
+        let mut plan = Vec::new();
         while cursor < end {
-            let block = cursor - cursor % PIECE;
-            // The piece covering `cursor` that reaches furthest.
+            let unit = cursor - cursor % UNIT;
             let best = self
                 .pieces
-                .range((block, 0)..=(cursor, u64::MAX))
+                .range((unit, 0)..=(cursor, u64::MAX))
                 .filter(|((_, e), _)| *e > cursor)
                 .max_by_key(|((_, e), _)| *e)
-                .map(|(&k, &h)| (k, h));
-            let Some(((start, piece_end), hash)) = best else {
+                .map(|(&bounds, &hash)| Planned { bounds, hash, from: cursor });
+            match best {
+                Some(piece) => {
+                    plan.push(piece);
+                    cursor = piece.bounds.1;
+                }
                 // Nothing here: on to the next piece that begins later.
-                match self.pieces.range((cursor, 0)..).next().filter(|((s, _), _)| *s < end) {
-                    Some(((s, _), _)) => {
-                        cursor = *s;
-                        continue;
-                    }
+                None => match self.pieces.range((cursor, 0)..).next().filter(|((s, _), _)| *s < end) {
+                    Some(((s, _), _)) => cursor = *s,
                     None => break,
-                }
-            };
-            match self.read_piece(start, piece_end, hash) {
-                Some(bytes) => {
-                    let from = usize::try_from(cursor - start).unwrap_or(usize::MAX);
-                    let to = usize::try_from(piece_end.min(end) - start).unwrap_or(usize::MAX);
-                    found.push((cursor, bytes.slice(from..to)));
-                    cursor = piece_end.min(end);
-                }
-                None => {
-                    *damaged += 1;
-                    self.pieces.remove(&(start, piece_end));
-                }
+                },
             }
         }
-        found
+        plan
     }
 
-    /// The bytes of a piece, if they hash as its record says.
-    fn read_piece(&self, start: u64, end: u64, hash: u64) -> Option<Bytes> {
-        let len = usize::try_from(end - start).ok()?;
-        let mut buf = vec![0u8; len];
-        read_exact_at(&self.data, &mut buf, start % SEGMENT).ok()?;
-        (riegeli_hash::hash(&buf) == hash).then(|| Bytes::from(buf))
-    }
-
-    /// Writes a piece and then its record.
-    fn append(&mut self, start: u64, piece: &[u8]) -> io::Result<()> {
-        let end = start + piece.len() as u64;
-        let hash = riegeli_hash::hash(piece);
-        if self.pieces.get(&(start, end)) == Some(&hash) {
+    /// Writes `span` (within the segment) at `start`, and then, in one
+    /// append, the records of its pieces (at most a [`UNIT`] each, none
+    /// crossing a multiple of it), but for those already known.
+    fn append(&mut self, start: u64, span: &[u8]) -> io::Result<()> {
+        let mut records = Vec::new();
+        let mut pieces = Vec::new();
+        let (mut pos, mut rest) = (start, span);
+        while !rest.is_empty() {
+            let n = rest.len().min(usize::try_from(UNIT - pos % UNIT).unwrap_or(usize::MAX));
+            let (piece, after) = rest.split_at(n);
+            let bounds = (pos, pos + n as u64);
+            let hash = riegeli_hash::hash(piece);
+            if self.pieces.get(&bounds) != Some(&hash) {
+                let mut record = [0u8; RECORD];
+                record[..8].copy_from_slice(&pos.to_le_bytes());
+                record[8..16].copy_from_slice(&(n as u64).to_le_bytes());
+                record[16..24].copy_from_slice(&hash.to_le_bytes());
+                let check = riegeli_hash::hash(&record[..24]);
+                record[24..].copy_from_slice(&check.to_le_bytes());
+                records.extend_from_slice(&record);
+                pieces.push((bounds, hash));
+            }
+            pos += n as u64;
+            rest = after;
+        }
+        if pieces.is_empty() {
             return Ok(());
         }
-        write_all_at(&self.data, piece, start % SEGMENT)?;
-        let mut record = [0u8; RECORD];
-        record[..8].copy_from_slice(&start.to_le_bytes());
-        record[8..16].copy_from_slice(&(piece.len() as u64).to_le_bytes());
-        record[16..24].copy_from_slice(&hash.to_le_bytes());
-        let check = riegeli_hash::hash(&record[..24]);
-        record[24..].copy_from_slice(&check.to_le_bytes());
-        (&self.log).write_all(&record)?;
-        self.pieces.insert((start, end), hash);
+        write_all_at(&self.data, span, start % SEGMENT)?;
+        (&self.log).write_all(&records)?;
+        self.pieces.extend(pieces);
         self.touched = Some(Instant::now());
         Ok(())
     }
@@ -473,27 +564,29 @@ impl Segment {
     }
 }
 
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+/// Reads into `buf` from `offset` until it is full or the file ends; returns
+/// how many bytes were read.
+#[cfg(any(unix, windows))]
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[filled..], offset + filled as u64);
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(file, &mut buf[filled..], offset + filled as u64);
+        match n {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 #[cfg(unix)]
 fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        let n = std::os::windows::fs::FileExt::seek_read(file, &mut buf[filled..], offset + filled as u64)?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        filled += n;
-    }
-    Ok(())
 }
 
 #[cfg(windows)]
@@ -506,11 +599,65 @@ fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<()> {
 }
 
 #[cfg(not(any(unix, windows)))]
-fn read_exact_at(_: &File, _: &mut [u8], _: u64) -> io::Result<()> {
+fn read_at_most(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
 #[cfg(not(any(unix, windows)))]
 fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("riegeli-disk-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    /// The runs of `found`, as (start, bytes).
+    fn runs(found: &[Found]) -> Vec<(u64, Vec<u8>)> {
+        found.iter().map(|(at, bytes)| (*at, bytes.to_vec())).collect()
+    }
+
+    #[test]
+    fn a_damaged_unit_is_dropped_alone_and_reads_take_only_what_they_ask_for() {
+        let dir = dir("unit");
+        let cache = DiskCache::open(&dir, 1 << 30).unwrap();
+        let version = Version { size: 1 << 20, tag: "v1".to_owned() };
+        let bytes: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        let object = CachedObject::new(Arc::clone(&cache), "s3://b/o", &version);
+        // From 100 to 20,100: pieces 100..4096, 4096..8192, ..., 16384..20100.
+        object.store(100, &[Bytes::copy_from_slice(&bytes[..7000]), Bytes::copy_from_slice(&bytes[7000..])]);
+        assert_eq!(object.lookup(100..20_100), (vec![(100, Bytes::from(bytes.clone()))], 0));
+        assert_eq!(runs(&object.lookup(5000..5010).0), [(5000, bytes[4900..4910].to_vec())]);
+        assert_eq!(runs(&object.lookup(0..200).0), [(100, bytes[..100].to_vec())]);
+        // A byte flipped in the second unit (4096..8192), seen by another process.
+        let data = object.path(0, "data");
+        let mut file = std::fs::read(&data).unwrap();
+        file[6000] ^= 1;
+        std::fs::write(&data, file).unwrap();
+        let other = CachedObject::new(Arc::clone(&cache), "s3://b/o", &version);
+        // A read in another unit finds its bytes; one in the damaged unit does not.
+        assert_eq!(runs(&other.lookup(9000..9100).0), [(9000, bytes[8900..9000].to_vec())]);
+        assert_eq!(other.lookup(6100..6200), (Vec::new(), 1));
+        let (found, damaged) = other.lookup(100..20_100);
+        assert_eq!(damaged, 0, "forgotten when found damaged");
+        assert_eq!(runs(&found), [(100, bytes[..3996].to_vec()), (8192, bytes[8092..].to_vec())]);
+        // Fetched again and kept: whole again, for this process and a third.
+        other.store(4096, &[Bytes::copy_from_slice(&bytes[3996..8092])]);
+        assert_eq!(runs(&other.lookup(100..20_100).0), [(100, bytes.clone())]);
+        let third = CachedObject::new(Arc::clone(&cache), "s3://b/o", &version);
+        assert_eq!(third.lookup(100..20_100), (vec![(100, Bytes::from(bytes.clone()))], 0));
+        // A truncated data file: the units past its end are dropped, the others kept.
+        std::fs::OpenOptions::new().write(true).open(&data).unwrap().set_len(10_000).unwrap();
+        let fourth = CachedObject::new(Arc::clone(&cache), "s3://b/o", &version);
+        let (found, damaged) = fourth.lookup(100..20_100);
+        assert_eq!(runs(&found), [(100, bytes[..8092].to_vec())]);
+        assert_eq!(damaged, 3, "8192..12288 (short), 12288..16384, 16384..20100");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -600,7 +600,7 @@ fn a_damaged_cache_entry_is_dropped_and_fetched_again() {
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
     read_all_cached(&store, "d.array_record", config.clone(), &records);
     // Flip a byte every 4 KiB of every cached segment, and cut one short.
-    let data = dir.join("riegeli-cache-v1/data");
+    let data = dir.join("riegeli-cache-v2/data");
     let mut damaged = 0;
     for entry in std::fs::read_dir(&data).unwrap() {
         let path = entry.unwrap().path();
@@ -620,6 +620,33 @@ fn a_damaged_cache_entry_is_dropped_and_fetched_again() {
     // What was fetched again replaced the damaged pieces.
     let healed = read_all_cached(&store, "d.array_record", config, &records);
     assert_eq!((healed.cache_misses, healed.cache_damaged), (0, 0), "{healed:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn one_damaged_unit_costs_one_refetch_of_what_it_held() {
+    let dir = cache_dir("unit");
+    let records = records(2000);
+    let store = store_with("u.array_record", array_record_file(&records));
+    let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
+    read_all_cached(&store, "u.array_record", config.clone(), &records);
+    // One byte flipped in the middle of the object's first segment.
+    let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "data"))
+        .unwrap();
+    let mut bytes = std::fs::read(&data).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&data, bytes).unwrap();
+    // The pieces around it are still read from the cache; the damaged one (at most 4 KiB)
+    // is dropped and what the reads need of it fetched again.
+    let again = read_all_cached(&store, "u.array_record", config.clone(), &records);
+    assert_eq!(again.cache_damaged, 1, "{again:?}");
+    assert!(again.bytes > 0 && again.bytes <= 3 * 4096, "{again:?}");
+    let healed = read_all_cached(&store, "u.array_record", config, &records);
+    assert_eq!((healed.cache_misses, healed.cache_damaged, healed.bytes), (0, 0, 0), "{healed:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -669,7 +696,7 @@ fn two_processes_share_and_evict_one_cache() {
     }
     // Evicted down to the bound (each process may overshoot it by what it wrote since it last
     // looked: a sixteenth of it, and one range).
-    let held: u64 = std::fs::read_dir(dir.join("riegeli-cache-v1/data"))
+    let held: u64 = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum();
