@@ -7,11 +7,12 @@ use std::time::Duration;
 /// A request is hedged no sooner than this, however fast the server was.
 pub(crate) const HEDGE_FLOOR: Duration = Duration::from_millis(50);
 
-/// ... and no later than this, however slow (also the deadline before
-/// [`MIN_SAMPLES`] latencies were seen).
+/// ... and no later than this, however slow (also the deadline before any
+/// latency was seen).
 pub(crate) const HEDGE_CEILING: Duration = Duration::from_secs(2);
 
-/// Latencies seen before their percentile is trusted.
+/// Latencies seen before their percentile is trusted (before, the slowest
+/// seen is, with a wider margin).
 const MIN_SAMPLES: usize = 8;
 
 /// The latencies kept: the most recent ones.
@@ -39,12 +40,15 @@ impl Latencies {
 
     /// How long a request may go without an answer before it is hedged:
     /// twice the 95th percentile of the recent first-byte latencies, within
-    /// [`HEDGE_FLOOR`] and [`HEDGE_CEILING`] (the ceiling until
-    /// [`MIN_SAMPLES`] were seen). Twice: a request is hedged when it is
-    /// slower than the slow ones, not one in twenty.
+    /// [`HEDGE_FLOOR`] and [`HEDGE_CEILING`]. Twice: a request is hedged when
+    /// it is slower than the slow ones, not one in twenty. Before
+    /// [`MIN_SAMPLES`] were seen, three times the slowest seen (the first
+    /// requests of an object, asked for together, are hedged once the
+    /// others' answers say they are late); before any, the ceiling.
     pub(crate) fn hedge_after(&self) -> Duration {
+        let Some(&slowest) = self.recent.iter().max() else { return HEDGE_CEILING };
         if self.recent.len() < MIN_SAMPLES {
-            return HEDGE_CEILING;
+            return Duration::from_micros(slowest).saturating_mul(3).clamp(HEDGE_FLOOR, HEDGE_CEILING);
         }
         let mut sorted = self.recent.clone();
         sorted.sort_unstable();
@@ -77,11 +81,20 @@ mod tests {
     #[test]
     fn the_deadline_follows_the_slow_answers_within_its_bounds() {
         let mut latencies = Latencies::default();
-        // Too few answers seen: the ceiling.
-        for _ in 0..MIN_SAMPLES - 1 {
-            latencies.record(ms(20));
-        }
+        // No answer seen: the ceiling.
         assert_eq!(latencies.hedge_after(), HEDGE_CEILING);
+        // Too few for a percentile: three times the slowest, within the bounds.
+        latencies.record(ms(30));
+        assert_eq!(latencies.hedge_after(), ms(90));
+        latencies.record(ms(10));
+        assert_eq!(latencies.hedge_after(), ms(90));
+        latencies.record(ms(900));
+        assert_eq!(latencies.hedge_after(), HEDGE_CEILING);
+        let mut latencies = Latencies::default();
+        for _ in 0..MIN_SAMPLES - 1 {
+            latencies.record(ms(10));
+        }
+        assert_eq!(latencies.hedge_after(), HEDGE_FLOOR);
         latencies.record(ms(20));
         // Fast answers: the floor.
         assert_eq!(latencies.hedge_after(), HEDGE_FLOOR);
