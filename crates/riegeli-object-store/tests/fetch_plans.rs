@@ -226,10 +226,11 @@ fn a_server_sending_more_than_asked_for_is_an_error_read_no_further() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let sent = Arc::new(AtomicU64::new(0));
-    let counter = Arc::clone(&sent);
+    let gets = Arc::new(AtomicU64::new(0));
+    let (counter, get_counter) = (Arc::clone(&sent), Arc::clone(&gets));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let counter = Arc::clone(&counter);
+            let (counter, get_counter) = (Arc::clone(&counter), Arc::clone(&get_counter));
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut stream = stream;
@@ -258,6 +259,7 @@ fn a_server_sending_more_than_asked_for_is_an_error_read_no_further() {
                     if stream.write_all(reply.as_bytes()).is_err() {
                         return;
                     }
+                    get_counter.fetch_add(1, Ordering::Relaxed);
                     let piece = vec![7u8; 64 << 10];
                     for _ in 0..1024 {
                         if stream.write_all(&piece).is_err() {
@@ -280,10 +282,10 @@ fn a_server_sending_more_than_asked_for_is_an_error_read_no_further() {
     };
     assert!(error.to_string().contains("more than"), "{error}");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    // What the socket buffers of the connections took (the first read asks for the first
-    // read-ahead window too), not the 64 MiB of each answer.
-    let sent = sent.load(Ordering::Relaxed);
-    assert!(sent < 32 << 20, "the server sent {sent} bytes");
+    // What the socket buffers of each connection took (a few MiB on loopback, more where TCP
+    // autotuning grows them), not the 64 MiB of each answer.
+    let (sent, gets) = (sent.load(Ordering::Relaxed), gets.load(Ordering::Relaxed));
+    assert!(gets > 0 && sent < gets * (16 << 20), "the server sent {sent} bytes in {gets} answers");
 }
 
 /// The in-memory store, holding every GET of a bounded range back until it is opened, and
@@ -814,10 +816,11 @@ fn read_from_flaky_server(flaw: Flaw) -> (std::time::Duration, riegeli_object_st
 
 #[test]
 fn a_stalled_response_is_hedged() {
-    // Held back 8 s; hedged after 2 s (too few latencies seen for a shorter deadline).
+    // Held back 8 s; hedged soon after three times the latency of the opening (the only
+    // answer seen), not after the stall.
     let (elapsed, stats) = read_from_flaky_server(Flaw::Stall(std::time::Duration::from_secs(8)));
     assert!(stats.hedges >= 1, "{stats:?}");
-    assert!(elapsed < std::time::Duration::from_secs(6), "{elapsed:?}, {stats:?}");
+    assert!(elapsed < std::time::Duration::from_millis(1800), "{elapsed:?}, {stats:?}");
 }
 
 /// Reads a Riegeli file of 3000 records served by [`flaky_server`] with `flaw` from its
