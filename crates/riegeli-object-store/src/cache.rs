@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use object_store::ObjectStore;
 use object_store::path::Path;
@@ -235,10 +235,16 @@ impl Shared {
     pub(crate) fn prefetch(self: &Arc<Self>, ranges: &[Range<u64>]) {
         let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
         sorted.sort_unstable_by_key(|r| r.start);
+        // What the local chunk cache holds is read there by the thread that reads it
+        // (see `read_at`), not here: only the others are fetched.
+        let held: Vec<bool> = match &self.disk {
+            Some(disk) => sorted.iter().map(|r| disk.holds(r.clone())).collect(),
+            None => vec![false; sorted.len()],
+        };
         let mut cache = self.lock();
         cache.part_ends.extend(sorted.iter().map(|r| r.end));
         let mut runs: Vec<Range<u64>> = Vec::new();
-        for range in sorted {
+        for (range, _) in sorted.into_iter().zip(held).filter(|(_, held)| !held) {
             match runs.last_mut() {
                 Some(current) if range.start <= current.end => current.end = current.end.max(range.end),
                 _ => runs.push(range),
@@ -451,6 +457,42 @@ impl Shared {
         }
     }
 
+    /// A prefetched chunk at `pos` that is neither fetched nor being fetched
+    /// (the local chunk cache holds it: see [`prefetch`](Self::prefetch)) is
+    /// read from there, here, on the reading thread, outside the lock (the
+    /// decoding threads read their chunks at once), into a slot that is not
+    /// the read-ahead's (reading it starts no window).
+    fn read_held_chunk<'a>(&'a self, cache: MutexGuard<'a, Cache>, pos: u64) -> MutexGuard<'a, Cache> {
+        let Some(disk) = &self.disk else { return cache };
+        if cache.slots.range(..=pos).next_back().is_some_and(|(_, slot)| slot.end > pos) {
+            return cache;
+        }
+        let Some(&end) = cache.part_ends.range(pos + 1..).next().filter(|&&end| end - pos <= self.config.max_request)
+        else {
+            return cache;
+        };
+        drop(cache);
+        let (found, damaged) = disk.lookup(pos..end.min(self.size));
+        let mut cache = self.lock();
+        add(&self.requests.counters.cache_damaged, damaged);
+        for (at, bytes) in found {
+            let len = bytes.len() as u64;
+            // Another thread may have read or fetched some of it meanwhile.
+            if cache.slots.range(..at + len).next_back().is_some_and(|(_, slot)| slot.end > at) {
+                continue;
+            }
+            add(&self.requests.counters.cache_hits, 1);
+            add(&self.requests.counters.cache_bytes, len);
+            let mut pieces = Pieces::default();
+            pieces.push(bytes);
+            cache
+                .slots
+                .insert(at, Slot { end: at + len, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
+            cache.bytes += len;
+        }
+        cache
+    }
+
     /// Reads at `pos` into `buf`: from the cache, waiting for a pending
     /// fetch, or fetching first.
     pub(crate) fn read_at(self: &Arc<Self>, pos: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -458,6 +500,7 @@ impl Shared {
             return Ok(0);
         }
         let mut cache = self.lock();
+        cache = self.read_held_chunk(cache, pos);
         let covering = |cache: &Cache| {
             cache.slots.range(..=pos).next_back().filter(|(_, slot)| slot.end > pos).map(|(_, s)| s.ahead)
         };

@@ -351,6 +351,28 @@ impl CachedObject {
         (found, damaged)
     }
 
+    /// Whether the pieces known (to this process, or appended to the log
+    /// since) hold all of `range`, by their records: a cheap test (no data is
+    /// read), which [`lookup`](Self::lookup) confirms or not.
+    pub(crate) fn holds(&self, range: Range<u64>) -> bool {
+        let mut cursor = range.start;
+        while cursor < range.end {
+            let index = cursor / SEGMENT;
+            let seg_end = range.end.min((index + 1) * SEGMENT);
+            let held = self.with_segment(index, |segment| {
+                plan_covers(&segment.plan(cursor, seg_end), cursor..seg_end) || {
+                    segment.refresh();
+                    plan_covers(&segment.plan(cursor, seg_end), cursor..seg_end)
+                }
+            });
+            if !held.unwrap_or(false) {
+                return false;
+            }
+            cursor = seg_end;
+        }
+        true
+    }
+
     /// Forgets the pieces that hold bytes of `range` (in this process: they
     /// are fetched again, and the new pieces' records replace theirs).
     pub(crate) fn forget(&self, range: Range<u64>) {
