@@ -236,9 +236,9 @@ impl Shared {
         let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
         sorted.sort_unstable_by_key(|r| r.start);
         // What the local chunk cache holds is read there by the thread that reads it
-        // (see `read_at`), not here: only the others are fetched.
+        // (see [`read_held_chunk`](Self::read_held_chunk)), not here: only the others are fetched.
         let held: Vec<bool> = match &self.disk {
-            Some(disk) => sorted.iter().map(|r| disk.holds(r.clone())).collect(),
+            Some(disk) => disk.holds_each(&sorted),
             None => vec![false; sorted.len()],
         };
         let mut cache = self.lock();

@@ -285,10 +285,9 @@ impl CachedObject {
         self.cache.root.join("data").join(format!("{}.{segment}.{ext}", self.key))
     }
 
-    /// Runs `f` on segment `index`, opened (and made) if needed.
-    fn with_segment<T>(&self, index: u64, f: impl FnOnce(&mut Segment) -> T) -> io::Result<T> {
-        let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let segment = match segments.entry(index) {
+    /// Segment `index` in `segments`, opened (and made) if needed.
+    fn segment<'a>(&self, segments: &'a mut HashMap<u64, Segment>, index: u64) -> io::Result<&'a mut Segment> {
+        Ok(match segments.entry(index) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
             std::collections::hash_map::Entry::Vacant(entry) => {
                 let data = OpenOptions::new()
@@ -301,8 +300,13 @@ impl CachedObject {
                 let data = Arc::new(data);
                 entry.insert(Segment { data, log, log_read: 0, pieces: BTreeMap::new(), touched: None })
             }
-        };
-        Ok(f(segment))
+        })
+    }
+
+    /// Runs `f` on segment `index`, opened (and made) if needed.
+    fn with_segment<T>(&self, index: u64, f: impl FnOnce(&mut Segment) -> T) -> io::Result<T> {
+        let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        Ok(f(self.segment(&mut segments, index)?))
     }
 
     /// What the cache holds of `range`: runs of verified bytes, in order,
@@ -352,25 +356,33 @@ impl CachedObject {
     }
 
     /// Whether the pieces known (to this process, or appended to the log
-    /// since) hold all of `range`, by their records: a cheap test (no data is
-    /// read), which [`lookup`](Self::lookup) confirms or not.
-    pub(crate) fn holds(&self, range: Range<u64>) -> bool {
-        let mut cursor = range.start;
-        while cursor < range.end {
-            let index = cursor / SEGMENT;
-            let seg_end = range.end.min((index + 1) * SEGMENT);
-            let held = self.with_segment(index, |segment| {
-                plan_covers(&segment.plan(cursor, seg_end), cursor..seg_end) || {
+    /// since) hold all of each of `ranges`, by their records: a cheap test
+    /// (no data is read, one lock for all, each segment's log read at most
+    /// once), which [`lookup`](Self::lookup) confirms or not.
+    pub(crate) fn holds_each(&self, ranges: &[Range<u64>]) -> Vec<bool> {
+        let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut refreshed: Vec<u64> = Vec::new();
+        let mut holds = |range: &Range<u64>| {
+            let mut cursor = range.start;
+            while cursor < range.end {
+                let index = cursor / SEGMENT;
+                let seg_end = range.end.min((index + 1) * SEGMENT);
+                let Ok(segment) = self.segment(&mut segments, index) else { return false };
+                if !segment.covers(cursor, seg_end) {
+                    if refreshed.contains(&index) {
+                        return false;
+                    }
+                    refreshed.push(index);
                     segment.refresh();
-                    plan_covers(&segment.plan(cursor, seg_end), cursor..seg_end)
+                    if !segment.covers(cursor, seg_end) {
+                        return false;
+                    }
                 }
-            });
-            if !held.unwrap_or(false) {
-                return false;
+                cursor = seg_end;
             }
-            cursor = seg_end;
-        }
-        true
+            true
+        };
+        ranges.iter().map(&mut holds).collect()
     }
 
     /// Forgets the pieces that hold bytes of `range` (in this process: they
@@ -512,6 +524,20 @@ impl Segment {
             self.pieces.insert((start, end), hash);
         }
         self.log_read += whole as u64;
+    }
+
+    /// Whether the pieces known hold all of `cursor..end` (as [`plan`](Self::plan)
+    /// would find them, without a gap).
+    fn covers(&self, mut cursor: u64, end: u64) -> bool {
+        while cursor < end {
+            let unit = cursor - cursor % UNIT;
+            let reach = self.pieces.range((unit, 0)..=(cursor, u64::MAX)).map(|((_, e), _)| *e).max();
+            match reach {
+                Some(e) if e > cursor => cursor = e,
+                _ => return false,
+            }
+        }
+        true
     }
 
     /// The pieces known that hold `cursor..end`, in order: from each position,
