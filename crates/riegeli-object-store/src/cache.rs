@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 use object_store::ObjectStore;
 use object_store::path::Path;
@@ -79,6 +79,10 @@ pub(crate) struct Shared {
     cache: Mutex<Cache>,
     /// Signalled when a fetch completes.
     fetched: Condvar,
+    /// Prefetched chunks the local chunk cache holds, by where they begin:
+    /// where they end. Read from there by the threads that read them
+    /// ([`read_held`](Self::read_held)), without a slot or the cache's lock.
+    held: Mutex<BTreeMap<u64, u64>>,
     /// The ETag (or version) every answer must have.
     tag: Option<String>,
     /// The object in the local chunk cache, if there is one.
@@ -102,6 +106,7 @@ impl Shared {
             config: object.config.clone(),
             cache: Mutex::new(cache),
             fetched: Condvar::new(),
+            held: Mutex::default(),
             tag: object.version.as_ref().map(|v| v.tag.clone()),
             disk,
             requests,
@@ -236,11 +241,17 @@ impl Shared {
         let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
         sorted.sort_unstable_by_key(|r| r.start);
         // What the local chunk cache holds is read there by the thread that reads it
-        // (see [`read_held_chunk`](Self::read_held_chunk)), not here: only the others are fetched.
+        // (see [`read_held`](Self::read_held)), not here: only the others are fetched.
         let held: Vec<bool> = match &self.disk {
             Some(disk) => disk.holds_each(&sorted),
             None => vec![false; sorted.len()],
         };
+        if held.contains(&true) {
+            let mut parts = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (range, _) in sorted.iter().zip(&held).filter(|(_, held)| **held) {
+                parts.insert(range.start, range.end);
+            }
+        }
         let mut cache = self.lock();
         cache.part_ends.extend(sorted.iter().map(|r| r.end));
         let mut runs: Vec<Range<u64>> = Vec::new();
@@ -336,6 +347,8 @@ impl Shared {
         }
         if let Some(disk) = &self.disk {
             disk.forget(range.start..end);
+            let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            held.retain(|&start, &mut held_end| held_end <= range.start || start >= end);
         }
         add(&self.requests.counters.refetches, 1);
         let mut cursor = range.start;
@@ -457,40 +470,31 @@ impl Shared {
         }
     }
 
-    /// A prefetched chunk at `pos` that is neither fetched nor being fetched
-    /// (the local chunk cache holds it: see [`prefetch`](Self::prefetch)) is
-    /// read from there, here, on the reading thread, outside the lock (the
-    /// decoding threads read their chunks at once), into a slot that is not
-    /// the read-ahead's (reading it starts no window).
-    fn read_held_chunk<'a>(&'a self, cache: MutexGuard<'a, Cache>, pos: u64) -> MutexGuard<'a, Cache> {
-        let Some(disk) = &self.disk else { return cache };
-        if cache.slots.range(..=pos).next_back().is_some_and(|(_, slot)| slot.end > pos) {
-            return cache;
-        }
-        let Some(&end) = cache.part_ends.range(pos + 1..).next().filter(|&&end| end - pos <= self.config.max_request)
-        else {
-            return cache;
-        };
-        drop(cache);
-        let (found, damaged) = disk.lookup(pos..end.min(self.size));
-        let mut cache = self.lock();
+    /// Reads at `pos` into `buf` from the local chunk cache, if `pos` is in a
+    /// prefetched chunk it holds (see [`prefetch`](Self::prefetch)): on the
+    /// reading thread, without the cache's lock (the decoding threads read
+    /// their chunks at once), the chunk's pieces checked as any are. `None`:
+    /// not such a chunk, or its pieces were found damaged or gone (it is then
+    /// read as any other range is, fetched again).
+    fn read_held(&self, disk: &CachedObject, pos: u64, buf: &mut [u8]) -> Option<usize> {
+        let held = || self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (start, end) = held().range(..=pos).next_back().filter(|(_, end)| **end > pos).map(|(&s, &e)| (s, e))?;
+        let end = end.min(self.size);
+        let (found, damaged) = disk.lookup(pos..end);
         add(&self.requests.counters.cache_damaged, damaged);
-        for (at, bytes) in found {
-            let len = bytes.len() as u64;
-            // Another thread may have read or fetched some of it meanwhile.
-            if cache.slots.range(..at + len).next_back().is_some_and(|(_, slot)| slot.end > at) {
-                continue;
-            }
-            add(&self.requests.counters.cache_hits, 1);
-            add(&self.requests.counters.cache_bytes, len);
-            let mut pieces = Pieces::default();
-            pieces.push(bytes);
-            cache
-                .slots
-                .insert(at, Slot { end: at + len, state: SlotState::Ready(pieces), ahead: false, read: Vec::new() });
-            cache.bytes += len;
+        let Some((at, bytes)) = found.first().filter(|(at, _)| *at == pos) else {
+            held().remove(&start);
+            return None;
+        };
+        let n = buf.len().min(bytes.len());
+        buf[..n].copy_from_slice(&bytes[..n]);
+        add(&self.requests.counters.cache_hits, 1);
+        add(&self.requests.counters.cache_bytes, n as u64);
+        if at + n as u64 >= end {
+            // Read to its end: what is read of it again is read as any range is.
+            held().remove(&start);
         }
-        cache
+        Some(n)
     }
 
     /// Reads at `pos` into `buf`: from the cache, waiting for a pending
@@ -499,8 +503,12 @@ impl Shared {
         if pos >= self.size || buf.is_empty() {
             return Ok(0);
         }
+        if let Some(disk) = &self.disk
+            && let Some(n) = self.read_held(disk, pos, buf)
+        {
+            return Ok(n);
+        }
         let mut cache = self.lock();
-        cache = self.read_held_chunk(cache, pos);
         let covering = |cache: &Cache| {
             cache.slots.range(..=pos).next_back().filter(|(_, slot)| slot.end > pos).map(|(_, s)| s.ahead)
         };
