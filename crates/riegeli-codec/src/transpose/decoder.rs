@@ -528,8 +528,7 @@ impl TransposedChunkDecoder {
         let projection = tree.is_some();
         let parsed = self.parse(data, limits, projection)?;
         let Buffers { values: out, ends } = self.buffers.take().unwrap_or_default();
-        let mut state =
-            RunState::new(num_records, capacity, max_stack(limits), self.strict && !projection, out, ends)?;
+        let mut state = RunState::new(num_records, capacity, max_stack(limits), self.strict && !projection, out, ends)?;
         self.run_parsed(data, limits, tree, &parsed, &mut state)?;
         state.finish(&self.cursors, projection, &self.buffers)
     }
@@ -969,8 +968,7 @@ trait Output {
     fn record_start(&mut self, stack: &[StackEntry]) -> Step;
     /// The end of submessage `node` (at `index`), seen first (the machine
     /// runs backwards): pushes it; its pop must emit at least `min_pop_bytes`.
-    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node, min_pop_bytes: usize)
-    -> Step;
+    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node, min_pop_bytes: usize) -> Step;
     /// The start of the submessage on top of the stack: pops it.
     fn submessage_start(&mut self, nodes: &[Node], stack: &mut Vec<StackEntry>) -> Step;
     /// Projection: a fixed-size field kept by its existence (zero).
@@ -1210,7 +1208,8 @@ impl<F: FieldSink> Output for SinkOutput<'_, F> {
         }
         let value = u64::from_le_bytes(word);
         #[allow(clippy::cast_possible_truncation, reason = "N is 4: the value is 32 bits")]
-        let flow = if N == 4 { self.sink.fixed32(node.field, value as u32) } else { self.sink.fixed64(node.field, value) };
+        let flow =
+            if N == 4 { self.sink.fixed32(node.field, value as u32) } else { self.sink.fixed64(node.field, value) };
         self.flow(flow)
     }
 
@@ -1278,6 +1277,10 @@ impl<F: FieldSink> Output for SinkOutput<'_, F> {
                 ControlFlow::Continue(SubmessageAs::Serialized) => {
                     self.push(stack, index, min_pop_bytes)?;
                     self.raw_depth = stack.len();
+                    // Its bytes are counted in `raw`, empty until it closes.
+                    if let Some(entry) = stack.last_mut() {
+                        entry.end = self.raw.len();
+                    }
                     return Ok(());
                 }
                 ControlFlow::Break(()) => return self.flow(ControlFlow::Break(())),

@@ -20,4 +20,6 @@ mod state_machine;
 
 pub use self::{
     decoder::{FieldSink, SubmessageAs, TransposedChunkDecoder},
-    encoder::TransposedChunkEncoder, projection::FieldProjection};
+    encoder::TransposedChunkEncoder,
+    projection::FieldProjection,
+};
