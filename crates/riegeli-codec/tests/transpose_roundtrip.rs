@@ -349,8 +349,19 @@ proptest! {
         let mut decoder = TransposedChunkDecoder::new();
         let limits = DecodeLimits { max_decoded_size: 1 << 20, max_num_records: 1 << 10 };
         for projection in [FieldProjection::all(), FieldProjection::from_paths([&[1][..], &[2, 0]]).unwrap()] {
-            if let Ok(records) = decoder.decode(Bytes::from(data.clone()), n, size, &limits, &projection) {
+            let decoded = decoder.decode(Bytes::from(data.clone()), n, size, &limits, &projection);
+            if let Ok(records) = &decoded {
                 prop_assert_eq!(records.len() as u64, n);
+            }
+            // The sink's decode never panics either, and takes only what
+            // `decode` takes, with the same records.
+            for serialized in [false, true] {
+                let mut sink = Reserializer::new(serialized);
+                if let Ok(ControlFlow::Continue(())) = decoder.decode_to_sink(&data, n, size, &limits, &projection, &mut sink) {
+                    let records = decoded.as_ref().expect("the sink took a chunk decode rejects");
+                    let records: Vec<Vec<u8>> = records.iter().map(|r| r.to_vec()).collect();
+                    prop_assert_eq!(sink.into_records(), records);
+                }
             }
         }
     }
