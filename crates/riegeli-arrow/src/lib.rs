@@ -75,6 +75,7 @@ mod array_record;
 mod columns;
 mod decoder;
 mod descriptor;
+mod direct;
 mod error;
 mod example;
 mod json;

@@ -68,7 +68,8 @@ fn transposed_chunks_go_to_the_hook_and_the_rest_are_read_as_usual() {
         let options = RecordReaderOptions { parallelism, parallel_min_chunk_size: 0, ..Default::default() };
         // All taken; every other one taken; none taken.
         for modulo in [1, 2, u64::MAX] {
-            let take = |begin: u64| data.iter().position(|&b| b == begin).is_some_and(|i| i as u64 % modulo == 0);
+            let take =
+                |begin: u64| data.iter().position(|&b| b == begin).is_some_and(|i| (i as u64).is_multiple_of(modulo));
             let mut reader = RecordReader::with_options(Cursor::new(&file), options.clone());
             let (got, taken) = read_direct(&mut reader, take).unwrap();
             assert_eq!(got, records, "parallelism {parallelism}, modulo {modulo}");
