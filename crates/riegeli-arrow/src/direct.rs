@@ -24,7 +24,7 @@ use std::ops::ControlFlow;
 use riegeli_codec::{FieldSink, SubmessageAs};
 
 use crate::columns::Column;
-use crate::plan::{MessagePlan, Scalar, Shape, Value};
+use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
 use crate::walker::{push_absent, push_fixed32, push_fixed64, push_len, push_packed, push_varint};
 use crate::wire::{FIXED32, FIXED64, LEN, MAX_DEPTH, VARINT};
 
@@ -66,10 +66,19 @@ pub(crate) struct GiveUp;
 
 /// The field events of one chunk and the bytes of its length-delimited
 /// values; reused from chunk to chunk.
+///
+/// Columns that are all singular scalars (a flat plan) take a shorter way:
+/// each record's row is kept as it comes, one value per column (the first
+/// one seen backwards: the last one, which wins), in `rows`; the values seen
+/// before it are checked as the walker checks them, not kept.
 #[derive(Debug, Default)]
 pub(crate) struct Tape {
     events: Vec<Event>,
     bytes: Vec<u8>,
+    /// Flat plans: the rows, backwards, a value per column ([`Event::Close`]
+    /// for none), and the row being recorded.
+    rows: Vec<Event>,
+    row: Vec<Event>,
     /// Replay: the starts of the records' events.
     records: Vec<usize>,
     levels: Vec<Level>,
@@ -81,7 +90,13 @@ impl Tape {
     pub(crate) fn recorder<'a>(&'a mut self, root: &'a MessagePlan) -> Recorder<'a> {
         self.events.clear();
         self.bytes.clear();
-        Recorder { tape: self, plans: vec![root], opens: Vec::new() }
+        self.rows.clear();
+        self.row.clear();
+        let flat = root.others.is_empty();
+        if flat {
+            self.row.resize(root.fields.len(), Event::Close);
+        }
+        Recorder { tape: self, plans: vec![root], opens: Vec::new(), flat }
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
@@ -89,6 +104,9 @@ impl Tape {
     /// [`GiveUp`], the columns hold part of the rows: the caller truncates
     /// them.
     pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
+        if root.others.is_empty() {
+            return self.replay_flat(root, columns);
+        }
         self.events.reverse();
         // The records' boundaries, submessages skipped whole.
         self.records.clear();
@@ -115,6 +133,29 @@ impl Tape {
     }
 }
 
+impl Tape {
+    /// [`replay`](Self::replay) for a flat plan: the rows recorded, in
+    /// order (they were recorded backwards).
+    fn replay_flat(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
+        let width = root.fields.len();
+        if width == 0 {
+            // No columns: nothing recorded counts the rows.
+            return Err(GiveUp);
+        }
+        let rows = self.rows.len() / width;
+        for row in self.rows.rchunks_exact(width) {
+            for ((event, field), column) in row.iter().zip(&root.fields).zip(columns.iter_mut()) {
+                match (*event, &field.value) {
+                    (Event::Close, _) => push_absent(column),
+                    (event, Value::Scalar(scalar)) => push_value(event, *scalar, field, &self.bytes, column)?,
+                    (_, Value::Message(_)) => return Err(GiveUp),
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
 /// The [`FieldSink`] of a [`Tape`]: follows the plan of the message being
 /// decoded so as to take a submessage field by field only where the plan
 /// has a message (anything else comes as bytes).
@@ -125,18 +166,69 @@ pub(crate) struct Recorder<'a> {
     plans: Vec<&'a MessagePlan>,
     /// The events of their ends ([`Event::Close`], recorded first).
     opens: Vec<usize>,
+    /// The plan is flat: rows are recorded, not events.
+    flat: bool,
 }
 
 impl Recorder<'_> {
     #[inline]
     fn push(&mut self, event: Event) -> ControlFlow<()> {
+        if self.flat {
+            return self.keep(event);
+        }
         self.tape.events.push(event);
+        ControlFlow::Continue(())
+    }
+
+    /// A flat plan's value: kept if it is the first of its column seen in
+    /// the record (backwards: the last, which wins); checked as the walker
+    /// checks it either way (its wire type; a string's UTF-8).
+    #[inline]
+    fn keep(&mut self, event: Event) -> ControlFlow<()> {
+        let (number, wire_type) = match event {
+            Event::Varint(n, _) => (n, VARINT),
+            Event::Fixed32(n, _) => (n, FIXED32),
+            Event::Fixed64(n, _) => (n, FIXED64),
+            Event::Bytes(n, _, _) => (n, LEN),
+            _ => return ControlFlow::Break(()),
+        };
+        let Some(plan) = self.plans.first() else { return ControlFlow::Break(()) };
+        let slot = plan.lookup.get(number);
+        let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) else {
+            // Not a column: skipped.
+            return ControlFlow::Continue(());
+        };
+        if wire_type != scalar.wire_type() {
+            return ControlFlow::Break(());
+        }
+        if let Event::Bytes(_, s, e) = event
+            && scalar == Scalar::String
+            && self.tape.bytes.get(s..e).is_none_or(|b| !b.is_ascii() && std::str::from_utf8(b).is_err())
+        {
+            return ControlFlow::Break(());
+        }
+        match self.tape.row.get_mut(f) {
+            Some(kept @ Event::Close) => *kept = event,
+            Some(_) => {
+                // An earlier occurrence: checked, not kept.
+                if let Event::Bytes(_, s, _) = event {
+                    self.tape.bytes.truncate(s);
+                }
+            }
+            None => return ControlFlow::Break(()),
+        }
         ControlFlow::Continue(())
     }
 }
 
 impl FieldSink for Recorder<'_> {
     fn record_start(&mut self) -> ControlFlow<()> {
+        if self.flat {
+            let tape = &mut *self.tape;
+            tape.rows.extend_from_slice(&tape.row);
+            tape.row.fill(Event::Close);
+            return ControlFlow::Continue(());
+        }
         self.push(Event::Record)
     }
 
@@ -165,6 +257,9 @@ impl FieldSink for Recorder<'_> {
             Value::Scalar(_) => None,
         });
         let Some(child) = child else { return ControlFlow::Continue(SubmessageAs::Serialized) };
+        if self.flat {
+            return ControlFlow::Break(());
+        }
         if self.plans.len() >= MAX_DEPTH - 1 {
             // The walker's depth limit: its error is the walker's to report.
             return ControlFlow::Break(());
@@ -351,22 +446,29 @@ impl Replay<'_> {
 
     /// Pushes the scalar value of `event` (of the scalar's wire type).
     #[inline]
-    fn push(
-        &self,
-        event: Event,
-        scalar: Scalar,
-        field: &crate::plan::FieldPlan,
-        column: &mut Column,
-    ) -> Result<(), GiveUp> {
-        match event {
-            Event::Varint(_, v) => push_varint(scalar, column, v),
-            Event::Fixed32(_, v) => push_fixed32(column, v),
-            Event::Fixed64(_, v) => push_fixed64(column, v),
-            Event::Bytes(_, s, e) => {
-                push_len(scalar, field, self.bytes.get(s..e).ok_or(GiveUp)?, 0, column).map_err(|_| GiveUp)?;
-            }
-            _ => return Err(GiveUp),
-        }
-        Ok(())
+    fn push(&self, event: Event, scalar: Scalar, field: &FieldPlan, column: &mut Column) -> Result<(), GiveUp> {
+        push_value(event, scalar, field, self.bytes, column)
     }
+}
+
+/// Pushes the scalar value of `event` (of the scalar's wire type; bytes in
+/// `bytes`) onto `column`.
+#[inline]
+fn push_value(
+    event: Event,
+    scalar: Scalar,
+    field: &FieldPlan,
+    bytes: &[u8],
+    column: &mut Column,
+) -> Result<(), GiveUp> {
+    match event {
+        Event::Varint(_, v) => push_varint(scalar, column, v),
+        Event::Fixed32(_, v) => push_fixed32(column, v),
+        Event::Fixed64(_, v) => push_fixed64(column, v),
+        Event::Bytes(_, s, e) => {
+            push_len(scalar, field, bytes.get(s..e).ok_or(GiveUp)?, 0, column).map_err(|_| GiveUp)?;
+        }
+        _ => return Err(GiveUp),
+    }
+    Ok(())
 }
