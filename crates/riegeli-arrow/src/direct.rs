@@ -67,10 +67,11 @@ pub(crate) struct GiveUp;
 /// The field events of one chunk and the bytes of its length-delimited
 /// values; reused from chunk to chunk.
 ///
-/// Columns that are all singular scalars (a flat plan) take a shorter way:
-/// each record's row is kept as it comes, one value per column (the first
-/// one seen backwards: the last one, which wins), in `rows`; the values seen
-/// before it are checked as the walker checks them, not kept.
+/// The record's singular scalar columns take a shorter way: each record's
+/// row of them is kept as it comes, one value per column (the first one seen
+/// backwards: the last one, which wins), in `rows`; the values seen before
+/// it are checked as the walker checks them, not kept. Columns that are all
+/// singular scalars (a flat plan) need no events at all.
 #[derive(Debug, Default)]
 pub(crate) struct Tape {
     events: Vec<Event>,
@@ -93,9 +94,7 @@ impl Tape {
         self.rows.clear();
         self.row.clear();
         let flat = root.others.is_empty();
-        if flat {
-            self.row.resize(root.fields.len(), Event::Close);
-        }
+        self.row.resize(root.fields.len(), Event::Close);
         Recorder { tape: self, plans: vec![root], opens: Vec::new(), flat }
     }
 
@@ -122,14 +121,22 @@ impl Tape {
         if self.records.first() != Some(&0) {
             return Err(GiveUp);
         }
-        let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels };
-        for r in 0..self.records.len() {
+        // The record's singular scalars: its row, recorded backwards.
+        let width = root.fields.len();
+        let records = self.records.len();
+        if self.rows.len() != records * width {
+            return Err(GiveUp);
+        }
+        let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels, row: &[] };
+        for r in 0..records {
             let start = self.records.get(r).map_or(0, |&s| s + 1);
             let end = self.records.get(r + 1).copied().unwrap_or(self.events.len());
+            let backwards = records - 1 - r;
+            replay.row = self.rows.get(backwards * width..(backwards + 1) * width).ok_or(GiveUp)?;
             replay.set_parts(0, std::iter::once((start, end)));
             replay.walk(root, columns, 0)?;
         }
-        Ok(self.records.len())
+        Ok(records)
     }
 }
 
@@ -173,16 +180,27 @@ pub(crate) struct Recorder<'a> {
 impl Recorder<'_> {
     #[inline]
     fn push(&mut self, event: Event) -> ControlFlow<()> {
-        if self.flat {
+        if self.flat || (self.plans.len() == 1 && self.root_singular_scalar(event)) {
             return self.keep(event);
         }
         self.tape.events.push(event);
         ControlFlow::Continue(())
     }
 
-    /// A flat plan's value: kept if it is the first of its column seen in
-    /// the record (backwards: the last, which wins); checked as the walker
-    /// checks it either way (its wire type; a string's UTF-8).
+    /// Whether `event` is a value of a singular scalar column of the record.
+    #[inline]
+    fn root_singular_scalar(&self, event: Event) -> bool {
+        let number = match event {
+            Event::Varint(n, _) | Event::Fixed32(n, _) | Event::Fixed64(n, _) | Event::Bytes(n, _, _) => n,
+            Event::Record | Event::Open(..) | Event::Close => return false,
+        };
+        self.plans.first().is_some_and(|root| root.lookup.get(number).singular_scalar.is_some())
+    }
+
+    /// A value of a singular scalar column of the record (of any column, for
+    /// a flat plan): kept in the row if it is the first of its column seen
+    /// in the record (backwards: the last, which wins); checked as the
+    /// walker checks it either way (its wire type; a string's UTF-8).
     #[inline]
     fn keep(&mut self, event: Event) -> ControlFlow<()> {
         let (number, wire_type) = match event {
@@ -223,10 +241,10 @@ impl Recorder<'_> {
 
 impl FieldSink for Recorder<'_> {
     fn record_start(&mut self) -> ControlFlow<()> {
+        let tape = &mut *self.tape;
+        tape.rows.extend_from_slice(&tape.row);
+        tape.row.fill(Event::Close);
         if self.flat {
-            let tape = &mut *self.tape;
-            tape.rows.extend_from_slice(&tape.row);
-            tape.row.fill(Event::Close);
             return ControlFlow::Continue(());
         }
         self.push(Event::Record)
@@ -299,6 +317,8 @@ struct Level {
 }
 
 struct Replay<'a> {
+    /// The row of the record's singular scalars (see [`Recorder::keep`]).
+    row: &'a [Event],
     events: &'a [Event],
     bytes: &'a [u8],
     levels: &'a mut Vec<Level>,
@@ -365,7 +385,8 @@ impl Replay<'_> {
                 let column = columns.get_mut(f).ok_or(GiveUp)?;
                 match (&field.shape, &field.value) {
                     (Shape::Singular { .. }, Value::Scalar(scalar)) => {
-                        if wire_type != scalar.wire_type() {
+                        // The record's own are in its row, never here.
+                        if depth == 0 || wire_type != scalar.wire_type() {
                             return Err(GiveUp);
                         }
                         if let Some(pushed) = level.pushed.get_mut(f) {
@@ -408,11 +429,19 @@ impl Replay<'_> {
                 }
             }
         }
-        // Step 2: one row for every field.
+        // Step 2: one row for every field; the record's singular scalars
+        // from its row.
         for &f in &plan.singular_scalars {
-            if level.pushed.get(f) != Some(&true)
-                && let Some(column) = columns.get_mut(f)
-            {
+            let Some(column) = columns.get_mut(f) else { continue };
+            if depth == 0 {
+                match (self.row.get(f), plan.fields.get(f).map(|field| (field, &field.value))) {
+                    (Some(&Event::Close), _) => push_absent(column),
+                    (Some(&event), Some((field, Value::Scalar(scalar)))) => {
+                        push_value(event, *scalar, field, self.bytes, column)?;
+                    }
+                    _ => return Err(GiveUp),
+                }
+            } else if level.pushed.get(f) != Some(&true) {
                 push_absent(column);
             }
         }
