@@ -76,10 +76,10 @@ pub(crate) struct GiveUp;
 pub(crate) struct Tape {
     events: Vec<Event>,
     bytes: Vec<u8>,
-    /// Flat plans: the rows, backwards, a value per column ([`Event::Close`]
-    /// for none), and the row being recorded.
+    /// The rows of the record's singular scalars, backwards, a value per
+    /// column ([`Event::Close`] for none); while recording, the last one is
+    /// open.
     rows: Vec<Event>,
-    row: Vec<Event>,
     /// Replay: the starts of the records' events.
     records: Vec<usize>,
     levels: Vec<Level>,
@@ -91,11 +91,12 @@ impl Tape {
     pub(crate) fn recorder<'a>(&'a mut self, root: &'a MessagePlan) -> Recorder<'a> {
         self.events.clear();
         self.bytes.clear();
+        let width = root.fields.len();
+        // The row of the first record (backwards) is open.
         self.rows.clear();
-        self.row.clear();
+        self.rows.resize(width, Event::Close);
         let flat = root.others.is_empty();
-        self.row.resize(root.fields.len(), Event::Close);
-        Recorder { tape: self, plans: vec![root], opens: Vec::new(), flat }
+        Recorder { tape: self, root, plans: vec![root], opens: Vec::new(), flat, row: 0, width }
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
@@ -103,6 +104,8 @@ impl Tape {
     /// [`GiveUp`], the columns hold part of the rows: the caller truncates
     /// them.
     pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
+        // The row opened after the last record (backwards: the first) is empty.
+        self.rows.truncate(self.rows.len().saturating_sub(root.fields.len()));
         if root.others.is_empty() {
             return self.replay_flat(root, columns);
         }
@@ -169,6 +172,10 @@ impl Tape {
 #[derive(Debug)]
 pub(crate) struct Recorder<'a> {
     tape: &'a mut Tape,
+    root: &'a MessagePlan,
+    /// Where the open row begins in the tape's rows, and its width.
+    row: usize,
+    width: usize,
     /// The plans of the messages open (the record's first).
     plans: Vec<&'a MessagePlan>,
     /// The events of their ends ([`Event::Close`], recorded first).
@@ -178,44 +185,31 @@ pub(crate) struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
+    /// A field value (`number`, `wire_type`): into the record's row if it
+    /// belongs to one of its singular scalar columns, else onto the tape
+    /// (in a flat plan, dropped: not a column).
     #[inline]
-    fn push(&mut self, event: Event) -> ControlFlow<()> {
-        if self.flat || (self.plans.len() == 1 && self.root_singular_scalar(event)) {
-            return self.keep(event);
+    fn value(&mut self, number: u32, wire_type: u8, event: Event) -> ControlFlow<()> {
+        if self.plans.len() == 1 {
+            let slot = self.root.lookup.get(number);
+            if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) {
+                return self.keep(f, scalar, wire_type, event);
+            }
+            if self.flat {
+                self.drop_bytes(event);
+                return ControlFlow::Continue(());
+            }
         }
         self.tape.events.push(event);
         ControlFlow::Continue(())
     }
 
-    /// Whether `event` is a value of a singular scalar column of the record.
+    /// A value of singular scalar column `f` of the record: kept in its row
+    /// if it is the first of the column seen in the record (backwards: the
+    /// last, which wins); checked as the walker checks it either way (its
+    /// wire type; a string's UTF-8).
     #[inline]
-    fn root_singular_scalar(&self, event: Event) -> bool {
-        let number = match event {
-            Event::Varint(n, _) | Event::Fixed32(n, _) | Event::Fixed64(n, _) | Event::Bytes(n, _, _) => n,
-            Event::Record | Event::Open(..) | Event::Close => return false,
-        };
-        self.plans.first().is_some_and(|root| root.lookup.get(number).singular_scalar.is_some())
-    }
-
-    /// A value of a singular scalar column of the record (of any column, for
-    /// a flat plan): kept in the row if it is the first of its column seen
-    /// in the record (backwards: the last, which wins); checked as the
-    /// walker checks it either way (its wire type; a string's UTF-8).
-    #[inline]
-    fn keep(&mut self, event: Event) -> ControlFlow<()> {
-        let (number, wire_type) = match event {
-            Event::Varint(n, _) => (n, VARINT),
-            Event::Fixed32(n, _) => (n, FIXED32),
-            Event::Fixed64(n, _) => (n, FIXED64),
-            Event::Bytes(n, _, _) => (n, LEN),
-            _ => return ControlFlow::Break(()),
-        };
-        let Some(plan) = self.plans.first() else { return ControlFlow::Break(()) };
-        let slot = plan.lookup.get(number);
-        let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) else {
-            // Not a column: skipped.
-            return ControlFlow::Continue(());
-        };
+    fn keep(&mut self, f: usize, scalar: Scalar, wire_type: u8, event: Event) -> ControlFlow<()> {
         if wire_type != scalar.wire_type() {
             return ControlFlow::Break(());
         }
@@ -225,47 +219,52 @@ impl Recorder<'_> {
         {
             return ControlFlow::Break(());
         }
-        match self.tape.row.get_mut(f) {
+        match self.tape.rows.get_mut(self.row + f) {
             Some(kept @ Event::Close) => *kept = event,
-            Some(_) => {
-                // An earlier occurrence: checked, not kept.
-                if let Event::Bytes(_, s, _) = event {
-                    self.tape.bytes.truncate(s);
-                }
-            }
+            // An earlier occurrence: checked, not kept.
+            Some(_) => self.drop_bytes(event),
             None => return ControlFlow::Break(()),
         }
         ControlFlow::Continue(())
+    }
+
+    /// Takes the bytes of `event`, the last ones recorded, back off the tape.
+    #[inline]
+    fn drop_bytes(&mut self, event: Event) {
+        if let Event::Bytes(_, s, _) = event {
+            self.tape.bytes.truncate(s);
+        }
     }
 }
 
 impl FieldSink for Recorder<'_> {
     fn record_start(&mut self) -> ControlFlow<()> {
-        let tape = &mut *self.tape;
-        tape.rows.extend_from_slice(&tape.row);
-        tape.row.fill(Event::Close);
-        if self.flat {
-            return ControlFlow::Continue(());
+        // The record's row is complete: the previous record's opens.
+        let rows = &mut self.tape.rows;
+        self.row = rows.len();
+        rows.resize(self.row + self.width, Event::Close);
+        if !self.flat {
+            self.tape.events.push(Event::Record);
         }
-        self.push(Event::Record)
+        ControlFlow::Continue(())
     }
 
     fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.push(Event::Varint(field, value))
+        self.value(field, VARINT, Event::Varint(field, value))
     }
 
     fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
-        self.push(Event::Fixed32(field, value))
+        self.value(field, FIXED32, Event::Fixed32(field, value))
     }
 
     fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.push(Event::Fixed64(field, value))
+        self.value(field, FIXED64, Event::Fixed64(field, value))
     }
 
     fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
         let start = self.tape.bytes.len();
         self.tape.bytes.extend_from_slice(value);
-        self.push(Event::Bytes(field, start, self.tape.bytes.len()))
+        self.value(field, LEN, Event::Bytes(field, start, self.tape.bytes.len()))
     }
 
     fn submessage_end(&mut self, field: u32) -> ControlFlow<(), SubmessageAs> {
@@ -292,7 +291,8 @@ impl FieldSink for Recorder<'_> {
         let Some(close) = self.opens.pop() else { return ControlFlow::Break(()) };
         self.plans.pop();
         let inside = self.tape.events.len() - close - 1;
-        self.push(Event::Open(field, inside))
+        self.tape.events.push(Event::Open(field, inside));
+        ControlFlow::Continue(())
     }
 
     fn group(&mut self, _field: u32, _start: bool) -> ControlFlow<()> {
