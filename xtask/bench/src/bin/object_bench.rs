@@ -533,7 +533,8 @@ fn write_object(
 
         let start = Instant::now();
         let url = format!("s3://{bucket}/written.riegeli");
-        let sink = ObjectSink::with_store(Arc::clone(s3), Path::from("written.riegeli"), &url, UploadConfig::default())?;
+        let sink =
+            ObjectSink::with_store(Arc::clone(s3), Path::from("written.riegeli"), &url, UploadConfig::default())?;
         let counters = sink.counters();
         let mut writer = RecordWriter::with_io_thread(Destination::Object(Box::new(sink)), options.clone())?;
         for i in 0..n {
