@@ -6,10 +6,11 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Schema, SchemaRef};
 use prost_reflect::MessageDescriptor;
-use riegeli_codec::FieldProjection;
+use riegeli_codec::{DecodeLimits, FieldProjection, TransposedChunkDecoder};
 use riegeli_records::RecordPosition;
 
 use crate::columns::Column;
+use crate::direct::Tape;
 use crate::error::{Error, ErrorKind, Result};
 use crate::plan::RecordPlan;
 use crate::walker::Walker;
@@ -119,6 +120,16 @@ pub struct ProtoDecoder {
     skipped: SkippedRecords,
     /// Records pushed so far, bad ones included: the index of the next.
     index: u64,
+    /// The direct path for transposed chunks, if the plan allows it (see
+    /// `crate::direct`).
+    direct: Option<Box<Direct>>,
+}
+
+/// The state of the direct path: a decoder of transposed chunks and its tape.
+#[derive(Debug, Default)]
+struct Direct {
+    decoder: TransposedChunkDecoder,
+    tape: Tape,
 }
 
 impl ProtoDecoder {
@@ -151,6 +162,7 @@ impl ProtoDecoder {
     ) -> Result<Self> {
         let plan = RecordPlan::new(message, projection)?;
         let columns = plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
+        let direct = crate::direct::supported(&plan.root).then(Box::default);
         Ok(Self {
             plan,
             columns,
@@ -159,6 +171,7 @@ impl ProtoDecoder {
             bad_records,
             skipped: SkippedRecords::default(),
             index: 0,
+            direct,
         })
     }
 
@@ -196,6 +209,49 @@ impl ProtoDecoder {
                 self.skipped.handle(self.bad_records, bad_record(index, position, &wire))
             }
         }
+    }
+
+    /// Decodes the records of a transposed chunk (its data and header
+    /// values) straight into the batch being built, the fields outside
+    /// `projection` (or, if it includes all, outside the columns) not even
+    /// decompressed. Returns `false`, with nothing pushed, if the direct
+    /// path does not handle the chunk (maps or oneofs in the columns, a
+    /// damaged chunk, a record that is not a valid message, ...): its records
+    /// are then to be [`push`](Self::push)ed as usual, which reports what is
+    /// wrong.
+    pub(crate) fn push_transposed(
+        &mut self,
+        data: &[u8],
+        (num_records, decoded_data_size): (u64, u64),
+        limits: &DecodeLimits,
+        projection: &FieldProjection,
+    ) -> bool {
+        let Some(direct) = &mut self.direct else { return false };
+        let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
+        let mut recorder = direct.tape.recorder(&self.plan.root);
+        let decoded =
+            direct.decoder.decode_to_sink(data, num_records, decoded_data_size, limits, projection, &mut recorder);
+        if !matches!(decoded, Ok(std::ops::ControlFlow::Continue(()))) {
+            return false;
+        }
+        match direct.tape.replay(&self.plan.root, &mut self.columns) {
+            Ok(rows) => {
+                self.rows += rows;
+                self.index += rows as u64;
+                true
+            }
+            Err(crate::direct::GiveUp) => {
+                for column in &mut self.columns {
+                    column.truncate(self.rows);
+                }
+                false
+            }
+        }
+    }
+
+    /// Whether [`push_transposed`](Self::push_transposed) may take chunks.
+    pub(crate) fn has_direct_path(&self) -> bool {
+        self.direct.is_some()
     }
 
     /// Makes `index` the index of the next record pushed (in error

@@ -23,7 +23,14 @@
 //!
 //! Records are parsed by a hand-written protobuf wire walker that writes
 //! straight into Arrow buffers; a record that is not a valid message is an
-//! error naming it, or is skipped and counted ([`BadRecords`]).
+//! error naming it, or is skipped and counted ([`BadRecords`]). An
+//! [`ArrowReader`] takes transposed chunks of protobuf messages straight
+//! into the same buffers, with no serialized record in between: the field
+//! values the chunk's decoder hands out (only those of the projected fields'
+//! buckets, the others not even decompressed) are replayed through the
+//! walker's code. Columns with maps or real oneofs, and chunks with anything
+//! the walker would have to judge (a bad record, damage), go through their
+//! records as above ([`ArrowReaderOptions::direct`]).
 //!
 //! # Example
 //!
@@ -75,6 +82,7 @@ mod array_record;
 mod columns;
 mod decoder;
 mod descriptor;
+mod direct;
 mod error;
 mod example;
 mod json;

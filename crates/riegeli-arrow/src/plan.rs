@@ -178,6 +178,8 @@ pub(crate) struct MessagePlan {
     pub(crate) fields: Vec<FieldPlan>,
     pub(crate) lookup: Lookup,
     pub(crate) num_oneofs: usize,
+    /// The number of members of each oneof (1 for proto3 `optional`).
+    pub(crate) oneof_members: Vec<usize>,
     /// Indices in `fields` of the singular scalars (which the walker's step
     /// 1 pushes) and of the others (messages, lists, maps: step 2's work).
     pub(crate) singular_scalars: Vec<usize>,
@@ -287,6 +289,7 @@ impl Builder {
             fields: Vec::new(),
             lookup: Lookup::default(),
             num_oneofs: message.oneofs().len(),
+            oneof_members: message.oneofs().map(|o| o.fields().len()).collect(),
             singular_scalars: Vec::new(),
             others: Vec::new(),
             arrow: Fields::empty(),

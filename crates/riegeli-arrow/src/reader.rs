@@ -5,7 +5,7 @@ use std::io::{Read, Seek};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use prost_reflect::MessageDescriptor;
-use riegeli_codec::FieldProjection;
+use riegeli_codec::{DecodeLimits, FieldProjection};
 use riegeli_records::{RecordPosition, RecordReader};
 
 use crate::decoder::{BadRecords, ProtoDecoder, SkippedRecords};
@@ -44,11 +44,23 @@ pub struct ArrowReaderOptions {
     pub bad_records: BadRecords,
     /// What the records are (default: the type in the file's metadata).
     pub format: RecordFormat,
+    /// Decode transposed chunks of protobuf messages straight into the
+    /// columns, no serialized message in between (default `true`); a chunk
+    /// this cannot do exactly (maps or oneofs among the columns, a record
+    /// that is not a valid message, ...) is read through its records all the
+    /// same. `false` reads every chunk through its records: the same batches.
+    pub direct: bool,
 }
 
 impl Default for ArrowReaderOptions {
     fn default() -> Self {
-        Self { batch_size: 8192, projection: None, bad_records: BadRecords::Fail, format: RecordFormat::FromMetadata }
+        Self {
+            batch_size: 8192,
+            projection: None,
+            bad_records: BadRecords::Fail,
+            format: RecordFormat::FromMetadata,
+            direct: true,
+        }
     }
 }
 
@@ -98,6 +110,13 @@ pub struct ArrowReader<R> {
     reader: RecordReader<R>,
     decoder: Decoder,
     batch_size: usize,
+    /// Whether transposed chunks go straight into the columns.
+    direct: bool,
+    /// Rows decoded but not yet returned: a transposed chunk is decoded
+    /// whole, and may fill more than a batch.
+    pending: Option<RecordBatch>,
+    /// Chunks decoded straight into the columns so far.
+    direct_chunks: u64,
     done: bool,
 }
 
@@ -117,6 +136,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
+        let direct = options.direct;
         let (decoder, batch_size) = match Self::decoder(&mut reader, options) {
             Ok(decoder) => decoder,
             Err(error) => return Err(Box::new((error, reader))),
@@ -126,7 +146,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         {
             return Err(Box::new((error.into(), reader)));
         }
-        Ok(Self { reader, decoder, batch_size, done: false })
+        Ok(Self { reader, decoder, batch_size, direct, pending: None, direct_chunks: 0, done: false })
     }
 }
 
@@ -145,8 +165,11 @@ impl<R: Read> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
+        let direct = options.direct;
         match Self::decoder(&mut reader, options) {
-            Ok((decoder, batch_size)) => Ok(Self { reader, decoder, batch_size, done: false }),
+            Ok((decoder, batch_size)) => {
+                Ok(Self { reader, decoder, batch_size, direct, pending: None, direct_chunks: 0, done: false })
+            }
             Err(error) => Err(Box::new((error, reader))),
         }
     }
@@ -173,7 +196,34 @@ impl<R: Read> ArrowReader<R> {
     /// the end of the file.
     pub fn next_batch_up_to(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
         let max_rows = max_rows.max(1);
-        while !self.done && self.decoder.num_rows() < max_rows {
+        let pending_rows = |pending: &Option<RecordBatch>| pending.as_ref().map_or(0, RecordBatch::num_rows);
+        let direct = self.direct && self.decoder.has_direct_path();
+        while !self.done && pending_rows(&self.pending) + self.decoder.num_rows() < max_rows {
+            if direct {
+                let (decoder, taken) = (&mut self.decoder, &mut self.direct_chunks);
+                let left = self.reader.decode_next_chunk_with(|chunk, options| {
+                    let limits = DecodeLimits {
+                        max_decoded_size: options.chunks.max_decoded_size,
+                        max_num_records: options.chunks.max_num_records,
+                    };
+                    let header = (chunk.header.num_records(), chunk.header.decoded_data_size());
+                    let took = decoder.push_transposed(&chunk.data, header, &limits, &options.field_projection);
+                    *taken += u64::from(took);
+                    took
+                })?;
+                let Some(left) = left else {
+                    self.done = true;
+                    break;
+                };
+                // The records of a chunk not taken, as many as the batch needs.
+                let wanted = max_rows - (pending_rows(&self.pending) + self.decoder.num_rows()).min(max_rows);
+                for _ in 0..left.min(wanted) {
+                    let Some(record) = self.reader.read_record()? else { break };
+                    let position = self.reader.last_pos();
+                    self.decoder.push(&record, position)?;
+                }
+                continue;
+            }
             let Some(record) = self.reader.read_record()? else {
                 self.done = true;
                 break;
@@ -181,15 +231,33 @@ impl<R: Read> ArrowReader<R> {
             let position = self.reader.last_pos();
             self.decoder.push(&record, position)?;
         }
-        if self.decoder.num_rows() == 0 && self.done {
-            return Ok(None);
+        let batch = match self.pending.take() {
+            None if self.decoder.num_rows() == 0 && self.done => return Ok(None),
+            None => self.decoder.flush()?,
+            Some(pending) if pending.num_rows() >= max_rows => pending,
+            Some(pending) if self.decoder.num_rows() == 0 => pending,
+            Some(pending) => {
+                let rest = self.decoder.flush()?;
+                arrow_select::concat::concat_batches(&pending.schema(), [&pending, &rest])?
+            }
+        };
+        if batch.num_rows() > max_rows {
+            self.pending = Some(batch.slice(max_rows, batch.num_rows() - max_rows));
+            return Ok(Some(batch.slice(0, max_rows)));
         }
-        self.decoder.flush().map(Some)
+        Ok(Some(batch))
     }
 
     /// The records left out so far under [`BadRecords::Skip`].
     pub fn skipped(&self) -> &SkippedRecords {
         self.decoder.skipped()
+    }
+
+    /// How many transposed chunks were decoded straight into the columns so
+    /// far (see [`ArrowReaderOptions::direct`]); the other chunks were read
+    /// through their records.
+    pub fn direct_chunks(&self) -> u64 {
+        self.direct_chunks
     }
 
     /// The field numbers the columns need, if not all: what
@@ -294,6 +362,26 @@ impl Decoder {
         match self {
             Self::Proto(d) => d.set_next_index(index),
             Self::Example { decoder, .. } => decoder.set_next_index(index),
+        }
+    }
+
+    /// Whether transposed chunks can go straight into the columns.
+    pub(crate) fn has_direct_path(&self) -> bool {
+        matches!(self, Self::Proto(d) if d.has_direct_path())
+    }
+
+    /// See [`ProtoDecoder::push_transposed`]; always `false` for
+    /// `tf.train.Example`s.
+    pub(crate) fn push_transposed(
+        &mut self,
+        data: &[u8],
+        header: (u64, u64),
+        limits: &DecodeLimits,
+        projection: &FieldProjection,
+    ) -> bool {
+        match self {
+            Self::Proto(d) => d.push_transposed(data, header, limits, projection),
+            Self::Example { .. } => false,
         }
     }
 

@@ -407,58 +407,93 @@ fn read_push(
     record: &[u8],
     column: &mut Column,
 ) -> Result<(), WireError> {
-    // The plans give each scalar type its column type, so after one
-    // dispatch on the wire type, the matches below always go one way.
-    #[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low 32 bits, as in protobuf")]
     match scalar.wire_type() {
-        VARINT => {
-            let v = cursor.varint()?;
-            match (scalar, column) {
-                (Scalar::Int64, Column::Int64(p)) => p.push(v.cast_signed()),
-                (Scalar::Uint64, Column::UInt64(p)) => p.push(v),
-                (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((v as u32).cast_signed()),
-                (Scalar::Uint32, Column::UInt32(p)) => p.push(v as u32),
-                (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(v as u32)),
-                (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(v)),
-                (Scalar::Bool, Column::Bool(p)) => p.push(v != 0),
-                // The plans give numbers these columns.
-                _ => {}
-            }
-        }
-        FIXED32 => {
-            let v = cursor.fixed32()?;
-            match column {
-                Column::UInt32(p) => p.push(v),
-                Column::Int32(p) => p.push(v.cast_signed()),
-                Column::Float32(p) => p.push(f32::from_bits(v)),
-                _ => {}
-            }
-        }
-        FIXED64 => {
-            let v = cursor.fixed64()?;
-            match column {
-                Column::UInt64(p) => p.push(v),
-                Column::Int64(p) => p.push(v.cast_signed()),
-                Column::Float64(p) => p.push(f64::from_bits(v)),
-                _ => {}
-            }
-        }
+        VARINT => push_varint(scalar, column, cursor.varint()?),
+        FIXED32 => push_fixed32(column, cursor.fixed32()?),
+        FIXED64 => push_fixed64(column, cursor.fixed64()?),
         _ => {
             let (s, e) = cursor.len_delimited()?;
-            if scalar == Scalar::String {
-                check_utf8(record, s, e, field)?;
-            }
-            push_bytes(column, record.get(s..e).unwrap_or_default());
+            push_len(scalar, field, record.get(s..e).unwrap_or_default(), s, column)?;
         }
     }
     Ok(())
 }
 
-/// Checks that a string is UTF-8: ASCII (the usual case) inline, anything
-/// else by the standard library.
+// The per-value code of the walker, shared with the direct path
+// (`crate::direct`), which gets values already read from the wire. The
+// plans give each scalar type its column type, so the matches below always
+// go one way.
+
+/// Pushes the varint `v`, a value of `scalar`, onto `column`.
 #[inline]
-fn check_utf8(record: &[u8], start: usize, end: usize, field: &FieldPlan) -> Result<(), WireError> {
-    let bytes = record.get(start..end).unwrap_or_default();
+#[allow(clippy::cast_possible_truncation, reason = "32-bit values are the low 32 bits, as in protobuf")]
+pub(crate) fn push_varint(scalar: Scalar, column: &mut Column, v: u64) {
+    match (scalar, column) {
+        (Scalar::Int64, Column::Int64(p)) => p.push(v.cast_signed()),
+        (Scalar::Uint64, Column::UInt64(p)) => p.push(v),
+        (Scalar::Int32 | Scalar::Enum, Column::Int32(p)) => p.push((v as u32).cast_signed()),
+        (Scalar::Uint32, Column::UInt32(p)) => p.push(v as u32),
+        (Scalar::Sint32, Column::Int32(p)) => p.push(zigzag32(v as u32)),
+        (Scalar::Sint64, Column::Int64(p)) => p.push(zigzag64(v)),
+        (Scalar::Bool, Column::Bool(p)) => p.push(v != 0),
+        // The plans give numbers these columns.
+        _ => {}
+    }
+}
+
+/// Pushes the fixed32 value `v` onto `column`.
+#[inline]
+pub(crate) fn push_fixed32(column: &mut Column, v: u32) {
+    match column {
+        Column::UInt32(p) => p.push(v),
+        Column::Int32(p) => p.push(v.cast_signed()),
+        Column::Float32(p) => p.push(f32::from_bits(v)),
+        _ => {}
+    }
+}
+
+/// Pushes the fixed64 value `v` onto `column`.
+#[inline]
+pub(crate) fn push_fixed64(column: &mut Column, v: u64) {
+    match column {
+        Column::UInt64(p) => p.push(v),
+        Column::Int64(p) => p.push(v.cast_signed()),
+        Column::Float64(p) => p.push(f64::from_bits(v)),
+        _ => {}
+    }
+}
+
+/// Pushes `bytes`, a string or bytes value of `field` (at offset `at` of its
+/// record, for errors), onto `column`: a string must be UTF-8.
+#[inline]
+pub(crate) fn push_len(
+    scalar: Scalar,
+    field: &FieldPlan,
+    bytes: &[u8],
+    at: usize,
+    column: &mut Column,
+) -> Result<(), WireError> {
+    if scalar == Scalar::String {
+        check_utf8(bytes, at, field)?;
+    }
+    push_bytes(column, bytes);
+    Ok(())
+}
+
+/// Pushes the packed values of `scalar` in `bytes` onto `child`.
+pub(crate) fn push_packed(scalar: Scalar, bytes: &[u8], child: &mut Column) -> Result<(), WireError> {
+    let mut packed = Cursor::new(bytes, 0, bytes.len());
+    while !packed.is_empty() {
+        let bits = read_scalar(&mut packed, scalar)?;
+        push_bits(child, bits);
+    }
+    Ok(())
+}
+
+/// Checks that a string (at offset `start` of its record) is UTF-8: ASCII
+/// (the usual case) inline, anything else by the standard library.
+#[inline]
+fn check_utf8(bytes: &[u8], start: usize, field: &FieldPlan) -> Result<(), WireError> {
     if bytes.is_ascii() {
         return Ok(());
     }
@@ -487,12 +522,7 @@ fn read_repeated(
 ) -> Result<(), WireError> {
     if wire_type == LEN && scalar.packable() {
         let (s, e) = cursor.len_delimited()?;
-        let mut packed = Cursor::new(record, s, e);
-        while !packed.is_empty() {
-            let bits = read_scalar(&mut packed, scalar)?;
-            push_bits(child, bits);
-        }
-        return Ok(());
+        return push_packed(scalar, record.get(s..e).unwrap_or_default(), child).map_err(|e| e.at(s));
     }
     expect_wire_type(cursor, field, wire_type, scalar.wire_type(), scalar.name())?;
     read_push(cursor, scalar, field, record, child)
@@ -522,7 +552,7 @@ fn push_bytes(column: &mut Column, bytes: &[u8]) {
 }
 
 /// A null if the column is nullable, else the default value.
-fn push_absent(column: &mut Column) {
+pub(crate) fn push_absent(column: &mut Column) {
     match column {
         Column::Bool(p) => p.push_absent(),
         Column::Int32(p) => p.push_absent(),

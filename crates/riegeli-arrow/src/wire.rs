@@ -36,6 +36,13 @@ impl WireError {
     pub(crate) fn new(offset: usize, reason: impl Into<String>) -> Self {
         Self { offset, reason: reason.into() }
     }
+
+    /// The error with its offset moved by `base`: for an error found in a
+    /// slice that begins at `base` of its record.
+    pub(crate) fn at(mut self, base: usize) -> Self {
+        self.offset += base;
+        self
+    }
 }
 
 impl fmt::Display for WireError {

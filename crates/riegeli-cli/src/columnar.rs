@@ -102,6 +102,7 @@ fn reader_options(args: &ToParquet<'_>, format: RecordFormat) -> ArrowReaderOpti
         projection: args.columns.clone(),
         bad_records: BadRecords::Fail,
         format,
+        ..Default::default()
     }
 }
 

@@ -583,3 +583,50 @@ fn varint(mut n: usize) -> Vec<u8> {
     out.push(n as u8);
     out
 }
+
+/// The outputs of `write`, `convert`, `concat` and `recover` take `s3://` and `az://` URLs
+/// (objects written by multipart upload), and what they write reads back as the local file
+/// the same command writes; an `http://` output is refused.
+#[test]
+#[ignore = "needs the servers of `cargo xtask objects`"]
+fn live_commands_write_s3_and_azure_urls() {
+    let env = |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name}: run `cargo xtask objects`"));
+    let (bucket, container, http) =
+        (env("RIEGELI_TEST_S3_BUCKET"), env("RIEGELI_TEST_AZ_CONTAINER"), env("RIEGELI_TEST_HTTP_URL"));
+    let dir = scratch_dir("live-write");
+    let local = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    let golden = testdata("valid/transposed_zstd.riegeli");
+    let golden = golden.to_str().unwrap();
+    let lines: String = (0..5000).map(|i| format!("line {i} {}\n", "x".repeat(i % 300))).collect();
+    let run = |args: &[&str], stdin: &[u8]| {
+        let out = riegeli(args, stdin);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    };
+    let same = |url: &str, path: &str| {
+        let want = riegeli(&["cat", "--format", "json", path], b"");
+        let got = riegeli(&["cat", "--format", "json", url], b"");
+        assert!(got.status.success(), "{url}: {}", text(&got.stderr));
+        assert!(!want.stdout.is_empty());
+        assert_eq!(text(&got.stdout).replace(url, path), text(&want.stdout), "{url}");
+    };
+    let run_id = std::process::id();
+    for base in [format!("s3://{bucket}/cli-written-{run_id}"), format!("az://{container}/cli-written-{run_id}")] {
+        let url = |name: &str| format!("{base}/{name}");
+        let write = ["write", "--options", "zstd:3,chunk_size:4k", "--input-format", "lines"];
+        run(&[&write[..], &[url("lines.riegeli").as_str()]].concat(), lines.as_bytes());
+        run(&[&write[..], &[local("lines.riegeli").as_str()]].concat(), lines.as_bytes());
+        same(&url("lines.riegeli"), &local("lines.riegeli"));
+        let convert = ["convert", golden];
+        run(&[&convert[..], &[url("converted.array_record").as_str(), "--to", "array-record"]].concat(), b"");
+        run(&[&convert[..], &[local("converted.array_record").as_str(), "--to", "array-record"]].concat(), b"");
+        same(&url("converted.array_record"), &local("converted.array_record"));
+        run(&["concat", &url("concat.riegeli"), &url("lines.riegeli"), golden], b"");
+        run(&["concat", &local("concat.riegeli"), &local("lines.riegeli"), golden], b"");
+        same(&url("concat.riegeli"), &local("concat.riegeli"));
+        run(&["recover", &url("concat.riegeli"), &url("recovered.riegeli")], b"");
+        run(&["recover", &local("concat.riegeli"), &local("recovered.riegeli")], b"");
+        same(&url("recovered.riegeli"), &local("recovered.riegeli"));
+    }
+    let out = riegeli(&["convert", golden, &format!("{http}/written.riegeli")], b"");
+    assert_one_line_error(&out, 1, "http");
+}

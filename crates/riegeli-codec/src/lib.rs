@@ -41,5 +41,5 @@ pub use crate::{
     limits::DecodeLimits,
     recycle::{Homing, Recycler, Reusable},
     simple::{SimpleChunkDecoder, SimpleChunkEncoder},
-    transpose::{FieldProjection, TransposedChunkDecoder, TransposedChunkEncoder},
+    transpose::{FieldProjection, FieldSink, SubmessageAs, TransposedChunkDecoder, TransposedChunkEncoder},
 };

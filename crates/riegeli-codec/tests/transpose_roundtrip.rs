@@ -3,12 +3,13 @@
 //! projection of the records keeps.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use bytes::Bytes;
 use proptest::prelude::*;
 use riegeli_codec::{
-    CodecErrorKind, CompressionType, CompressorOptions, DecodeLimits, Decompressor, FieldProjection,
-    TransposedChunkDecoder, TransposedChunkEncoder,
+    CodecErrorKind, CompressionType, CompressorOptions, DecodeLimits, Decompressor, FieldProjection, FieldSink,
+    SubmessageAs, TransposedChunkDecoder, TransposedChunkEncoder,
 };
 
 use super::transpose_gen::{Gen, Msg, edge_cases, put_tag, put_varint};
@@ -348,8 +349,19 @@ proptest! {
         let mut decoder = TransposedChunkDecoder::new();
         let limits = DecodeLimits { max_decoded_size: 1 << 20, max_num_records: 1 << 10 };
         for projection in [FieldProjection::all(), FieldProjection::from_paths([&[1][..], &[2, 0]]).unwrap()] {
-            if let Ok(records) = decoder.decode(Bytes::from(data.clone()), n, size, &limits, &projection) {
+            let decoded = decoder.decode(Bytes::from(data.clone()), n, size, &limits, &projection);
+            if let Ok(records) = &decoded {
                 prop_assert_eq!(records.len() as u64, n);
+            }
+            // The sink's decode never panics either, and takes only what
+            // `decode` takes, with the same records.
+            for serialized in [false, true] {
+                let mut sink = Reserializer::new(serialized);
+                if let Ok(ControlFlow::Continue(())) = decoder.decode_to_sink(&data, n, size, &limits, &projection, &mut sink) {
+                    let records = decoded.as_ref().expect("the sink took a chunk decode rejects");
+                    let records: Vec<Vec<u8>> = records.iter().map(|r| r.to_vec()).collect();
+                    prop_assert_eq!(sink.into_records(), records);
+                }
             }
         }
     }
@@ -459,4 +471,213 @@ fn buffers_decoded_into_again_give_the_same_records() {
     drop(decoded);
     let _ = decode_again();
     assert_eq!(kept.to_vec(), chunks[0][0]);
+}
+
+/// A [`FieldSink`] that serializes what it is given again, backwards as it
+/// comes, into records: what `decode` returns, if the sink gets every field.
+/// With `serialized`, it takes every submessage serialized.
+struct Reserializer {
+    serialized: bool,
+    /// The record being built, reversed.
+    current: Vec<u8>,
+    /// `current.len()` at each open submessage's end.
+    open: Vec<usize>,
+    /// Records, last first.
+    records: Vec<Vec<u8>>,
+}
+
+impl Reserializer {
+    fn new(serialized: bool) -> Self {
+        Self { serialized, current: Vec::new(), open: Vec::new(), records: Vec::new() }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.current.extend(bytes.iter().rev());
+    }
+
+    fn put_varint(&mut self, value: u64) {
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, value);
+        self.put(&bytes);
+    }
+
+    fn put_tag(&mut self, field: u32, wire_type: u32) {
+        self.put_varint(u64::from(field) << 3 | u64::from(wire_type));
+    }
+
+    /// The records in file order.
+    fn into_records(self) -> Vec<Vec<u8>> {
+        self.records.into_iter().rev().collect()
+    }
+}
+
+impl FieldSink for Reserializer {
+    fn record_start(&mut self) -> ControlFlow<()> {
+        let mut record = std::mem::take(&mut self.current);
+        record.reverse();
+        self.records.push(record);
+        ControlFlow::Continue(())
+    }
+    fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.put_varint(value);
+        self.put_tag(field, 0);
+        ControlFlow::Continue(())
+    }
+    fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
+        self.put(&value.to_le_bytes());
+        self.put_tag(field, 5);
+        ControlFlow::Continue(())
+    }
+    fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.put(&value.to_le_bytes());
+        self.put_tag(field, 1);
+        ControlFlow::Continue(())
+    }
+    fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
+        self.put(value);
+        self.put_varint(value.len() as u64);
+        self.put_tag(field, 2);
+        ControlFlow::Continue(())
+    }
+    fn submessage_end(&mut self, _: u32) -> ControlFlow<(), SubmessageAs> {
+        if self.serialized {
+            return ControlFlow::Continue(SubmessageAs::Serialized);
+        }
+        self.open.push(self.current.len());
+        ControlFlow::Continue(SubmessageAs::Fields)
+    }
+    fn submessage_start(&mut self, field: u32) -> ControlFlow<()> {
+        let Some(end) = self.open.pop() else { return ControlFlow::Break(()) };
+        self.put_varint((self.current.len() - end) as u64);
+        self.put_tag(field, 2);
+        ControlFlow::Continue(())
+    }
+    fn group(&mut self, field: u32, start: bool) -> ControlFlow<()> {
+        self.put_tag(field, if start { 3 } else { 4 });
+        ControlFlow::Continue(())
+    }
+    fn non_proto(&mut self, record: &[u8]) -> ControlFlow<()> {
+        self.put(record);
+        ControlFlow::Continue(())
+    }
+}
+
+/// Counts records and stops at the `stop_at`-th call.
+struct Stopper {
+    calls: usize,
+    stop_at: usize,
+}
+
+impl Stopper {
+    fn step(&mut self) -> ControlFlow<()> {
+        self.calls += 1;
+        if self.calls >= self.stop_at { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    }
+}
+
+impl FieldSink for Stopper {
+    fn record_start(&mut self) -> ControlFlow<()> {
+        self.step()
+    }
+    fn varint(&mut self, _: u32, _: u64) -> ControlFlow<()> {
+        self.step()
+    }
+    fn fixed32(&mut self, _: u32, _: u32) -> ControlFlow<()> {
+        self.step()
+    }
+    fn fixed64(&mut self, _: u32, _: u64) -> ControlFlow<()> {
+        self.step()
+    }
+    fn bytes(&mut self, _: u32, _: &[u8]) -> ControlFlow<()> {
+        self.step()
+    }
+    fn submessage_end(&mut self, _: u32) -> ControlFlow<(), SubmessageAs> {
+        match self.step() {
+            ControlFlow::Continue(()) => ControlFlow::Continue(SubmessageAs::Fields),
+            ControlFlow::Break(()) => ControlFlow::Break(()),
+        }
+    }
+    fn submessage_start(&mut self, _: u32) -> ControlFlow<()> {
+        self.step()
+    }
+    fn group(&mut self, _: u32, _: bool) -> ControlFlow<()> {
+        self.step()
+    }
+    fn non_proto(&mut self, _: &[u8]) -> ControlFlow<()> {
+        self.step()
+    }
+}
+
+fn to_sink<F: FieldSink>(
+    data: &[u8],
+    records: &[Vec<u8>],
+    projection: &FieldProjection,
+    sink: &mut F,
+) -> Result<ControlFlow<()>, riegeli_codec::CodecError> {
+    let size: usize = records.iter().map(Vec::len).sum();
+    TransposedChunkDecoder::new().decode_to_sink(
+        data,
+        records.len() as u64,
+        size as u64,
+        &DecodeLimits::default(),
+        projection,
+        sink,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The sink is given every field of every record: serialized again, they
+    /// are the records `decode` returns (field by field, and with
+    /// submessages taken serialized), projected or not.
+    #[test]
+    fn sink_gets_what_decode_serializes(
+        records in proptest::collection::vec(record(), 0..30),
+        paths in proptest::collection::vec(path(), 0..4),
+        compressed in any::<bool>(),
+    ) {
+        let t = if compressed && codec_available(CompressionType::Zstd) { CompressionType::Zstd } else { CompressionType::None };
+        let data = encode(&records, t, 64);
+        for projection in [FieldProjection::all(), FieldProjection::from_paths(&paths).unwrap()] {
+            let expected = decode(&mut TransposedChunkDecoder::new(), &data, &records, &projection);
+            for serialized in [false, true] {
+                let mut sink = Reserializer::new(serialized);
+                prop_assert_eq!(to_sink(&data, &records, &projection, &mut sink).unwrap(), ControlFlow::Continue(()));
+                prop_assert_eq!(sink.into_records(), expected.clone());
+            }
+        }
+    }
+
+    /// A sink that stops makes the decode stop, with no error.
+    #[test]
+    fn sink_stops_decoding(records in proptest::collection::vec(record(), 1..20), stop_at in 1usize..20) {
+        let data = encode(&records, CompressionType::None, u64::MAX);
+        let mut sink = Stopper { calls: 0, stop_at };
+        let flow = to_sink(&data, &records, &FieldProjection::all(), &mut sink).unwrap();
+        prop_assert_eq!(flow == ControlFlow::Break(()), sink.calls >= stop_at);
+        prop_assert!(sink.calls <= stop_at);
+    }
+
+    /// Damaged chunk data: the sink's decode fails or stops where `decode`
+    /// fails, never panics, and succeeds only where `decode` succeeds.
+    #[test]
+    fn sink_on_damaged_chunks(records in proptest::collection::vec(record(), 1..20), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut data = encode(&records, CompressionType::None, u64::MAX);
+        let i = at.index(data.len());
+        data[i] = byte;
+        let size: usize = records.iter().map(Vec::len).sum();
+        let decoded = TransposedChunkDecoder::new().decode(
+            Bytes::copy_from_slice(&data), records.len() as u64, size as u64, &DecodeLimits::default(), &FieldProjection::all());
+        let mut sink = Reserializer::new(false);
+        match to_sink(&data, &records, &FieldProjection::all(), &mut sink) {
+            Ok(ControlFlow::Continue(())) => {
+                let decoded = decoded.expect("the sink took a chunk decode rejects");
+                let decoded: Vec<Vec<u8>> = decoded.iter().map(|r| r.to_vec()).collect();
+                prop_assert_eq!(sink.into_records(), decoded);
+            }
+            Ok(ControlFlow::Break(())) => {}
+            Err(_) => prop_assert!(decoded.is_err()),
+        }
+    }
 }

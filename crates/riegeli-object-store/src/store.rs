@@ -158,8 +158,8 @@ pub(crate) async fn read_body(answer: object_store::GetResult, stall: std::time:
         };
         pieces.push(piece);
         if pieces.len() > expected {
-            return Err(object_store::Error::Generic {
-                store: "riegeli-object-store",
+            // Not tried again: a server (or proxy) that ignores ranges answers a retry the same.
+            return Err(object_store::Error::NotSupported {
                 source: format!("the server sent more than the {expected} bytes of {range:?}").into(),
             });
         }

@@ -89,7 +89,7 @@ pub(crate) fn args(
         }
     };
     let bad_records = if skip_bad_records { BadRecords::Skip } else { BadRecords::Fail };
-    let options = ArrowReaderOptions { batch_size, projection, bad_records, format };
+    let options = ArrowReaderOptions { batch_size, projection, bad_records, format, ..Default::default() };
     Ok(Args { options, max_rows })
 }
 

@@ -37,6 +37,9 @@ struct State {
     /// For a path or a URL: the counters of the upload (`io_stats()`), and whether
     /// `FlushType.FROM_MACHINE` syncs through the destination (else through `fileno()`).
     counters: Option<riegeli_object_store::UploadCounters>,
+    /// Whether `dest` is an object's URL: leaving a `with` block by an exception then
+    /// abandons the upload (no object appears) rather than finishing it.
+    object: bool,
     /// Once closed: `pos` and `last_pos` then (Google's answer them after `close()`).
     closed_at: Option<Positions>,
     /// What writing raised (as C++, the writer has failed): later writes and every
@@ -255,12 +258,14 @@ impl RecordWriter {
                     Dest::Path(created) => created.counters(),
                     Dest::Py(_) => riegeli_object_store::UploadCounters::default(),
                 };
+                let object = matches!(&created, Dest::Path(riegeli_object_store::Destination::Object(_)));
                 let writer = py.detach(|| Inner::with_io_thread(created, options)).map_err(|e| to_py(py, &e))?;
                 State {
                     writer: Some(writer),
                     dest: dest.clone().unbind(),
                     owned_file: None,
                     counters: Some(counters),
+                    object,
                     closed_at: None,
                     failure: None,
                 }
@@ -281,6 +286,7 @@ impl RecordWriter {
                     dest: dest.clone().unbind(),
                     owned_file: owns_dest.then(|| PerProcess::from(dest.clone().unbind())),
                     counters: None,
+                    object: false,
                     closed_at: None,
                     failure: None,
                 }
@@ -302,6 +308,17 @@ impl RecordWriter {
         traceback: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let _ = (exc_value, traceback);
+        if !exc_type.is_none() {
+            // An object appears only when its writer closes: a block that failed leaves none
+            // (a local file is finished with what was written, as Google's writer does).
+            let state = self.state(py)?;
+            if state.object
+                && let Some(writer) = state.writer.take()
+            {
+                py.detach(|| drop(writer));
+                return Ok(false);
+            }
+        }
         crate::errors::closed_on_exit(self.close(py), exc_type)
     }
 

@@ -1,4 +1,4 @@
-"""Reading through URLs: `RecordReader`, `ArrayRecordReader` and `ArrayRecordDataSource` given
+"""Reading and writing through URLs: `RecordReader`, `ArrayRecordReader` and `ArrayRecordDataSource` given
 `s3://BUCKET/key` (an S3-compatible server, moto), `az://CONTAINER/key` (Azure Blob Storage's
 emulator, Azurite), `http://host/name` (a static server with range requests, nginx) and
 `gs://BUCKET/key` (object_store's GCS client reading anonymously from nginx, at GCS's XML API
@@ -280,6 +280,97 @@ def test_record_reader_missing_bucket(s3):
 def test_record_reader_url_rejects_assumed_pos(urls):
     with pytest.raises(riegeli.InvalidArgumentError):
         riegeli.RecordReader(urls['small-chunks.riegeli'], assumed_pos=0)
+
+
+# Writers given URLs.
+
+WRITABLE = [
+    's3',
+    pytest.param(
+        'az',
+        marks=pytest.mark.skipif(
+            not (AZ_CONTAINER and AZ_CONNECTION), reason='RIEGELI_TEST_AZ_CONTAINER or RIEGELI_TEST_AZ_CONNECTION unset'
+        ),
+    ),
+]
+
+
+def _writable_url(kind: str, name: str) -> str:
+    key = f'{PREFIX}/written/{uuid.uuid4().hex}-{name}'
+    if kind == 's3':
+        return f's3://{BUCKET}/{key}'
+    return f'az://{AZ_CONTAINER}/{key}'
+
+
+def _s3_key(url: str) -> str:
+    return url.removeprefix(f's3://{BUCKET}/')
+
+
+@pytest.mark.parametrize('kind', WRITABLE)
+def test_record_writer_writes_an_object_that_reads_back(kind, records, local_files):
+    url = _writable_url(kind, 'written.riegeli')
+    with riegeli.RecordWriter(url, options='zstd,chunk_size:16k') as writer:
+        writer.write_records(records)
+        # A plain flush hands the bytes to the upload; a durable one cannot be promised.
+        writer.flush()
+        with pytest.raises(Exception, match='(?i)durab|support'):
+            writer.flush(riegeli.FlushType.FROM_MACHINE)
+        writer.write_records(records[:10])
+    stats = writer.io_stats()
+    with riegeli.RecordReader(url) as reader:
+        assert list(reader.read_records()) == records + records[:10]
+        size = reader.size()
+    assert stats['requests'] >= 1 and stats['bytes'] == size, stats
+
+
+@pytest.mark.parametrize('kind', WRITABLE)
+def test_array_record_writer_writes_an_object_that_reads_back(kind, ar_records):
+    url = _writable_url(kind, 'written.array_record')
+    writer = ArrayRecordWriter(url, 'group_size:10,zstd:3')
+    for record in ar_records:
+        writer.write(record)
+    writer.close()
+    assert writer.io_stats()['bytes'] > 0
+    reader = ArrayRecordReader(url)
+    assert reader.num_records() == len(ar_records)
+    assert reader.read_all() == ar_records
+    assert reader.read([5, 2000, 7]) == [ar_records[5], ar_records[2000], ar_records[7]]
+    reader.close()
+
+
+def test_writer_failing_inside_with_leaves_no_object_and_no_upload(s3, records):
+    url = _writable_url('s3', 'failed.riegeli')
+    # Big enough for several parts of the multipart upload to be out before the failure.
+    big = [os.urandom(1 << 20) for _ in range(20)]
+    with pytest.raises(KeyError):
+        with riegeli.RecordWriter(url, options='uncompressed') as writer:
+            writer.write_records(big)
+            raise KeyError('the job fails')
+    key = _s3_key(url)
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=key).get('Contents', []) == []
+    assert s3.list_multipart_uploads(Bucket=BUCKET, Prefix=key).get('Uploads', []) == []
+
+
+def test_writer_dropped_unclosed_leaves_no_object(s3, records):
+    url = _writable_url('s3', 'dropped.array_record')
+    writer = ArrayRecordWriter(url, 'group_size:1')
+    for record in records[:100]:
+        writer.write(record)
+    del writer
+    import gc
+
+    gc.collect()
+    key = _s3_key(url)
+    assert s3.list_objects_v2(Bucket=BUCKET, Prefix=key).get('Contents', []) == []
+    assert s3.list_multipart_uploads(Bucket=BUCKET, Prefix=key).get('Uploads', []) == []
+
+
+def test_writers_refuse_http_urls():
+    with pytest.raises(Exception, match='(?i)http'):
+        riegeli.RecordWriter('http://127.0.0.1:9/x.riegeli')
+    # As in C++, an ArrayRecordWriter that cannot create its file is not ok() (no raise).
+    writer = ArrayRecordWriter('http://127.0.0.1:9/x.array_record', '')
+    assert not writer.ok()
 
 
 # ArrayRecordReader.

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use riegeli_codec::{ChunkType, DecodedRecords, FieldProjection};
 use riegeli_framing::{BLOCK_HEADER_SIZE, BLOCK_SIZE, BlockHeader, block_begin, parse_chunk_header};
 
-use crate::chunk_reader::{Damage, Pending, RawChunk, ReadError, Resume};
+use crate::chunk_reader::{Chunk, Damage, Pending, RawChunk, ReadError, Resume};
 use crate::chunk_stream::ChunkStream;
 use crate::decode::{ChunkDecoder, check_signature, parse_metadata};
 use crate::error::{Corruption, Error, ErrorKind, Result};
@@ -22,6 +22,10 @@ use crate::trailer::{Disposition, TrailerDetector};
 
 /// The recovery callback: called with each skipped region; returns whether to keep reading.
 type RecoveryFn = Box<dyn FnMut(&SkippedRegion) -> bool + Send>;
+
+/// The caller's decoder of transposed chunks (see
+/// [`RecordReader::decode_next_chunk_with`]): whether it took the chunk.
+type DirectFn<'a> = dyn FnMut(&RawChunk, &RecordReaderOptions) -> bool + 'a;
 
 #[derive(Debug, Clone)]
 enum MetadataState {
@@ -183,11 +187,63 @@ impl<R: Read> RecordReader<R> {
                 self.index += 1;
                 return Ok(Some(record));
             }
-            if !self.advance_chunk()? {
+            if !self.advance_chunk(None)? {
                 self.last_pos = None;
                 return Ok(None);
             }
         }
+    }
+
+    /// Reads the next chunk with records and offers it to `decode` first,
+    /// for a caller that decodes transposed chunks itself (into columns, say)
+    /// rather than into serialized records. Returns the number of records
+    /// left to [`read_record`](Self::read_record) in the current chunk, or
+    /// `None` at the end of the file.
+    ///
+    /// If records of the current chunk are left, nothing is read: their
+    /// number is returned. Otherwise the next chunk with records is read as
+    /// `read_record` reads it; a transposed chunk whose data hash holds (if
+    /// hashes are verified) goes to `decode` with the reader's options (the
+    /// decode limits and the field projection to apply). If `decode` returns
+    /// `true` it took the chunk: the reader moves past it (its records
+    /// counting as read, [`last_pos`](Self::last_pos) the last one's) and
+    /// returns `Some(0)`. If it returns `false` (a damaged chunk, or one it
+    /// does not handle) the chunk is decoded as usual, into the records
+    /// counted: damage is then an error, or skipped and reported under
+    /// [`set_recovery`](Self::set_recovery), exactly as for `read_record`.
+    /// Other chunks never go to `decode`.
+    ///
+    /// With [`RecordReaderOptions::parallelism`] above 0, chunks are still
+    /// decoded ahead on the threads, whether `decode` takes them or not.
+    ///
+    /// ```
+    /// use riegeli_records::{RecordReader, RecordWriter};
+    ///
+    /// let mut writer = RecordWriter::new(Vec::new(), "transpose".parse()?)?;
+    /// writer.write_record(&[0x08, 0x01])?;
+    /// let file = writer.close()?;
+    /// let mut reader = RecordReader::new(std::io::Cursor::new(file));
+    /// let mut taken = 0;
+    /// let left = reader.decode_next_chunk_with(|chunk, _options| {
+    ///     taken += chunk.header.num_records();
+    ///     true
+    /// })?;
+    /// assert_eq!((left, taken), (Some(0), 1));
+    /// assert_eq!(reader.decode_next_chunk_with(|_, _| true)?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decode_next_chunk_with(
+        &mut self,
+        mut decode: impl FnMut(&Chunk, &RecordReaderOptions) -> bool,
+    ) -> Result<Option<usize>> {
+        if self.index < self.records.len() {
+            return Ok(Some(self.records.len() - self.index));
+        }
+        if !self.advance_chunk(Some(&mut decode))? {
+            self.last_pos = None;
+            return Ok(None);
+        }
+        Ok(Some(self.records.len() - self.index))
     }
 
     /// Reads the next record, borrowed from the reader until the next call
@@ -197,7 +253,7 @@ impl<R: Read> RecordReader<R> {
     /// small.
     pub fn read_record_ref(&mut self) -> Result<Option<&[u8]>> {
         while self.index >= self.records.len() {
-            if !self.advance_chunk()? {
+            if !self.advance_chunk(None)? {
                 self.last_pos = None;
                 return Ok(None);
             }
@@ -300,7 +356,7 @@ impl<R: Read> RecordReader<R> {
             match ChunkType::from_byte(fetched.chunk.header.chunk_type()) {
                 Some(ChunkType::FileSignature | ChunkType::FileMetadata) => {
                     let begin = fetched.chunk.begin;
-                    if let Err(failure) = self.install(fetched) {
+                    if let Err(failure) = self.install(fetched, None) {
                         self.handle_failure(failure)?;
                     }
                     self.chunk_begin = begin;
@@ -326,8 +382,10 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    /// Loads the next chunk with records. Returns `false` at the end of the file.
-    fn advance_chunk(&mut self) -> Result<bool> {
+    /// Loads the next chunk with records, or has `direct` take it (see
+    /// [`decode_next_chunk_with`](Self::decode_next_chunk_with)). Returns
+    /// `false` at the end of the file.
+    fn advance_chunk(&mut self, mut direct: Option<&mut DirectFn<'_>>) -> Result<bool> {
         loop {
             // Let go of the records read (their buffers go back to their
             // decoder, to decode the next chunk into) before reading on.
@@ -369,14 +427,26 @@ impl<R: Read> RecordReader<R> {
             }
             self.chunk_begin = fetched.chunk.begin;
             let header = fetched.chunk.header;
-            match self.install(fetched) {
-                Ok(()) if !self.records.is_empty() => {
+            match self.install(fetched, direct.as_deref_mut()) {
+                Ok(true) => {
+                    // Taken by `direct`: a transposed chunk, which the
+                    // trailer detector keeps (and which ends a held chunk).
+                    let _ = self.trailer.feed(
+                        self.chunk_begin,
+                        &header,
+                        || None::<DecodedRecords>,
+                        || None::<DecodedRecords>,
+                    );
+                    self.last_pos = RecordPosition::new(self.chunk_begin, header.num_records().saturating_sub(1));
+                    return Ok(true);
+                }
+                Ok(false) if !self.records.is_empty() => {
                     if self.keeps_records(&header)? {
                         return Ok(true);
                     }
                     self.drop_records();
                 }
-                Ok(()) => {}
+                Ok(false) => {}
                 Err(failure) => self.handle_failure(failure)?,
             }
         }
@@ -461,27 +531,48 @@ impl<R: Read> RecordReader<R> {
         }
     }
 
-    /// Interprets a chunk: records, metadata, signature or padding.
-    fn install(&mut self, fetched: Fetched) -> std::result::Result<(), Failure> {
-        let Fetched { chunk, decoded } = fetched;
+    /// Interprets a chunk: records, metadata, signature or padding; a
+    /// transposed chunk with records goes to `direct` first, if given, once
+    /// its data hash is known to hold. Returns whether `direct` took it.
+    fn install(&mut self, fetched: Fetched, direct: Option<&mut DirectFn<'_>>) -> std::result::Result<bool, Failure> {
+        let Fetched { mut chunk, decoded } = fetched;
         let damage = |error: Error, chunk: &RawChunk| {
             Failure::Damage(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) })
         };
         if chunk.begin == 0 {
-            return check_signature(&chunk).map_err(|error| damage(error, &chunk));
+            return check_signature(&chunk).map(|()| false).map_err(|error| damage(error, &chunk));
         }
         match chunk.chunk_type() {
             Some(ChunkType::FileMetadata) => {
                 if matches!(self.metadata, MetadataState::Unknown) {
                     self.metadata = MetadataState::Present(chunk);
                 }
-                return Ok(());
+                return Ok(false);
             }
-            Some(ChunkType::FileSignature | ChunkType::Padding) => return Ok(()),
+            Some(ChunkType::FileSignature | ChunkType::Padding) => return Ok(false),
             _ => {}
         }
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
+        }
+        if let Some(direct) = direct
+            && chunk.chunk_type() == Some(ChunkType::Transposed)
+            && chunk.header.num_records() > 0
+        {
+            // Only a chunk whose hash holds: damage takes the usual way below.
+            let hash_holds = match &decoded {
+                Some(Ok(decoded)) => decoded.hash.is_ok(),
+                Some(Err(_)) => false,
+                None if chunk.hash_verified || !self.chunks.options().chunks.verify_hashes => true,
+                None => {
+                    let holds = riegeli_framing::verify_data_hash(&chunk.header, chunk.begin, &chunk.data).is_ok();
+                    chunk.hash_verified = holds;
+                    holds
+                }
+            };
+            if hash_holds && direct(&chunk, self.chunks.options()) {
+                return Ok(true);
+            }
         }
         let decoded = match decoded {
             Some(Ok(decoded)) => {
@@ -494,9 +585,9 @@ impl<R: Read> RecordReader<R> {
         match decoded {
             Ok(Some(records)) => {
                 self.records = records;
-                Ok(())
+                Ok(false)
             }
-            Ok(None) if chunk.header.num_records() == 0 => Ok(()),
+            Ok(None) if chunk.header.num_records() == 0 => Ok(false),
             Ok(None) => {
                 let chunk_type = chunk.header.chunk_type();
                 Err(damage(Error::corrupt(chunk.begin, Corruption::UnknownChunkType { chunk_type }), &chunk))
@@ -604,7 +695,7 @@ impl<R: Read + Seek> RecordReader<R> {
         }
         let (begin, index) = (self.chunk_begin, self.index);
         self.jump_to(begin)?;
-        if self.advance_chunk()? && self.chunk_begin == begin {
+        if self.advance_chunk(None)? && self.chunk_begin == begin {
             self.index = index.min(self.records.len());
         }
         Ok(())
@@ -684,7 +775,7 @@ impl<R: Read + Seek> RecordReader<R> {
             return Ok(());
         }
         let begin = pos.chunk_begin();
-        if self.advance_chunk()? && self.chunk_begin == begin {
+        if self.advance_chunk(None)? && self.chunk_begin == begin {
             self.index = usize::try_from(pos.record_index()).unwrap_or(usize::MAX).min(self.records.len());
         }
         Ok(())
@@ -706,7 +797,7 @@ impl<R: Read + Seek> RecordReader<R> {
         if chunk >= pos {
             return Ok(());
         }
-        if self.advance_chunk()? && self.chunk_begin == chunk {
+        if self.advance_chunk(None)? && self.chunk_begin == chunk {
             self.index = usize::try_from(pos - chunk).unwrap_or(usize::MAX).min(self.records.len());
         }
         Ok(())
@@ -747,7 +838,7 @@ impl<R: Read + Seek> RecordReader<R> {
             }
         };
         let (header, end) = (chunk.header, chunk.end);
-        if let Err(failure) = self.install(Fetched::serial(chunk)) {
+        if let Err(failure) = self.install(Fetched::serial(chunk), None) {
             self.handle_failure(failure)?;
             return Ok(false);
         }

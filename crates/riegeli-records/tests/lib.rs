@@ -5,6 +5,7 @@ mod array_record_interop;
 mod array_record_parallel;
 mod common;
 mod corruption;
+mod direct_chunks;
 mod fuzz_regressions;
 mod golden;
 mod interop;

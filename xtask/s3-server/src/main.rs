@@ -1,7 +1,7 @@
 //! `s3-server ROOT PORT ACCESS_KEY SECRET_KEY`: serves the buckets under `ROOT` (one directory
 //! each, objects as files) on `127.0.0.1:PORT` with the S3 API, requests signed with the key
-//! pair. CreateBucket, HeadBucket, PutObject, HeadObject, GetObject (with ranges), DeleteObject
-//! and ListObjectsV2 are s3s-fs's; GetObject's body is read here in 1 MiB pieces.
+//! pair. CreateBucket, HeadBucket, PutObject, HeadObject, GetObject (with ranges), DeleteObject,
+//! ListObjectsV2 and the multipart upload's calls (for writing objects) are s3s-fs's; GetObject's body is read here in 1 MiB pieces.
 
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -40,6 +40,31 @@ impl S3 for Server {
 
     async fn delete_object(&self, req: S3Request<DeleteObjectInput>) -> S3Result<S3Response<DeleteObjectOutput>> {
         self.store.delete_object(req).await
+    }
+
+    async fn create_multipart_upload(
+        &self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
+        self.store.create_multipart_upload(req).await
+    }
+
+    async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
+        self.store.upload_part(req).await
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
+        self.store.complete_multipart_upload(req).await
+    }
+
+    async fn abort_multipart_upload(
+        &self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> S3Result<S3Response<AbortMultipartUploadOutput>> {
+        self.store.abort_multipart_upload(req).await
     }
 
     async fn list_objects_v2(&self, req: S3Request<ListObjectsV2Input>) -> S3Result<S3Response<ListObjectsV2Output>> {

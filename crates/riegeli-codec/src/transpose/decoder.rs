@@ -7,6 +7,7 @@
 //! at the write position: the bytes in front of it are still unwritten, so the
 //! store may spill into them.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -198,6 +199,8 @@ pub struct TransposedChunkDecoder {
     places: Vec<BufferPlace>,
     cursors: Vec<Cursor>,
     stack: Vec<StackEntry>,
+    /// A submessage a [`FieldSink`] takes serialized, reversed (scratch).
+    raw: Vec<u8>,
     /// Buffers of decoded values and record ends, back from records dropped.
     buffers: Arc<Recycler<Buffers>>,
 }
@@ -439,6 +442,81 @@ impl TransposedChunkDecoder {
         records.get(0).ok_or_else(|| CodecError::invalid("metadata chunk", 0, "metadata chunk without a record"))
     }
 
+    /// Decodes the records of a transposed chunk as [`decode`](Self::decode)
+    /// does, but hands their fields to `sink` instead of serializing them:
+    /// no record is built. See [`FieldSink`] for the order (backwards).
+    ///
+    /// Returns `Ok(ControlFlow::Break(()))` if the sink stopped decoding, or
+    /// if a record needs a parser of its serialized bytes to say what it
+    /// means (a varint whose stored bytes do not end where its node says,
+    /// which no encoder writes); what the sink was given until then is not
+    /// the whole chunk. A chunk that `decode` rejects is rejected here too,
+    /// the sink possibly given part of it first.
+    pub fn decode_to_sink<F: FieldSink>(
+        &mut self,
+        data: &[u8],
+        num_records: u64,
+        decoded_data_size: u64,
+        limits: &DecodeLimits,
+        projection: &FieldProjection,
+        sink: &mut F,
+    ) -> Result<ControlFlow<()>, CodecError> {
+        limits.check_chunk(WHAT_DATA, num_records, decoded_data_size)?;
+        let capacity = usize::try_from(decoded_data_size)
+            .map_err(|_| CodecError::limit(WHAT_DATA, 0, "address space", decoded_data_size, usize::MAX as u64))?;
+        let tree = projection.paths().map(IncludeTree::build);
+        let result = self.sink_inner(data, num_records, capacity, limits, tree.as_ref(), sink);
+        self.stack.clear();
+        result
+    }
+
+    fn sink_inner<F: FieldSink>(
+        &mut self,
+        data: &[u8],
+        num_records: u64,
+        capacity: usize,
+        limits: &DecodeLimits,
+        tree: Option<&IncludeTree>,
+        sink: &mut F,
+    ) -> Result<ControlFlow<()>, CodecError> {
+        let projection = tree.is_some();
+        let parsed = self.parse(data, limits, projection)?;
+        let strict = self.strict && !projection;
+        let mut out = SinkOutput {
+            sink,
+            capacity,
+            size: 0,
+            num_records,
+            records: 0,
+            record_size: 0,
+            max_stack: max_stack(limits),
+            strict,
+            raw_depth: 0,
+            raw: std::mem::take(&mut self.raw),
+            stopped: false,
+        };
+        let result = self.run_parsed(data, limits, tree, &parsed, &mut out);
+        self.raw = std::mem::take(&mut out.raw);
+        if out.stopped {
+            return Ok(ControlFlow::Break(()));
+        }
+        result?;
+        // The end-of-run checks of `RunState::finish`.
+        if out.records != num_records {
+            return Err(bad_run(0, "too few records"));
+        }
+        if out.record_size != out.size {
+            return Err(bad_run(0, "unfinished message: data before the first record"));
+        }
+        if !projection && out.size != capacity {
+            return Err(bad_run(0, "decoded size smaller than declared"));
+        }
+        if strict && self.cursors.iter().any(|c| c.pos != c.end) {
+            return Err(bad_run(0, "buffer left partly unread"));
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     fn decode_inner(
         &mut self,
         data: &[u8],
@@ -450,11 +528,21 @@ impl TransposedChunkDecoder {
         let projection = tree.is_some();
         let parsed = self.parse(data, limits, projection)?;
         let Buffers { values: out, ends } = self.buffers.take().unwrap_or_default();
-        // The stack may take as many bytes as the decoded size limit, no more:
-        // what its pops must emit bounds its entries by the chunk's decoded
-        // size, but each entry takes several times the bytes it stands for.
-        let max_stack = usize::try_from(limits.max_decoded_size / size_of::<StackEntry>() as u64).unwrap_or(usize::MAX);
-        let mut state = RunState::new(num_records, capacity, max_stack, self.strict && !projection, out, ends)?;
+        let mut state = RunState::new(num_records, capacity, max_stack(limits), self.strict && !projection, out, ends)?;
+        self.run_parsed(data, limits, tree, &parsed, &mut state)?;
+        state.finish(&self.cursors, projection, &self.buffers)
+    }
+
+    /// Runs the state machine of the chunk `parse` just read, its steps'
+    /// output going to `out`: buckets decompressed as needed.
+    fn run_parsed<O: Output>(
+        &mut self,
+        data: &[u8],
+        limits: &DecodeLimits,
+        tree: Option<&IncludeTree>,
+        parsed: &Parsed,
+        out: &mut O,
+    ) -> Result<(), CodecError> {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
 
@@ -481,9 +569,9 @@ impl TransposedChunkDecoder {
             }
             let mut source = Plain(data);
             match tree {
-                None => state.run::<false, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, None),
+                None => run::<false, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, None),
                 Some(tree) => {
-                    state.run::<true, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, Some(tree))
+                    run::<true, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, Some(tree))
                 }
             }
         } else if let Some(tree) = tree {
@@ -509,7 +597,7 @@ impl TransposedChunkDecoder {
                 let last = u32::try_from(cursors.len().saturating_sub(1)).unwrap_or(u32::MAX);
                 source.materialize(last, cursors)?;
             }
-            state.run::<true, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, Some(tree))
+            run::<true, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, Some(tree))
         } else {
             // Decompress every bucket into the arena, back to back.
             self.arena.clear();
@@ -530,11 +618,10 @@ impl TransposedChunkDecoder {
                 cursor.end = cursor.pos + place.len;
             }
             let mut source = Plain(&self.arena);
-            state.run::<false, _>(nodes, cursors, &mut stack, &parsed, transitions, &mut source, None)
+            run::<false, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, None)
         };
         self.stack = stack;
-        result?;
-        state.finish(cursors, projection, &self.buffers)
+        result
     }
 
     /// Parses the chunk data up to the transitions (§3–§6).
@@ -849,6 +936,424 @@ fn advance(node: &Node, transitions: &[u8], t: &mut usize, pending: &mut u8) -> 
     }
 }
 
+/// The most entries the submessage stack may hold: as many bytes as the
+/// decoded size limit, no more. What its pops must emit bounds its entries by
+/// the chunk's decoded size, but each entry takes several times the bytes it
+/// stands for.
+fn max_stack(limits: &DecodeLimits) -> usize {
+    usize::try_from(limits.max_decoded_size / size_of::<StackEntry>() as u64).unwrap_or(usize::MAX)
+}
+
+/// What the steps of the state machine make (§7): [`RunState`] writes the
+/// serialized records, [`SinkOutput`] hands their fields to a [`FieldSink`].
+/// [`run`] calls one method per step that produces something.
+trait Output {
+    /// The decoded size the chunk header declares (a bound under projection).
+    fn capacity(&self) -> usize;
+    fn num_records(&self) -> u64;
+    /// A tag with its inline value (varints of at most 127, existence only),
+    /// or a group's tag (without projection).
+    fn copy_tag(&mut self, node: &Node) -> Step;
+    fn varint(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step;
+    fn fixed<const N: usize>(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step;
+    fn string(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step;
+    fn nonproto(
+        &mut self,
+        node: &Node,
+        cursors: &mut [Cursor],
+        lengths: usize,
+        data: &[u8],
+        stack: &[StackEntry],
+    ) -> Step;
+    fn record_start(&mut self, stack: &[StackEntry]) -> Step;
+    /// The end of submessage `node` (at `index`), seen first (the machine
+    /// runs backwards): pushes it; its pop must emit at least `min_pop_bytes`.
+    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node, min_pop_bytes: usize) -> Step;
+    /// The start of the submessage on top of the stack: pops it.
+    fn submessage_start(&mut self, nodes: &[Node], stack: &mut Vec<StackEntry>) -> Step;
+    /// Projection: a fixed-size field kept by its existence (zero).
+    fn existence<const N: usize>(&mut self, node: &Node) -> Step;
+    /// Projection: an end-group tag (pushes).
+    fn end_group(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node) -> Step;
+    /// Projection: a start-group tag (pops).
+    fn start_group(&mut self, stack: &mut Vec<StackEntry>, node: &Node) -> Step;
+}
+
+/// How a [`FieldSink`] takes a submessage it is told of (see
+/// [`FieldSink::submessage_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SubmessageAs {
+    /// Field by field, between [`FieldSink::submessage_end`] and
+    /// [`FieldSink::submessage_start`].
+    Fields,
+    /// Serialized, as one length-delimited value ([`FieldSink::bytes`]),
+    /// with no calls for its fields: for a field that is a string, bytes or
+    /// packed values, whose bytes the encoder found to parse as a message.
+    Serialized,
+}
+
+/// What [`TransposedChunkDecoder::decode_to_sink`] hands the decoded field
+/// values to, instead of serializing records.
+///
+/// **The order is backwards**, as the state machine runs (spec §7): the last
+/// record first, and within a record, the last field first. A record's fields
+/// come before its [`record_start`](Self::record_start); a submessage's fields
+/// come after its [`submessage_end`](Self::submessage_end) and before its
+/// [`submessage_start`](Self::submessage_start). Fields are named by their
+/// number, within the innermost open submessage.
+///
+/// Every method can stop decoding by returning [`ControlFlow::Break`]:
+/// `decode_to_sink` then returns `Ok(ControlFlow::Break(()))` (the caller
+/// decodes the chunk another way, say with
+/// [`decode`](TransposedChunkDecoder::decode)).
+pub trait FieldSink {
+    /// The start of a record, after all of its fields.
+    fn record_start(&mut self) -> ControlFlow<()>;
+    /// A varint field (wire type 0).
+    fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()>;
+    /// A fixed32 field (wire type 5).
+    fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()>;
+    /// A fixed64 field (wire type 1).
+    fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()>;
+    /// A length-delimited field (wire type 2) that is not told of as a
+    /// submessage: string, bytes, packed values, or a submessage given
+    /// [`SubmessageAs::Serialized`].
+    fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()>;
+    /// The end of a submessage in field `field` (its fields come next).
+    fn submessage_end(&mut self, field: u32) -> ControlFlow<(), SubmessageAs>;
+    /// The start of the submessage in field `field` (after its fields).
+    fn submessage_start(&mut self, field: u32) -> ControlFlow<()>;
+    /// A group's start (`start`) or end tag: its fields come between, the
+    /// end first. Groups are never given [`SubmessageAs::Serialized`].
+    fn group(&mut self, field: u32, start: bool) -> ControlFlow<()>;
+    /// A record that is not a protobuf message, then its start.
+    fn non_proto(&mut self, record: &[u8]) -> ControlFlow<()>;
+}
+
+/// The reason a step fails when the sink stopped decoding.
+const SINK_STOPPED: &str = "stopped by the field sink";
+
+/// A [`FieldSink`] as the output of the state machine. It counts the bytes
+/// serialized records would take, so that a chunk fails exactly where
+/// [`RunState`] would fail it, and serializes the submessages the sink asks
+/// for whole ([`SubmessageAs::Serialized`]).
+struct SinkOutput<'a, F> {
+    sink: &'a mut F,
+    capacity: usize,
+    /// The bytes the serialized records would have so far.
+    size: usize,
+    num_records: u64,
+    records: u64,
+    /// `size` at the last record start.
+    record_size: usize,
+    max_stack: usize,
+    strict: bool,
+    /// The depth of the stack with a submessage being serialized on top, or 0.
+    raw_depth: usize,
+    /// That submessage's bytes so far, reversed (the machine runs backwards).
+    raw: Vec<u8>,
+    stopped: bool,
+}
+
+impl<F: FieldSink> SinkOutput<'_, F> {
+    /// Counts `len` bytes of output.
+    #[inline(always)]
+    fn emit(&mut self, len: usize) -> Step {
+        self.size = self.size.checked_add(len).filter(|&s| s <= self.capacity).ok_or("position limit exceeded")?;
+        Ok(())
+    }
+
+    /// Passes on what the sink says.
+    #[inline(always)]
+    fn flow(&mut self, flow: ControlFlow<()>) -> Step {
+        match flow {
+            ControlFlow::Continue(()) => Ok(()),
+            ControlFlow::Break(()) => {
+                self.stopped = true;
+                Err(SINK_STOPPED)
+            }
+        }
+    }
+
+    /// Whether the fields go into a serialized submessage rather than to the sink.
+    #[inline(always)]
+    fn raw(&self) -> bool {
+        self.raw_depth != 0
+    }
+
+    /// Pushes an open submessage, bounded as [`RunState`] bounds it.
+    fn push(&mut self, stack: &mut Vec<StackEntry>, node: u32, min_pop_bytes: usize) -> Step {
+        if (stack.len() + 1) * min_pop_bytes > self.capacity - self.size {
+            return Err("submessage stack overflow: more open submessages than output left");
+        }
+        if stack.len() >= self.max_stack {
+            return Err("submessage stack overflow: more open submessages than max_decoded_size allows");
+        }
+        // Serialized submessages count their sizes in `raw`.
+        let end = if self.raw() { self.raw.len() } else { self.size };
+        stack.push(StackEntry { end, node });
+        Ok(())
+    }
+
+    /// Writes `bytes` in front of the serialized submessage.
+    fn raw_put(&mut self, bytes: &[u8]) {
+        self.raw.extend(bytes.iter().rev());
+    }
+
+    /// Writes `node`'s tag (and inline value) in front of the serialized submessage.
+    fn raw_tag(&mut self, node: &Node, len: u8) {
+        let bytes = node.emit.to_le_bytes();
+        let start = 8 - usize::from(node.emit_len);
+        self.raw_put(bytes.get(start..start + usize::from(len)).unwrap_or_default());
+    }
+
+    /// The value of a varint field's buffered bytes (the continuation bits
+    /// are not stored), as [`RunState::varint`] serializes it.
+    #[inline(always)]
+    fn varint_value(&self, digits: &[u8]) -> Result<u64, &'static str> {
+        let mut value = 0u64;
+        for (i, &digit) in digits.iter().enumerate() {
+            if digit & 0x80 != 0 {
+                if self.strict {
+                    return Err("varint buffer byte with bit 7 set");
+                }
+                // Serialized, this varint would not end where its node says:
+                // the record means something else, which a parser of the
+                // serialized record must decide.
+                return Err(SINK_STOPPED);
+            }
+            if i == 9 && digit > 1 {
+                // Beyond 64 bits: a parser of the serialized record decides.
+                return Err(SINK_STOPPED);
+            }
+            value |= u64::from(digit) << (7 * i).min(63);
+        }
+        Ok(value)
+    }
+}
+
+impl<F: FieldSink> Output for SinkOutput<'_, F> {
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn num_records(&self) -> u64 {
+        self.num_records
+    }
+
+    fn copy_tag(&mut self, node: &Node) -> Step {
+        self.emit(usize::from(node.emit_len))?;
+        if self.raw() {
+            self.raw_tag(node, node.emit_len);
+            return Ok(());
+        }
+        let inline = node.emit_len > node.tag_len;
+        #[allow(clippy::cast_possible_truncation, reason = "the inline value is the top byte")]
+        let value = (node.emit >> 56) as u8;
+        let flow = match node.kind {
+            Kind::Varint if inline => self.sink.varint(node.field, u64::from(value)),
+            // Existence only: the empty value.
+            Kind::String if inline && value == 0 => self.sink.bytes(node.field, &[]),
+            Kind::StartGroup => self.sink.group(node.field, true),
+            Kind::EndGroup => self.sink.group(node.field, false),
+            _ => return Err("invalid node"),
+        };
+        self.flow(flow)
+    }
+
+    fn varint(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let n = usize::from(node.vlen);
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading varint field failed")?;
+        if cursor.end - cursor.pos < n {
+            return Err("reading varint field failed");
+        }
+        let digits = data.get(cursor.pos..cursor.pos + n).ok_or("reading varint field failed")?;
+        cursor.pos += n;
+        self.emit(n + usize::from(node.tag_len))?;
+        if self.raw() {
+            let mut bytes = [0u8; varint::MAX_VARINT64_LEN];
+            let dst = bytes.get_mut(..n).ok_or("reading varint field failed")?;
+            dst.copy_from_slice(digits);
+            if let Some((_, init)) = dst.split_last_mut() {
+                for b in init {
+                    *b |= 0x80;
+                }
+            }
+            self.raw_put(dst);
+            self.raw_tag(node, node.tag_len);
+            return Ok(());
+        }
+        let value = self.varint_value(digits).inspect_err(|&e| self.stopped = e == SINK_STOPPED)?;
+        let flow = self.sink.varint(node.field, value);
+        self.flow(flow)
+    }
+
+    fn fixed<const N: usize>(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading fixed field failed")?;
+        if cursor.end - cursor.pos < N {
+            return Err("reading fixed field failed");
+        }
+        let src = data.get(cursor.pos..).and_then(|s| s.first_chunk::<N>()).ok_or("reading fixed field failed")?;
+        cursor.pos += N;
+        self.emit(N + usize::from(node.tag_len))?;
+        if self.raw() {
+            self.raw_put(src);
+            self.raw_tag(node, node.tag_len);
+            return Ok(());
+        }
+        let mut word = [0u8; 8];
+        if let Some(dst) = word.get_mut(..N) {
+            dst.copy_from_slice(src);
+        }
+        let value = u64::from_le_bytes(word);
+        #[allow(clippy::cast_possible_truncation, reason = "N is 4: the value is 32 bits")]
+        let flow =
+            if N == 4 { self.sink.fixed32(node.field, value as u32) } else { self.sink.fixed64(node.field, value) };
+        self.flow(flow)
+    }
+
+    fn string(&mut self, node: &Node, cursors: &mut [Cursor], data: &[u8]) -> Step {
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading string field failed")?;
+        let available = data.get(cursor.pos..cursor.end).ok_or("reading string field failed")?;
+        let (len, len_len) = varint::decode_u32(available).map_err(|_| "reading string length failed")?;
+        if u64::from(len) + len_len as u64 > u64::from(u32::MAX) {
+            return Err("string length overflow");
+        }
+        let total = len_len + len as usize;
+        let whole = available.get(..total).ok_or("reading string field failed")?;
+        cursor.pos += total;
+        self.emit(total + usize::from(node.tag_len))?;
+        if self.raw() {
+            self.raw_put(whole);
+            self.raw_tag(node, node.tag_len);
+            return Ok(());
+        }
+        let flow = self.sink.bytes(node.field, whole.get(len_len..).unwrap_or_default());
+        self.flow(flow)
+    }
+
+    fn nonproto(
+        &mut self,
+        node: &Node,
+        cursors: &mut [Cursor],
+        lengths: usize,
+        data: &[u8],
+        stack: &[StackEntry],
+    ) -> Step {
+        let lengths = cursors.get_mut(lengths).ok_or("reading non-proto record length failed")?;
+        let available = data.get(lengths.pos..lengths.end).ok_or("reading non-proto record length failed")?;
+        let (len, len_len) = varint::decode_u32(available).map_err(|_| "reading non-proto record length failed")?;
+        lengths.pos += len_len;
+        let cursor = cursors.get_mut(node.buffer as usize).ok_or("reading non-proto record failed")?;
+        if len as usize > cursor.end - cursor.pos {
+            return Err("reading non-proto record failed");
+        }
+        let record = data.get(cursor.pos..cursor.pos + len as usize).ok_or("reading non-proto record failed")?;
+        cursor.pos += len as usize;
+        self.emit(len as usize)?;
+        let flow = self.sink.non_proto(record);
+        self.flow(flow)?;
+        self.record_start(stack)
+    }
+
+    fn record_start(&mut self, stack: &[StackEntry]) -> Step {
+        if !stack.is_empty() {
+            return Err("record start with submessages still open");
+        }
+        if self.records >= self.num_records {
+            return Err("too many records");
+        }
+        self.records += 1;
+        self.record_size = self.size;
+        let flow = self.sink.record_start();
+        self.flow(flow)
+    }
+
+    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node, min_pop_bytes: usize) -> Step {
+        if !self.raw() {
+            match self.sink.submessage_end(node.field) {
+                ControlFlow::Continue(SubmessageAs::Fields) => {}
+                ControlFlow::Continue(SubmessageAs::Serialized) => {
+                    self.push(stack, index, min_pop_bytes)?;
+                    self.raw_depth = stack.len();
+                    // Its bytes are counted in `raw`, empty until it closes.
+                    if let Some(entry) = stack.last_mut() {
+                        entry.end = self.raw.len();
+                    }
+                    return Ok(());
+                }
+                ControlFlow::Break(()) => return self.flow(ControlFlow::Break(())),
+            }
+        }
+        self.push(stack, index, min_pop_bytes)
+    }
+
+    fn submessage_start(&mut self, nodes: &[Node], stack: &mut Vec<StackEntry>) -> Step {
+        let depth = stack.len();
+        let entry = stack.pop().ok_or("submessage stack underflow")?;
+        let owner = nodes.get(entry.node as usize).ok_or("invalid node index")?;
+        if self.raw() {
+            let length = self.raw.len() - entry.end;
+            let length = u32::try_from(length).map_err(|_| "message too large")?;
+            let mut len_buf = [0u8; varint::MAX_VARINT64_LEN];
+            let len_len = varint::encode_u64_to_array(u64::from(length), &mut len_buf);
+            self.emit(len_len + usize::from(owner.tag_len))?;
+            if depth == self.raw_depth {
+                // The submessage the sink asked for serialized: complete.
+                self.raw_depth = 0;
+                let mut raw = std::mem::take(&mut self.raw);
+                raw.reverse();
+                let flow = self.sink.bytes(owner.field, &raw);
+                raw.clear();
+                self.raw = raw;
+                return self.flow(flow);
+            }
+            self.raw_put(len_buf.get(..len_len).unwrap_or_default());
+            self.raw_tag(owner, owner.tag_len);
+            return Ok(());
+        }
+        let length = self.size - entry.end;
+        let length = u32::try_from(length).map_err(|_| "message too large")?;
+        self.emit(varint::encoded_len_u64(u64::from(length)) + usize::from(owner.tag_len))?;
+        let flow = self.sink.submessage_start(owner.field);
+        self.flow(flow)
+    }
+
+    fn existence<const N: usize>(&mut self, node: &Node) -> Step {
+        self.emit(N + usize::from(node.tag_len))?;
+        if self.raw() {
+            self.raw_put(&[0; N]);
+            self.raw_tag(node, node.tag_len);
+            return Ok(());
+        }
+        let flow = if N == 4 { self.sink.fixed32(node.field, 0) } else { self.sink.fixed64(node.field, 0) };
+        self.flow(flow)
+    }
+
+    fn end_group(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node) -> Step {
+        self.push(stack, index, 1)?;
+        self.emit(usize::from(node.emit_len))?;
+        if self.raw() {
+            self.raw_tag(node, node.emit_len);
+            return Ok(());
+        }
+        let flow = self.sink.group(node.field, false);
+        self.flow(flow)
+    }
+
+    fn start_group(&mut self, stack: &mut Vec<StackEntry>, node: &Node) -> Step {
+        stack.pop().ok_or("submessage stack underflow")?;
+        self.emit(usize::from(node.emit_len))?;
+        if self.raw() {
+            self.raw_tag(node, node.emit_len);
+            return Ok(());
+        }
+        let flow = self.sink.group(node.field, true);
+        self.flow(flow)
+    }
+}
+
 /// The state of one run of the machine (§7).
 struct RunState {
     num_records: u64,
@@ -857,7 +1362,6 @@ struct RunState {
     pos: usize,
     /// Decoded size at each record start.
     limits: Vec<usize>,
-    skipped_level: usize,
     /// The most entries the submessage stack may hold.
     max_stack: usize,
     strict: bool,
@@ -867,6 +1371,20 @@ struct RunState {
 type Step = Result<(), &'static str>;
 
 impl RunState {
+    /// Pushes an open submessage, bounding the stack by what its pops must
+    /// emit and by `max_stack`.
+    #[inline(always)]
+    fn push(&mut self, stack: &mut Vec<StackEntry>, node: u32, min_pop_bytes: usize) -> Step {
+        if (stack.len() + 1) * min_pop_bytes > self.pos {
+            return Err("submessage stack overflow: more open submessages than output left");
+        }
+        if stack.len() >= self.max_stack {
+            return Err("submessage stack overflow: more open submessages than max_decoded_size allows");
+        }
+        stack.push(StackEntry { end: self.size(), node });
+        Ok(())
+    }
+
     fn new(
         num_records: u64,
         capacity: usize,
@@ -881,7 +1399,7 @@ impl RunState {
         out.resize(capacity, 0);
         limits.clear();
         limits.reserve(usize::try_from(num_records.min(MAX_RESERVED_RECORDS)).unwrap_or(0));
-        Ok(Self { num_records, out, pos: capacity, limits, skipped_level: 0, max_stack, strict })
+        Ok(Self { num_records, out, pos: capacity, limits, max_stack, strict })
     }
 
     #[inline(always)]
@@ -935,6 +1453,211 @@ impl RunState {
         let bytes = word.to_le_bytes();
         self.put(bytes.get(8 - len.min(8)..).unwrap_or_default())
     }
+}
+
+/// Runs the state machine until the transitions run out, each step's output
+/// going to `out` (§7): the one loop of every decode, whatever its output.
+#[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
+fn run<const PROJECTION: bool, S: Source, O: Output>(
+    out: &mut O,
+    nodes: &mut [Node],
+    cursors: &mut [Cursor],
+    stack: &mut Vec<StackEntry>,
+    parsed: &Parsed,
+    transitions: &[u8],
+    source: &mut S,
+    tree: Option<&IncludeTree>,
+) -> Result<(), CodecError> {
+    let mut index = parsed.first_node as usize;
+    let mut pending = 0u8;
+    let mut t = 0usize;
+    // Under projection, a bound on steps that no chunk written by an
+    // encoder can reach (§10 has no implicit-no-op rule to lean on).
+    let mut budget: u64 = if PROJECTION {
+        (out.capacity() as u64)
+            .saturating_add(out.num_records())
+            .saturating_add(4 * transitions.len() as u64)
+            .saturating_add(nodes.len() as u64)
+            .saturating_add(1)
+    } else {
+        0
+    };
+    let nonproto_lengths = cursors.len().wrapping_sub(1);
+    // Excluded submessages and groups entered (projection).
+    let mut skipped_level = 0usize;
+    loop {
+        let Some(&node) = nodes.get(index) else {
+            return Err(bad_run(t, "invalid node index"));
+        };
+        let mut node = node;
+        if PROJECTION {
+            budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
+            if node.op == Op::NoOp {
+                // Under projection most steps are no-ops (the nodes of
+                // excluded fields): they only follow their transition,
+                // here, without the dispatch below (whose indirect jump
+                // they would mispredict).
+                if node.implicit {
+                    // A chain of implicit no-ops, once selected, is
+                    // stepped over whole next time: this node is made
+                    // to point past its target if that is one too (no
+                    // cycle: implicit loops were rejected).
+                    let next = node.next as usize;
+                    if let Some(&target) = nodes.get(next)
+                        && target.op == Op::NoOp
+                        && target.implicit
+                        && let Some(this) = nodes.get_mut(index)
+                    {
+                        this.next = target.next;
+                    }
+                    index = next;
+                    continue;
+                }
+                match advance(&node, transitions, &mut t, &mut pending) {
+                    Some(next) => {
+                        index = next;
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            if node.op == Op::Select {
+                node = select(nodes, index, stack, cursors, source, tree, skipped_level)?;
+            }
+        }
+        let data = source.bytes();
+        let step = match node.op {
+            Op::NoOp => Ok(()),
+            Op::CopyTag => out.copy_tag(&node),
+            Op::Varint => out.varint(&node, cursors, data),
+            Op::Fixed32 => out.fixed::<4>(&node, cursors, data),
+            Op::Fixed64 => out.fixed::<8>(&node, cursors, data),
+            Op::String => out.string(&node, cursors, data),
+            Op::RecordStart => out.record_start(stack),
+            Op::SubmessageEnd => out.submessage_end(stack, to_u32(index), &node, if PROJECTION { 1 } else { 2 }),
+            Op::SubmessageStart => out.submessage_start(nodes, stack),
+            Op::NonProto => out.nonproto(&node, cursors, nonproto_lengths, data, stack),
+            Op::SkippedEnd => {
+                skipped_level += 1;
+                Ok(())
+            }
+            Op::SkippedStart => match skipped_level.checked_sub(1) {
+                Some(level) => {
+                    skipped_level = level;
+                    Ok(())
+                }
+                None => Err("skipped submessage stack underflow"),
+            },
+            Op::Fixed32Existence => out.existence::<4>(&node),
+            Op::Fixed64Existence => out.existence::<8>(&node),
+            Op::EndGroup => out.end_group(stack, to_u32(index), &node),
+            Op::StartGroup => out.start_group(stack, &node),
+            Op::Select => Err("invalid node"),
+        };
+        if let Err(reason) = step {
+            return Err(bad_run(t, reason));
+        }
+        match advance(&node, transitions, &mut t, &mut pending) {
+            Some(next) => index = next,
+            None => break,
+        }
+    }
+    if skipped_level != 0 {
+        return Err(bad_run(0, "skipped submessages still open"));
+    }
+    Ok(())
+}
+
+/// Decides what a node does under projection, the first time it runs (§10).
+#[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
+fn select<S: Source>(
+    nodes: &mut [Node],
+    index: usize,
+    stack: &[StackEntry],
+    cursors: &mut [Cursor],
+    source: &mut S,
+    tree: Option<&IncludeTree>,
+    skipped_level: usize,
+) -> Result<Node, CodecError> {
+    let mut node = *nodes.get(index).ok_or_else(|| bad_run(0, "invalid node index"))?;
+    if node.kind == Kind::Special {
+        // Start of submessage (id 2).
+        node.op = if skipped_level > 0 { Op::SkippedStart } else { Op::SubmessageStart };
+    } else {
+        let mut included = None; // None: excluded.
+        let mut field_id = ROOT_ID;
+        if skipped_level == 0 {
+            included = Some(IncludeType::ExistenceOnly);
+            for entry in stack {
+                let field = nodes.get(entry.node as usize).map_or(0, |n| n.field);
+                match tree.and_then(|tree| tree.get(field_id, field)) {
+                    None => {
+                        included = None;
+                        break;
+                    }
+                    Some((_, IncludeType::Fully)) => {
+                        included = Some(IncludeType::Fully);
+                        break;
+                    }
+                    Some((id, _)) => field_id = id,
+                }
+            }
+        }
+        if node.kind != Kind::StartGroup && included == Some(IncludeType::ExistenceOnly) {
+            included = match tree.and_then(|tree| tree.get(field_id, node.field)) {
+                None => None,
+                Some((_, IncludeType::Fully | IncludeType::Child)) => Some(IncludeType::Fully),
+                Some((_, IncludeType::ExistenceOnly)) => Some(IncludeType::ExistenceOnly),
+            };
+        }
+        let tag_len = node.tag_len;
+        node.op = match (included, node.kind) {
+            (Some(IncludeType::ExistenceOnly), Kind::Varint | Kind::String) => {
+                // The tag followed by a zero: the default value.
+                let (word, _) = tag_word_from_node(&node);
+                node.emit = word_push(word, 0);
+                node.emit_len = tag_len + 1;
+                Op::CopyTag
+            }
+            (Some(IncludeType::ExistenceOnly), Kind::Fixed32) => Op::Fixed32Existence,
+            (Some(IncludeType::ExistenceOnly), Kind::Fixed64) => Op::Fixed64Existence,
+            (Some(_), Kind::SubmessageEnd) => Op::SubmessageEnd,
+            (Some(_), Kind::StartGroup) => Op::StartGroup,
+            (Some(_), Kind::EndGroup) => Op::EndGroup,
+            (Some(_), Kind::Varint) if node.vlen == 0 => Op::CopyTag,
+            (Some(_), Kind::Varint) => Op::Varint,
+            (Some(_), Kind::Fixed32) => Op::Fixed32,
+            (Some(_), Kind::Fixed64) => Op::Fixed64,
+            (Some(_), Kind::String) => Op::String,
+            (None, Kind::SubmessageEnd | Kind::EndGroup) => Op::SkippedEnd,
+            (None, Kind::StartGroup) => Op::SkippedStart,
+            (None, _) | (_, Kind::Special) => Op::NoOp,
+        };
+        if matches!(node.op, Op::Varint | Op::Fixed32 | Op::Fixed64 | Op::String) {
+            source.materialize(node.buffer, cursors)?;
+        }
+    }
+    if let Some(slot) = nodes.get_mut(index) {
+        *slot = node;
+    }
+    Ok(node)
+}
+
+impl Output for RunState {
+    #[inline(always)]
+    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, _: &Node, min_pop_bytes: usize) -> Step {
+        self.push(stack, index, min_pop_bytes)
+    }
+
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        self.out.len()
+    }
+
+    #[inline(always)]
+    fn num_records(&self) -> u64 {
+        self.num_records
+    }
 
     #[inline(always)]
     fn record_start(&mut self, stack: &[StackEntry]) -> Step {
@@ -946,210 +1669,6 @@ impl RunState {
         }
         self.limits.push(self.size());
         Ok(())
-    }
-
-    /// Pushes an open submessage, bounding the stack by what its pops must
-    /// emit and by `max_stack`.
-    #[inline(always)]
-    fn push(&mut self, stack: &mut Vec<StackEntry>, node: u32, min_pop_bytes: usize) -> Step {
-        if (stack.len() + 1) * min_pop_bytes > self.pos {
-            return Err("submessage stack overflow: more open submessages than output left");
-        }
-        if stack.len() >= self.max_stack {
-            return Err("submessage stack overflow: more open submessages than max_decoded_size allows");
-        }
-        stack.push(StackEntry { end: self.size(), node });
-        Ok(())
-    }
-
-    /// Runs the state machine until the transitions run out.
-    #[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
-    fn run<const PROJECTION: bool, S: Source>(
-        &mut self,
-        nodes: &mut [Node],
-        cursors: &mut [Cursor],
-        stack: &mut Vec<StackEntry>,
-        parsed: &Parsed,
-        transitions: &[u8],
-        source: &mut S,
-        tree: Option<&IncludeTree>,
-    ) -> Result<(), CodecError> {
-        let mut index = parsed.first_node as usize;
-        let mut pending = 0u8;
-        let mut t = 0usize;
-        // Under projection, a bound on steps that no chunk written by an
-        // encoder can reach (§10 has no implicit-no-op rule to lean on).
-        let mut budget: u64 = if PROJECTION {
-            (self.out.len() as u64)
-                .saturating_add(self.num_records)
-                .saturating_add(4 * transitions.len() as u64)
-                .saturating_add(nodes.len() as u64)
-                .saturating_add(1)
-        } else {
-            0
-        };
-        let nonproto_lengths = cursors.len().wrapping_sub(1);
-        loop {
-            let Some(&node) = nodes.get(index) else {
-                return Err(bad_run(t, "invalid node index"));
-            };
-            let mut node = node;
-            if PROJECTION {
-                budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
-                if node.op == Op::NoOp {
-                    // Under projection most steps are no-ops (the nodes of
-                    // excluded fields): they only follow their transition,
-                    // here, without the dispatch below (whose indirect jump
-                    // they would mispredict).
-                    if node.implicit {
-                        // A chain of implicit no-ops, once selected, is
-                        // stepped over whole next time: this node is made
-                        // to point past its target if that is one too (no
-                        // cycle: implicit loops were rejected).
-                        let next = node.next as usize;
-                        if let Some(&target) = nodes.get(next)
-                            && target.op == Op::NoOp
-                            && target.implicit
-                            && let Some(this) = nodes.get_mut(index)
-                        {
-                            this.next = target.next;
-                        }
-                        index = next;
-                        continue;
-                    }
-                    match advance(&node, transitions, &mut t, &mut pending) {
-                        Some(next) => {
-                            index = next;
-                            continue;
-                        }
-                        None => break,
-                    }
-                }
-                if node.op == Op::Select {
-                    node = self.select(nodes, index, stack, cursors, source, tree)?;
-                }
-            }
-            let data = source.bytes();
-            let step = match node.op {
-                Op::NoOp => Ok(()),
-                Op::CopyTag => self.put_word(node.emit, usize::from(node.emit_len)),
-                Op::Varint => self.varint(&node, cursors, data),
-                Op::Fixed32 => self.fixed::<4>(&node, cursors, data),
-                Op::Fixed64 => self.fixed::<8>(&node, cursors, data),
-                Op::String => self.string(&node, cursors, data),
-                Op::RecordStart => self.record_start(stack),
-                Op::SubmessageEnd => self.push(stack, to_u32(index), if PROJECTION { 1 } else { 2 }),
-                Op::SubmessageStart => self.submessage_start(nodes, stack),
-                Op::NonProto => self.nonproto(&node, cursors, nonproto_lengths, data, stack),
-                Op::SkippedEnd => {
-                    self.skipped_level += 1;
-                    Ok(())
-                }
-                Op::SkippedStart => match self.skipped_level.checked_sub(1) {
-                    Some(level) => {
-                        self.skipped_level = level;
-                        Ok(())
-                    }
-                    None => Err("skipped submessage stack underflow"),
-                },
-                Op::Fixed32Existence => {
-                    self.put(&[0; 4]).and_then(|()| self.put_word(node.emit, usize::from(node.tag_len)))
-                }
-                Op::Fixed64Existence => {
-                    self.put(&[0; 8]).and_then(|()| self.put_word(node.emit, usize::from(node.tag_len)))
-                }
-                Op::EndGroup => self
-                    .push(stack, to_u32(index), 1)
-                    .and_then(|()| self.put_word(node.emit, usize::from(node.emit_len))),
-                Op::StartGroup => match stack.pop() {
-                    Some(_) => self.put_word(node.emit, usize::from(node.emit_len)),
-                    None => Err("submessage stack underflow"),
-                },
-                Op::Select => Err("invalid node"),
-            };
-            if let Err(reason) = step {
-                return Err(bad_run(t, reason));
-            }
-            match advance(&node, transitions, &mut t, &mut pending) {
-                Some(next) => index = next,
-                None => break,
-            }
-        }
-        Ok(())
-    }
-
-    /// Decides what a node does under projection, the first time it runs (§10).
-    fn select<S: Source>(
-        &mut self,
-        nodes: &mut [Node],
-        index: usize,
-        stack: &[StackEntry],
-        cursors: &mut [Cursor],
-        source: &mut S,
-        tree: Option<&IncludeTree>,
-    ) -> Result<Node, CodecError> {
-        let mut node = *nodes.get(index).ok_or_else(|| bad_run(0, "invalid node index"))?;
-        if node.kind == Kind::Special {
-            // Start of submessage (id 2).
-            node.op = if self.skipped_level > 0 { Op::SkippedStart } else { Op::SubmessageStart };
-        } else {
-            let mut included = None; // None: excluded.
-            let mut field_id = ROOT_ID;
-            if self.skipped_level == 0 {
-                included = Some(IncludeType::ExistenceOnly);
-                for entry in stack {
-                    let field = nodes.get(entry.node as usize).map_or(0, |n| n.field);
-                    match tree.and_then(|tree| tree.get(field_id, field)) {
-                        None => {
-                            included = None;
-                            break;
-                        }
-                        Some((_, IncludeType::Fully)) => {
-                            included = Some(IncludeType::Fully);
-                            break;
-                        }
-                        Some((id, _)) => field_id = id,
-                    }
-                }
-            }
-            if node.kind != Kind::StartGroup && included == Some(IncludeType::ExistenceOnly) {
-                included = match tree.and_then(|tree| tree.get(field_id, node.field)) {
-                    None => None,
-                    Some((_, IncludeType::Fully | IncludeType::Child)) => Some(IncludeType::Fully),
-                    Some((_, IncludeType::ExistenceOnly)) => Some(IncludeType::ExistenceOnly),
-                };
-            }
-            let tag_len = node.tag_len;
-            node.op = match (included, node.kind) {
-                (Some(IncludeType::ExistenceOnly), Kind::Varint | Kind::String) => {
-                    // The tag followed by a zero: the default value.
-                    let (word, _) = tag_word_from_node(&node);
-                    node.emit = word_push(word, 0);
-                    node.emit_len = tag_len + 1;
-                    Op::CopyTag
-                }
-                (Some(IncludeType::ExistenceOnly), Kind::Fixed32) => Op::Fixed32Existence,
-                (Some(IncludeType::ExistenceOnly), Kind::Fixed64) => Op::Fixed64Existence,
-                (Some(_), Kind::SubmessageEnd) => Op::SubmessageEnd,
-                (Some(_), Kind::StartGroup) => Op::StartGroup,
-                (Some(_), Kind::EndGroup) => Op::EndGroup,
-                (Some(_), Kind::Varint) if node.vlen == 0 => Op::CopyTag,
-                (Some(_), Kind::Varint) => Op::Varint,
-                (Some(_), Kind::Fixed32) => Op::Fixed32,
-                (Some(_), Kind::Fixed64) => Op::Fixed64,
-                (Some(_), Kind::String) => Op::String,
-                (None, Kind::SubmessageEnd | Kind::EndGroup) => Op::SkippedEnd,
-                (None, Kind::StartGroup) => Op::SkippedStart,
-                (None, _) | (_, Kind::Special) => Op::NoOp,
-            };
-            if matches!(node.op, Op::Varint | Op::Fixed32 | Op::Fixed64 | Op::String) {
-                source.materialize(node.buffer, cursors)?;
-            }
-        }
-        if let Some(slot) = nodes.get_mut(index) {
-            *slot = node;
-        }
-        Ok(node)
     }
 
     #[inline(always)]
@@ -1268,6 +1787,31 @@ impl RunState {
         self.put(piece.get(..tag_len + len_len).unwrap_or_default())
     }
 
+    #[inline(always)]
+    fn copy_tag(&mut self, node: &Node) -> Step {
+        self.put_word(node.emit, usize::from(node.emit_len))
+    }
+
+    #[inline(always)]
+    fn existence<const N: usize>(&mut self, node: &Node) -> Step {
+        self.put(&[0; N]).and_then(|()| self.put_word(node.emit, usize::from(node.tag_len)))
+    }
+
+    #[inline(always)]
+    fn end_group(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node) -> Step {
+        self.push(stack, index, 1).and_then(|()| self.put_word(node.emit, usize::from(node.emit_len)))
+    }
+
+    #[inline(always)]
+    fn start_group(&mut self, stack: &mut Vec<StackEntry>, node: &Node) -> Step {
+        match stack.pop() {
+            Some(_) => self.put_word(node.emit, usize::from(node.emit_len)),
+            None => Err("submessage stack underflow"),
+        }
+    }
+}
+
+impl RunState {
     /// The end-of-run checks (§7 `finish`), and the records.
     fn finish(
         mut self,
@@ -1275,9 +1819,6 @@ impl RunState {
         projection: bool,
         home: &Arc<Recycler<Buffers>>,
     ) -> Result<DecodedRecords, CodecError> {
-        if self.skipped_level != 0 {
-            return Err(bad_run(0, "skipped submessages still open"));
-        }
         if (self.limits.len() as u64) != self.num_records {
             return Err(bad_run(0, "too few records"));
         }

@@ -18,4 +18,8 @@ mod projection;
 mod proto;
 mod state_machine;
 
-pub use self::{decoder::TransposedChunkDecoder, encoder::TransposedChunkEncoder, projection::FieldProjection};
+pub use self::{
+    decoder::{FieldSink, SubmessageAs, TransposedChunkDecoder},
+    encoder::TransposedChunkEncoder,
+    projection::FieldProjection,
+};

@@ -14,6 +14,13 @@
 //! `--only plain|all|projected|parse` runs that case alone (for a profiler); `--parallelism N`
 //! gives the reader N decoding threads (default 0, as the Python package's reader has).
 //!
+//! `--walker` reads every chunk through its records (`ArrowReaderOptions::direct` off): the
+//! wire walker alone, what reads did before transposed chunks went straight into the columns.
+//!
+//! `arrow_bench FILE --write N`: writes `N` records of a `riegeli_bench.Row` like the Python
+//! side's (the same 20 fields, other seeded values) with `transpose,zstd:3` and the type in the
+//! metadata, for timing the Rust side without Python.
+//!
 //! `arrow_bench FILE --memory [--columns a,b]`: one projected read in this process, holding its
 //! batches: the resident set before it (`VmRSS`) and the peak after it (`VmHWM`), as one JSON
 //! line.
@@ -43,6 +50,10 @@ struct Args {
     parallelism: usize,
     /// Only this case (`plain`, `all` or `projected`), for a profiler.
     only: Option<String>,
+    /// Transposed chunks through their records, as other chunks (`--walker`).
+    walker: bool,
+    /// Write this many records to the file instead (`--write N`).
+    write: Option<u64>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -55,6 +66,8 @@ fn parse_args() -> Result<Args> {
         memory: false,
         parallelism: 0,
         only: None,
+        walker: false,
+        write: None,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -65,13 +78,15 @@ fn parse_args() -> Result<Args> {
             "--memory" => parsed.memory = true,
             "--only" => parsed.only = Some(value()?),
             "--parallelism" => parsed.parallelism = value()?.parse()?,
+            "--walker" => parsed.walker = true,
+            "--write" => parsed.write = Some(value()?.parse()?),
             other if other.starts_with("--") => return Err(format!("unexpected argument {other:?}").into()),
             _ => parsed.path = arg,
         }
     }
     if parsed.path.is_empty() {
         return Err(
-            "usage: arrow_bench FILE [--columns a,b] [--rounds R] [--batch-size N] [--only CASE] [--memory]".into()
+            "usage: arrow_bench FILE [--columns a,b] [--rounds R] [--batch-size N] [--only CASE] [--walker] [--memory] | FILE --write N".into()
         );
     }
     Ok(parsed)
@@ -94,11 +109,22 @@ fn plain(path: &str, parallelism: usize) -> Result<(u64, u64)> {
 }
 
 /// The batches of an `ArrowReader` over `projection` (`None`: every column).
-fn arrow(path: &str, projection: Option<&[String]>, batch_size: usize, parallelism: usize) -> Result<Vec<RecordBatch>> {
-    let options =
-        ArrowReaderOptions { batch_size, projection: projection.map(<[String]>::to_vec), ..Default::default() };
-    Ok(ArrowReader::new(open(path, parallelism)?, options)?.collect::<std::result::Result<Vec<_>, _>>()?)
+fn arrow(path: &str, projection: Option<&[String]>, args: &Args) -> Result<Vec<RecordBatch>> {
+    let (batch_size, parallelism) = (args.batch_size, args.parallelism);
+    let options = ArrowReaderOptions {
+        batch_size,
+        projection: projection.map(<[String]>::to_vec),
+        direct: !args.walker,
+        ..Default::default()
+    };
+    let mut reader = ArrowReader::new(open(path, parallelism)?, options)?;
+    let batches = reader.by_ref().collect::<std::result::Result<Vec<_>, _>>()?;
+    DIRECT_CHUNKS.store(reader.direct_chunks(), std::sync::atomic::Ordering::Relaxed);
+    Ok(batches)
 }
+
+/// The chunks the last [`arrow`] read decoded straight into the columns.
+static DIRECT_CHUNKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Every record in memory, and the message type the file's metadata names.
 fn records_in_memory(path: &str) -> Result<(Vec<Bytes>, MessageDescriptor)> {
@@ -172,12 +198,15 @@ fn chunks(path: &str) -> Result<(u64, u64, u64)> {
 fn main() -> Result<()> {
     let args = parse_args()?;
     let path = args.path.as_str();
+    if let Some(n) = args.write {
+        return write_rows(path, n);
+    }
     if args.memory {
         // The peak so far reset to the resident set now (Linux), so that `VmHWM` after the
         // read is the peak during it.
         let _ = std::fs::write("/proc/self/clear_refs", "5");
         let before = status_bytes("VmRSS:");
-        let batches = arrow(path, Some(&args.columns), args.batch_size, args.parallelism)?;
+        let batches = arrow(path, Some(&args.columns), &args)?;
         let after = status_bytes("VmHWM:");
         let (rows, column_bytes) = shape(&batches);
         println!(
@@ -195,9 +224,13 @@ fn main() -> Result<()> {
         if !wanted(case) {
             continue;
         }
-        let (seconds, batches) = best(args.rounds, || arrow(path, projection, args.batch_size, args.parallelism))?;
+        let (seconds, batches) = best(args.rounds, || arrow(path, projection, &args))?;
         let (rows, column_bytes) = shape(&batches);
-        println!("{}", json!({"case": case, "seconds": seconds, "rows": rows, "column_bytes": column_bytes}));
+        let direct_chunks = DIRECT_CHUNKS.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "{}",
+            json!({"case": case, "seconds": seconds, "rows": rows, "column_bytes": column_bytes, "direct_chunks": direct_chunks})
+        );
     }
     if wanted("parse") {
         let (records, message) = records_in_memory(path)?;
@@ -210,5 +243,140 @@ fn main() -> Result<()> {
     }
     let (count, data, decoded) = chunks(path)?;
     println!("{}", json!({"case": "chunks", "chunks": count, "largest_data": data, "largest_decoded": decoded}));
+    Ok(())
+}
+
+/// The `riegeli_bench.Row` type of `xtask/bench/python/bench_arrow.py`.
+fn row_file() -> prost_reflect::prost_types::FileDescriptorProto {
+    use prost_reflect::prost_types::field_descriptor_proto::{Label, Type};
+    use prost_reflect::prost_types::{
+        DescriptorProto, EnumDescriptorProto, EnumValueDescriptorProto, FieldDescriptorProto,
+    };
+    let field = |name: &str, number: i32, ty: Type, label: Label, type_name: Option<&str>| FieldDescriptorProto {
+        name: Some(name.into()),
+        number: Some(number),
+        r#type: Some(ty as i32),
+        label: Some(label as i32),
+        type_name: type_name.map(Into::into),
+        ..Default::default()
+    };
+    let kind = EnumDescriptorProto {
+        name: Some("Kind".into()),
+        value: ["KIND_UNSPECIFIED", "KIND_A", "KIND_B", "KIND_C"]
+            .iter()
+            .zip(0..)
+            .map(|(name, number)| EnumValueDescriptorProto {
+                name: Some((*name).into()),
+                number: Some(number),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let inner = DescriptorProto {
+        name: Some("Inner".into()),
+        field: vec![
+            field("x", 1, Type::Int64, Label::Optional, None),
+            field("label", 2, Type::String, Label::Optional, None),
+            field("score", 3, Type::Double, Label::Optional, None),
+        ],
+        ..Default::default()
+    };
+    let scalars = [
+        ("id", Type::Int64),
+        ("user_id", Type::Uint64),
+        ("count", Type::Int32),
+        ("flags", Type::Uint32),
+        ("delta", Type::Sint32),
+        ("offset", Type::Sint64),
+        ("code", Type::Fixed32),
+        ("hash", Type::Fixed64),
+        ("small", Type::Sfixed32),
+        ("big", Type::Sfixed64),
+        ("score", Type::Double),
+        ("weight", Type::Float),
+        ("active", Type::Bool),
+        ("timestamp_ms", Type::Int64),
+        ("ratio", Type::Double),
+        ("rank", Type::Int32),
+    ];
+    let mut fields: Vec<FieldDescriptorProto> =
+        scalars.iter().zip(1..).map(|(&(name, ty), number)| field(name, number, ty, Label::Optional, None)).collect();
+    fields.push(field("kind", 17, Type::Enum, Label::Optional, Some(".riegeli_bench.Kind")));
+    fields.push(field("name", 18, Type::String, Label::Optional, None));
+    fields.push(field("inner", 19, Type::Message, Label::Optional, Some(".riegeli_bench.Inner")));
+    fields.push(field("values", 20, Type::Int64, Label::Repeated, None));
+    let row = DescriptorProto { name: Some("Row".into()), field: fields, ..Default::default() };
+    prost_reflect::prost_types::FileDescriptorProto {
+        name: Some("riegeli_bench/row.proto".into()),
+        package: Some("riegeli_bench".into()),
+        syntax: Some("proto3".into()),
+        message_type: vec![inner, row],
+        enum_type: vec![kind],
+        ..Default::default()
+    }
+}
+
+/// Writes `n` seeded `Row`s to `path` (`transpose,zstd:3`, the type in the metadata).
+fn write_rows(path: &str, n: u64) -> Result<()> {
+    use prost_reflect::prost::Message;
+    use prost_reflect::{DynamicMessage, Value};
+    let file = row_file();
+    let row = riegeli_arrow::message_type(vec![file.clone()], "riegeli_bench.Row")?;
+    let inner_type = riegeli_arrow::message_type(vec![file.clone()], "riegeli_bench.Inner")?;
+    let mut metadata = riegeli_records::RecordsMetadata::default();
+    riegeli_records::set_record_type(&mut metadata, "riegeli_bench.Row", &[file])?;
+    let mut options: riegeli_records::RecordWriterOptions = "transpose,zstd:3".parse()?;
+    options.metadata = Some(metadata.encode_to_vec());
+    let mut writer = riegeli_records::RecordWriter::new(std::io::BufWriter::new(File::create(path)?), options)?;
+    let mut state = 31u64;
+    let mut next = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let unit = |bits: u64| (bits >> 11) as f64 / (1u64 << 53) as f64;
+    let words: Vec<String> = (0..5000)
+        .map(|_| {
+            let len = 3 + next() % 9;
+            (0..len).map(|_| char::from(b'a' + (next() % 26) as u8)).collect()
+        })
+        .collect();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap, reason = "seeded values in range")]
+    for i in 0..n {
+        let mut m = DynamicMessage::new(row.clone());
+        let mut set = |name: &str, value: Value| m.set_field_by_name(name, value);
+        set("id", Value::I64(i as i64));
+        set("user_id", Value::U64(next() % (1 << 40)));
+        set("count", Value::I32(1 + (next() % 200) as i32));
+        set("flags", Value::U32((next() % (1 << 16)) as u32));
+        set("delta", Value::I32((next() % 4000) as i32 - 2000));
+        set("offset", Value::I64((next() % (1 << 41)) as i64 - (1 << 40)));
+        set("code", Value::U32(next() as u32));
+        set("hash", Value::U64(next() >> 1));
+        set("small", Value::I32((next() % (1 << 21)) as i32 - (1 << 20)));
+        set("big", Value::I64((next() >> 1) as i64 - (1 << 62)));
+        set("score", Value::F64(unit(next())));
+        set("weight", Value::F32(unit(next()) as f32));
+        set("active", Value::Bool(next() % 2 == 0));
+        set("timestamp_ms", Value::I64(1_800_000_000_000 + i as i64 * 10 + (next() % 10) as i64));
+        set("ratio", Value::F64(1.0 + (unit(next()) - 0.5) / 5.0));
+        set("rank", Value::I32((next() % 100) as i32));
+        set("kind", Value::EnumNumber((next() % 4) as i32));
+        let (a, b) = ((next() % 5000) as usize, (next() % 5000) as usize);
+        set("name", Value::String(format!("{} {}", words[a], words[b])));
+        let mut inner = DynamicMessage::new(inner_type.clone());
+        inner.set_field_by_name("x", Value::I64((next() % (1 << 30)) as i64));
+        inner.set_field_by_name("label", Value::String(words[(next() % 64) as usize].clone()));
+        inner.set_field_by_name("score", Value::F64(unit(next())));
+        set("inner", Value::Message(inner));
+        let len = next() % 9;
+        set("values", Value::List((0..len).map(|_| Value::I64((next() % (1 << 24)) as i64)).collect()));
+        writer.write_record(&m.encode_to_vec())?;
+    }
+    writer.close()?;
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
-use riegeli_object_store::{FetchConfig, Location, ObjectSource};
+use riegeli_object_store::{Destination, FetchConfig, Location, ObjectSink, ObjectSource, UploadConfig};
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ChunkReadOptions, ChunkReader, RecordReader,
     RecordReaderOptions, RecordWriter,
@@ -31,8 +31,10 @@ fn arg(name: &str, default: u64) -> u64 {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-/// A proxy to `target` that holds each request (each read from the client) for `delay`;
-/// with no delay, `target` itself (what the proxy costs is then measured too).
+/// A proxy to `target` that holds each request for `delay`: the first bytes a client sends
+/// after the server last answered on that connection (a request's body, an upload's part,
+/// then streams through undelayed); with no delay, `target` itself (what the proxy costs is
+/// then measured too).
 fn delaying_proxy(target: String, delay: Duration) -> std::io::Result<String> {
     stalling_proxy(target, delay, None)
 }
@@ -53,17 +55,23 @@ fn stalling_proxy(target: String, delay: Duration, stall: Option<Duration>) -> s
             let (Ok(mut client_r), Ok(mut server_w)) = (client.try_clone(), server.try_clone()) else { continue };
             let (mut server_r, mut client_w) = (server, client);
             let count = Arc::clone(&count);
+            // Whether the server has answered since the client's last bytes: the next ones
+            // begin a request.
+            let answered = Arc::new(std::sync::atomic::AtomicBool::new(true));
+            let answered_w = Arc::clone(&answered);
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 1 << 16];
                 while let Ok(n) = client_r.read(&mut buf) {
                     if n == 0 {
                         break;
                     }
-                    std::thread::sleep(delay);
-                    if let Some(stall) = stall
-                        && count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 50 == 4
-                    {
-                        std::thread::sleep(stall);
+                    if answered.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(delay);
+                        if let Some(stall) = stall
+                            && count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 50 == 4
+                        {
+                            std::thread::sleep(stall);
+                        }
                     }
                     if server_w.write_all(&buf[..n]).is_err() {
                         break;
@@ -76,6 +84,7 @@ fn stalling_proxy(target: String, delay: Duration, stall: Option<Duration>) -> s
                 // client, the bound near 1 GB/s.
                 let mut buf = vec![0u8; 1 << 20];
                 while let Ok(n) = server_r.read(&mut buf) {
+                    answered_w.store(true, std::sync::atomic::Ordering::Relaxed);
                     if n == 0 || client_w.write_all(&buf[..n]).is_err() {
                         break;
                     }
@@ -119,7 +128,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = PathBuf::from(std::env::var("RIEGELI_BENCH_DIR").unwrap_or_else(|_| "target/object-bench".into()));
     std::fs::create_dir_all(&dir)?;
     let (ar_path, rr_path) = (dir.join("bench.array_record"), dir.join("bench.riegeli"));
-    if !ar_path.exists() || !rr_path.exists() {
+    // Written again when `--megabytes` changes (the stamp holds the record count).
+    let stamp = dir.join("bench.records");
+    if !ar_path.exists() || !rr_path.exists() || std::fs::read_to_string(&stamp).ok() != Some(n.to_string()) {
         let mut ar = ArrayRecordWriter::new(std::fs::File::create(&ar_path)?, "group_size:100,zstd:3".parse()?)?;
         let mut rr = RecordWriter::new(std::fs::File::create(&rr_path)?, "zstd:3".parse()?)?;
         for i in 0..n {
@@ -129,6 +140,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         ar.close()?;
         rr.close()?;
+        std::fs::write(&stamp, n.to_string())?;
     }
     let bucket = std::env::var("RIEGELI_TEST_S3_BUCKET")?;
     let endpoint = std::env::var("AWS_ENDPOINT")?;
@@ -347,6 +359,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     if servers.split(',').any(|s| s == "s3") {
+        write_object(&mut out, &dir, &s3, &bucket, n, rounds)?;
         cache_and_stalls(&mut out, &dir, &runtime, &direct, &bucket, &endpoint, latency, &indices)?;
     }
     print!("{out}");
@@ -491,6 +504,73 @@ fn cache_and_stalls(
          {seq_stalled:.2} s ({:.2}x of {seq:.2} s without); {batch_stalled:.2} s ({:.2}x of {batch:.2} s) | {stalled_requests} (without: {requests}) | - | {hedges} hedges |\n",
         seq_stalled / seq,
         batch_stalled / batch,
+    ));
+    Ok(())
+}
+
+/// Writing the Riegeli file (`zstd:3`, on an I/O thread) as an object through the delaying
+/// proxy (a multipart upload, [`UploadConfig::default`]), against writing it as a local file.
+fn write_object(
+    out: &mut String,
+    dir: &std::path::Path,
+    s3: &Arc<dyn object_store::ObjectStore>,
+    bucket: &str,
+    n: u64,
+    rounds: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let options: riegeli_records::RecordWriterOptions = "zstd:3".parse()?;
+    let (mut local_t, mut object_t) = (Vec::new(), Vec::new());
+    let (mut requests, mut bytes) = (0, 0);
+    let local_path = dir.join("written.riegeli");
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let mut writer = RecordWriter::with_io_thread(std::fs::File::create(&local_path)?, options.clone())?;
+        for i in 0..n {
+            writer.write_record(&record(i))?;
+        }
+        writer.close()?.sync_all()?;
+        local_t.push(start.elapsed().as_secs_f64());
+
+        let start = Instant::now();
+        let url = format!("s3://{bucket}/written.riegeli");
+        let sink =
+            ObjectSink::with_store(Arc::clone(s3), Path::from("written.riegeli"), &url, UploadConfig::default())?;
+        let counters = sink.counters();
+        let mut writer = RecordWriter::with_io_thread(Destination::Object(Box::new(sink)), options.clone())?;
+        for i in 0..n {
+            writer.write_record(&record(i))?;
+        }
+        writer.close()?.finish()?;
+        object_t.push(start.elapsed().as_secs_f64());
+        let stats = counters.stats();
+        (requests, bytes) = (stats.requests, stats.bytes);
+    }
+    // The same bytes uploaded by object_store alone (the same part size and parts in flight,
+    // the bytes already in memory): what the server and the proxy allow.
+    let written = bytes::Bytes::from(std::fs::read(&local_path)?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let mut raw_t = Vec::new();
+    for _ in 0..rounds {
+        let start = Instant::now();
+        runtime.block_on(async {
+            let upload = s3.put_multipart(&Path::from("raw.riegeli")).await?;
+            let mut parts = object_store::WriteMultipart::new_with_chunk_size(upload, 8 << 20);
+            for piece in written.chunks(1 << 20) {
+                parts.wait_for_capacity(4).await?;
+                parts.write(piece);
+            }
+            parts.finish().await.map(drop)
+        })?;
+        raw_t.push(start.elapsed().as_secs_f64());
+    }
+    let size = written.len() as f64;
+    let (local, object) = (size / median(local_t) / 1e6, size / median(object_t) / 1e6);
+    let raw = size / median(raw_t) / 1e6;
+    out.push_str(&format!(
+        "| S3: writing the Riegeli file (`zstd:3`, I/O thread; object: multipart upload, 8 MiB parts, 4 in flight) \
+         | {local:.0} MB/s (with fsync) | {object:.0} MB/s ({:.2}× local; object_store's own multipart upload of the \
+         written bytes: {raw:.0} MB/s) | {requests} | {bytes} uploaded | - |\n",
+        object / local
     ));
     Ok(())
 }

@@ -1,0 +1,503 @@
+//! The direct path: a transposed chunk's fields, as riegeli-codec's
+//! decoder hands them over ([`FieldSink`]), into the walker's column
+//! builders, with no serialized message in between.
+//!
+//! The decoder runs backwards (the last record first, and in a record the
+//! last field first), while rows, lists and "last one wins" go forwards. So
+//! [`Tape`] first records the chunk's field events as they come, then
+//! reverses them and replays each record forwards with the walker's two
+//! steps (see `crate::walker`) and its per-value code: singular scalars
+//! pushed as they come (the last one wins), repeated values into the list's
+//! child, repeated messages walked as they come, occurrences of a singular
+//! message merged in step 2.
+//!
+//! Only what this does exactly as the walker does is done here: columns
+//! with maps or members of real oneofs anywhere in the projected plan are
+//! never tried ([`supported`]), and anything unexpected in a record (a wire type that
+//! does not fit, invalid UTF-8, a group, a record that is not a message, a
+//! message field given as non-empty bytes, deep nesting) gives the chunk up:
+//! the caller then takes back the rows and reads the chunk's records through
+//! the walker, which reports bad records as usual.
+
+use std::ops::ControlFlow;
+
+use riegeli_codec::{FieldSink, SubmessageAs};
+
+use crate::columns::Column;
+use crate::plan::{FieldPlan, MessagePlan, Scalar, Shape, Value};
+use crate::walker::{push_absent, push_fixed32, push_fixed64, push_len, push_packed, push_varint};
+use crate::wire::{FIXED32, FIXED64, LEN, MAX_DEPTH, VARINT};
+
+/// Whether the direct path can fill the columns of `plan`: no maps, and no
+/// column in a oneof of several members, down to the leaves. (A oneof of one
+/// member, as proto3 `optional` makes, is a field with presence: no other
+/// member clears it. Members of oneofs without columns change no column.)
+pub(crate) fn supported(plan: &MessagePlan) -> bool {
+    plan.fields.iter().all(|field| {
+        let alone = field.oneof.is_none_or(|o| plan.oneof_members.get(o) == Some(&1));
+        alone
+            && match (&field.shape, &field.value) {
+                (Shape::Map, _) => false,
+                (_, Value::Message(child)) => supported(child),
+                (_, Value::Scalar(_)) => true,
+            }
+    })
+}
+
+/// One field event of a chunk.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// The start of a record (forwards: its fields follow, up to the next).
+    Record,
+    Varint(u32, u64),
+    Fixed32(u32, u32),
+    Fixed64(u32, u64),
+    /// A length-delimited value: the tape's bytes `start..end`.
+    Bytes(u32, usize, usize),
+    /// A submessage (forwards): its fields are the next this many events,
+    /// then comes its [`Event::Close`].
+    Open(u32, usize),
+    Close,
+}
+
+/// Why the direct path gives a chunk up (the walker then reads it).
+#[derive(Debug)]
+pub(crate) struct GiveUp;
+
+/// The field events of one chunk and the bytes of its length-delimited
+/// values; reused from chunk to chunk.
+///
+/// The record's singular scalar columns take a shorter way: each record's
+/// row of them is kept as it comes, one value per column (the first one seen
+/// backwards: the last one, which wins), in `rows`; the values seen before
+/// it are checked as the walker checks them, not kept. Columns that are all
+/// singular scalars (a flat plan) need no events at all.
+#[derive(Debug, Default)]
+pub(crate) struct Tape {
+    events: Vec<Event>,
+    bytes: Vec<u8>,
+    /// The rows of the record's singular scalars, backwards, a value per
+    /// column ([`Event::Close`] for none); while recording, the last one is
+    /// open.
+    rows: Vec<Event>,
+    /// Replay: the starts of the records' events.
+    records: Vec<usize>,
+    levels: Vec<Level>,
+}
+
+impl Tape {
+    /// The sink that records a chunk of messages of `root` onto the tape
+    /// (cleared first).
+    pub(crate) fn recorder<'a>(&'a mut self, root: &'a MessagePlan) -> Recorder<'a> {
+        self.events.clear();
+        self.bytes.clear();
+        let width = root.fields.len();
+        // The row of the first record (backwards) is open.
+        self.rows.clear();
+        self.rows.resize(width, Event::Close);
+        let flat = root.others.is_empty();
+        Recorder { tape: self, root, plans: vec![root], opens: Vec::new(), flat, row: 0, width }
+    }
+
+    /// Replays the recorded chunk forwards into `columns` (one per field of
+    /// `root`), one row per record; returns the number of rows. On
+    /// [`GiveUp`], the columns hold part of the rows: the caller truncates
+    /// them.
+    pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
+        // The row opened after the last record (backwards: the first) is empty.
+        self.rows.truncate(self.rows.len().saturating_sub(root.fields.len()));
+        if root.others.is_empty() {
+            return self.replay_flat(root, columns);
+        }
+        self.events.reverse();
+        // The records' boundaries, submessages skipped whole.
+        self.records.clear();
+        let mut i = 0;
+        while let Some(event) = self.events.get(i) {
+            match *event {
+                Event::Record => self.records.push(i),
+                Event::Open(_, inside) => i += inside + 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        if self.records.first() != Some(&0) {
+            return Err(GiveUp);
+        }
+        // The record's singular scalars: its row, recorded backwards.
+        let width = root.fields.len();
+        let records = self.records.len();
+        if self.rows.len() != records * width {
+            return Err(GiveUp);
+        }
+        let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels, row: &[] };
+        for r in 0..records {
+            let start = self.records.get(r).map_or(0, |&s| s + 1);
+            let end = self.records.get(r + 1).copied().unwrap_or(self.events.len());
+            let backwards = records - 1 - r;
+            replay.row = self.rows.get(backwards * width..(backwards + 1) * width).ok_or(GiveUp)?;
+            replay.set_parts(0, std::iter::once((start, end)));
+            replay.walk(root, columns, 0)?;
+        }
+        Ok(records)
+    }
+}
+
+impl Tape {
+    /// [`replay`](Self::replay) for a flat plan: the rows recorded, in
+    /// order (they were recorded backwards).
+    fn replay_flat(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
+        let width = root.fields.len();
+        if width == 0 {
+            // No columns: nothing recorded counts the rows.
+            return Err(GiveUp);
+        }
+        let rows = self.rows.len() / width;
+        for row in self.rows.rchunks_exact(width) {
+            for ((event, field), column) in row.iter().zip(&root.fields).zip(columns.iter_mut()) {
+                match (*event, &field.value) {
+                    (Event::Close, _) => push_absent(column),
+                    (event, Value::Scalar(scalar)) => push_value(event, *scalar, field, &self.bytes, column)?,
+                    (_, Value::Message(_)) => return Err(GiveUp),
+                }
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// The [`FieldSink`] of a [`Tape`]: follows the plan of the message being
+/// decoded so as to take a submessage field by field only where the plan
+/// has a message (anything else comes as bytes).
+#[derive(Debug)]
+pub(crate) struct Recorder<'a> {
+    tape: &'a mut Tape,
+    root: &'a MessagePlan,
+    /// Where the open row begins in the tape's rows, and its width.
+    row: usize,
+    width: usize,
+    /// The plans of the messages open (the record's first).
+    plans: Vec<&'a MessagePlan>,
+    /// The events of their ends ([`Event::Close`], recorded first).
+    opens: Vec<usize>,
+    /// The plan is flat: rows are recorded, not events.
+    flat: bool,
+}
+
+impl Recorder<'_> {
+    /// A field value (`number`, `wire_type`): into the record's row if it
+    /// belongs to one of its singular scalar columns, else onto the tape
+    /// (in a flat plan, dropped: not a column).
+    #[inline]
+    fn value(&mut self, number: u32, wire_type: u8, event: Event) -> ControlFlow<()> {
+        if self.plans.len() == 1 {
+            let slot = self.root.lookup.get(number);
+            if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) {
+                return self.keep(f, scalar, wire_type, event);
+            }
+            if self.flat {
+                self.drop_bytes(event);
+                return ControlFlow::Continue(());
+            }
+        }
+        self.tape.events.push(event);
+        ControlFlow::Continue(())
+    }
+
+    /// A value of singular scalar column `f` of the record: kept in its row
+    /// if it is the first of the column seen in the record (backwards: the
+    /// last, which wins); checked as the walker checks it either way (its
+    /// wire type; a string's UTF-8).
+    #[inline]
+    fn keep(&mut self, f: usize, scalar: Scalar, wire_type: u8, event: Event) -> ControlFlow<()> {
+        if wire_type != scalar.wire_type() {
+            return ControlFlow::Break(());
+        }
+        if let Event::Bytes(_, s, e) = event
+            && scalar == Scalar::String
+            && self.tape.bytes.get(s..e).is_none_or(|b| !b.is_ascii() && std::str::from_utf8(b).is_err())
+        {
+            return ControlFlow::Break(());
+        }
+        match self.tape.rows.get_mut(self.row + f) {
+            Some(kept @ Event::Close) => *kept = event,
+            // An earlier occurrence: checked, not kept.
+            Some(_) => self.drop_bytes(event),
+            None => return ControlFlow::Break(()),
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Takes the bytes of `event`, the last ones recorded, back off the tape.
+    #[inline]
+    fn drop_bytes(&mut self, event: Event) {
+        if let Event::Bytes(_, s, _) = event {
+            self.tape.bytes.truncate(s);
+        }
+    }
+}
+
+impl FieldSink for Recorder<'_> {
+    fn record_start(&mut self) -> ControlFlow<()> {
+        // The record's row is complete: the previous record's opens.
+        let rows = &mut self.tape.rows;
+        self.row = rows.len();
+        rows.resize(self.row + self.width, Event::Close);
+        if !self.flat {
+            self.tape.events.push(Event::Record);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.value(field, VARINT, Event::Varint(field, value))
+    }
+
+    fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
+        self.value(field, FIXED32, Event::Fixed32(field, value))
+    }
+
+    fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.value(field, FIXED64, Event::Fixed64(field, value))
+    }
+
+    fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
+        let start = self.tape.bytes.len();
+        self.tape.bytes.extend_from_slice(value);
+        self.value(field, LEN, Event::Bytes(field, start, self.tape.bytes.len()))
+    }
+
+    fn submessage_end(&mut self, field: u32) -> ControlFlow<(), SubmessageAs> {
+        let Some(plan) = self.plans.last() else { return ControlFlow::Break(()) };
+        let child = plan.lookup.get(field).field.and_then(|f| plan.fields.get(f)).and_then(|f| match &f.value {
+            Value::Message(child) => Some(&**child),
+            Value::Scalar(_) => None,
+        });
+        let Some(child) = child else { return ControlFlow::Continue(SubmessageAs::Serialized) };
+        if self.flat {
+            return ControlFlow::Break(());
+        }
+        if self.plans.len() >= MAX_DEPTH - 1 {
+            // The walker's depth limit: its error is the walker's to report.
+            return ControlFlow::Break(());
+        }
+        self.plans.push(child);
+        self.opens.push(self.tape.events.len());
+        self.tape.events.push(Event::Close);
+        ControlFlow::Continue(SubmessageAs::Fields)
+    }
+
+    fn submessage_start(&mut self, field: u32) -> ControlFlow<()> {
+        let Some(close) = self.opens.pop() else { return ControlFlow::Break(()) };
+        self.plans.pop();
+        let inside = self.tape.events.len() - close - 1;
+        self.tape.events.push(Event::Open(field, inside));
+        ControlFlow::Continue(())
+    }
+
+    fn group(&mut self, _field: u32, _start: bool) -> ControlFlow<()> {
+        ControlFlow::Break(())
+    }
+
+    fn non_proto(&mut self, _record: &[u8]) -> ControlFlow<()> {
+        ControlFlow::Break(())
+    }
+}
+
+/// The state of one message being replayed, reused by every message at its
+/// depth (the walker's `Level`, for events).
+#[derive(Debug, Default)]
+struct Level {
+    /// The occurrences of the message (ranges of events).
+    parts: Vec<(usize, usize)>,
+    /// Whether step 1 pushed the row of each singular scalar field.
+    pushed: Vec<bool>,
+    /// Singular messages: (field index, range of events), in order.
+    deferred: Vec<(usize, usize, usize)>,
+}
+
+struct Replay<'a> {
+    /// The row of the record's singular scalars (see [`Recorder::keep`]).
+    row: &'a [Event],
+    events: &'a [Event],
+    bytes: &'a [u8],
+    levels: &'a mut Vec<Level>,
+}
+
+impl Replay<'_> {
+    fn set_parts(&mut self, depth: usize, parts: impl Iterator<Item = (usize, usize)>) {
+        if self.levels.len() <= depth {
+            self.levels.resize_with(depth + 1, Level::default);
+        }
+        if let Some(level) = self.levels.get_mut(depth) {
+            level.parts.clear();
+            level.parts.extend(parts);
+        }
+    }
+
+    /// Replays the message whose parts are in level `depth` into `columns`.
+    fn walk(&mut self, plan: &MessagePlan, columns: &mut [Column], depth: usize) -> Result<(), GiveUp> {
+        if depth >= MAX_DEPTH {
+            return Err(GiveUp);
+        }
+        let Some(level) = self.levels.get_mut(depth) else { return Ok(()) };
+        let mut level = std::mem::take(level);
+        let result = self.walk_level(plan, columns, depth, &mut level);
+        if let Some(slot) = self.levels.get_mut(depth) {
+            *slot = level;
+        }
+        result
+    }
+
+    fn walk_level(
+        &mut self,
+        plan: &MessagePlan,
+        columns: &mut [Column],
+        depth: usize,
+        level: &mut Level,
+    ) -> Result<(), GiveUp> {
+        level.pushed.clear();
+        level.pushed.resize(plan.fields.len(), false);
+        level.deferred.clear();
+        // Step 1: scan.
+        for p in 0..level.parts.len() {
+            let Some(&(start, end)) = level.parts.get(p) else { break };
+            let mut i = start;
+            while i < end {
+                let event = *self.events.get(i).ok_or(GiveUp)?;
+                i += 1;
+                let (number, wire_type) = match event {
+                    Event::Varint(n, _) => (n, VARINT),
+                    Event::Fixed32(n, _) => (n, FIXED32),
+                    Event::Fixed64(n, _) => (n, FIXED64),
+                    Event::Bytes(n, _, _) | Event::Open(n, _) => (n, LEN),
+                    Event::Record | Event::Close => return Err(GiveUp),
+                };
+                // A oneof here has one member, or no column ([`supported`]).
+                let slot = plan.lookup.get(number);
+                let (Some(f), Some(field)) = (slot.field, slot.field.and_then(|f| plan.fields.get(f))) else {
+                    // Not a column: skipped.
+                    if let Event::Open(_, inside) = event {
+                        i += inside + 1;
+                    }
+                    continue;
+                };
+                let column = columns.get_mut(f).ok_or(GiveUp)?;
+                match (&field.shape, &field.value) {
+                    (Shape::Singular { .. }, Value::Scalar(scalar)) => {
+                        // The record's own are in its row, never here.
+                        if depth == 0 || wire_type != scalar.wire_type() {
+                            return Err(GiveUp);
+                        }
+                        if let Some(pushed) = level.pushed.get_mut(f) {
+                            if *pushed {
+                                // Last one wins.
+                                column.pop();
+                            }
+                            *pushed = true;
+                        }
+                        self.push(event, *scalar, field, column)?;
+                    }
+                    (Shape::Repeated, Value::Scalar(scalar)) => {
+                        let Column::List(list) = column else { return Err(GiveUp) };
+                        match event {
+                            Event::Bytes(_, s, e) if scalar.packable() => {
+                                push_packed(*scalar, self.bytes.get(s..e).ok_or(GiveUp)?, &mut list.child)
+                                    .map_err(|_| GiveUp)?;
+                            }
+                            _ if wire_type == scalar.wire_type() => {
+                                self.push(event, *scalar, field, &mut list.child)?
+                            }
+                            _ => return Err(GiveUp),
+                        }
+                    }
+                    (Shape::Singular { .. }, Value::Message(_)) => {
+                        let part = self.message_part(event, i)?;
+                        level.deferred.push((f, part.0, part.1));
+                        i = part.1 + usize::from(matches!(event, Event::Open(..)));
+                    }
+                    (Shape::Repeated, Value::Message(child)) => {
+                        let part = self.message_part(event, i)?;
+                        let Column::List(list) = column else { return Err(GiveUp) };
+                        let Column::Struct(items) = &mut *list.child else { return Err(GiveUp) };
+                        self.set_parts(depth + 1, std::iter::once(part));
+                        self.walk(child, &mut items.children, depth + 1)?;
+                        items.push_row(true);
+                        i = part.1 + usize::from(matches!(event, Event::Open(..)));
+                    }
+                    (Shape::Map, _) => return Err(GiveUp),
+                }
+            }
+        }
+        // Step 2: one row for every field; the record's singular scalars
+        // from its row.
+        for &f in &plan.singular_scalars {
+            let Some(column) = columns.get_mut(f) else { continue };
+            if depth == 0 {
+                match (self.row.get(f), plan.fields.get(f).map(|field| (field, &field.value))) {
+                    (Some(&Event::Close), _) => push_absent(column),
+                    (Some(&event), Some((field, Value::Scalar(scalar)))) => {
+                        push_value(event, *scalar, field, self.bytes, column)?;
+                    }
+                    _ => return Err(GiveUp),
+                }
+            } else if level.pushed.get(f) != Some(&true) {
+                push_absent(column);
+            }
+        }
+        for &f in &plan.others {
+            let (Some(field), Some(column)) = (plan.fields.get(f), columns.get_mut(f)) else { continue };
+            match (&field.shape, &field.value, column) {
+                (Shape::Singular { presence }, Value::Message(child), Column::Struct(s)) => {
+                    let parts = level.deferred.iter().filter(|&&(g, _, _)| g == f).map(|&(_, s, e)| (s, e));
+                    self.set_parts(depth + 1, parts);
+                    let present = self.levels.get(depth + 1).is_some_and(|l| !l.parts.is_empty());
+                    self.walk(child, &mut s.children, depth + 1)?;
+                    s.push_row(present || !presence);
+                }
+                (Shape::Repeated, _, Column::List(list)) => list.push_row(true),
+                _ => return Err(GiveUp),
+            }
+        }
+        Ok(())
+    }
+
+    /// The events of a message given by `event` (at `i - 1`): those of an
+    /// [`Event::Open`], or none for empty bytes (an empty message, which the
+    /// encoder stores as a string); non-empty bytes give the chunk up.
+    fn message_part(&self, event: Event, i: usize) -> Result<(usize, usize), GiveUp> {
+        match event {
+            Event::Open(_, inside) => Ok((i, i + inside)),
+            Event::Bytes(_, s, e) if s == e => Ok((i, i)),
+            _ => Err(GiveUp),
+        }
+    }
+
+    /// Pushes the scalar value of `event` (of the scalar's wire type).
+    #[inline]
+    fn push(&self, event: Event, scalar: Scalar, field: &FieldPlan, column: &mut Column) -> Result<(), GiveUp> {
+        push_value(event, scalar, field, self.bytes, column)
+    }
+}
+
+/// Pushes the scalar value of `event` (of the scalar's wire type; bytes in
+/// `bytes`) onto `column`.
+#[inline]
+fn push_value(
+    event: Event,
+    scalar: Scalar,
+    field: &FieldPlan,
+    bytes: &[u8],
+    column: &mut Column,
+) -> Result<(), GiveUp> {
+    match event {
+        Event::Varint(_, v) => push_varint(scalar, column, v),
+        Event::Fixed32(_, v) => push_fixed32(column, v),
+        Event::Fixed64(_, v) => push_fixed64(column, v),
+        Event::Bytes(_, s, e) => {
+            push_len(scalar, field, bytes.get(s..e).ok_or(GiveUp)?, 0, column).map_err(|_| GiveUp)?;
+        }
+        _ => return Err(GiveUp),
+    }
+    Ok(())
+}
