@@ -1,7 +1,7 @@
 //! `ProtoDecoder`: serialized messages in, `RecordBatch`es out; and the
 //! policy for bad records, shared with the `tf.train.Example` decoder.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::{Schema, SchemaRef};
@@ -112,7 +112,7 @@ pub(crate) fn bad_record(index: u64, position: Option<RecordPosition>, error: &W
 /// ```
 #[derive(Debug)]
 pub struct ProtoDecoder {
-    plan: RecordPlan,
+    plan: Arc<RecordPlan>,
     columns: Vec<Column>,
     rows: usize,
     walker: Walker,
@@ -120,9 +120,6 @@ pub struct ProtoDecoder {
     skipped: SkippedRecords,
     /// Records pushed so far, bad ones included: the index of the next.
     index: u64,
-    /// The direct path for transposed chunks, if the plan allows it (see
-    /// `crate::direct`).
-    direct: Option<Box<Direct>>,
 }
 
 /// The state of the direct path: a decoder of transposed chunks and its tape.
@@ -130,6 +127,61 @@ pub struct ProtoDecoder {
 struct Direct {
     decoder: TransposedChunkDecoder,
     tape: Tape,
+}
+
+/// Decodes transposed chunks straight into batches of their own, the fields
+/// outside the projection not even decompressed (see `crate::direct`), on
+/// whichever thread asks: what an [`ArrowReader`](crate::ArrowReader) hands
+/// its record reader's decoding threads. Shared by them; each call takes the
+/// scratch state of a direct path that no other call is using.
+#[derive(Debug)]
+pub(crate) struct ChunkBatches {
+    plan: Arc<RecordPlan>,
+    /// The scratch states not in use.
+    idle: Mutex<Vec<Direct>>,
+}
+
+impl ChunkBatches {
+    /// Whether a reader projecting fields by `projection` gets the batches
+    /// that [`batch`](Self::batch) makes given no projection.
+    pub(crate) fn projects_as(&self, projection: &FieldProjection) -> bool {
+        projection.includes_all() || *projection == self.plan.field_projection
+    }
+
+    /// The rows of the records of a transposed chunk (its data and header
+    /// values), projected by `projection` (or, if it includes all, by the
+    /// columns): `None` if the direct path does not handle the chunk (a
+    /// damaged chunk, a record that is not a valid message, ...). Its
+    /// records are then to be [`push`](ProtoDecoder::push)ed as usual, which
+    /// reports what is wrong.
+    pub(crate) fn batch(
+        &self,
+        data: &[u8],
+        (num_records, decoded_data_size): (u64, u64),
+        limits: &DecodeLimits,
+        projection: &FieldProjection,
+    ) -> Option<RecordBatch> {
+        let mut direct = self.idle.lock().ok().and_then(|mut idle| idle.pop()).unwrap_or_default();
+        let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
+        let mut columns: Vec<Column> = self.plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
+        let mut recorder = direct.tape.recorder(&self.plan.root);
+        let decoded =
+            direct.decoder.decode_to_sink(data, num_records, decoded_data_size, limits, projection, &mut recorder);
+        let rows = match decoded {
+            Ok(std::ops::ControlFlow::Continue(())) => direct.tape.replay(&self.plan.root, &mut columns).ok(),
+            _ => None,
+        };
+        if let Ok(mut idle) = self.idle.lock() {
+            idle.push(direct);
+        }
+        let arrays = columns
+            .iter_mut()
+            .zip(self.plan.root.fields.iter())
+            .map(|(column, field)| column.finish(&field.arrow))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        finish_batch(self.plan.schema.clone(), arrays, rows?).ok()
+    }
 }
 
 impl ProtoDecoder {
@@ -162,16 +214,14 @@ impl ProtoDecoder {
     ) -> Result<Self> {
         let plan = RecordPlan::new(message, projection)?;
         let columns = plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
-        let direct = crate::direct::supported(&plan.root).then(Box::default);
         Ok(Self {
-            plan,
+            plan: Arc::new(plan),
             columns,
             rows: 0,
             walker: Walker::default(),
             bad_records,
             skipped: SkippedRecords::default(),
             index: 0,
-            direct,
         })
     }
 
@@ -211,47 +261,17 @@ impl ProtoDecoder {
         }
     }
 
-    /// Decodes the records of a transposed chunk (its data and header
-    /// values) straight into the batch being built, the fields outside
-    /// `projection` (or, if it includes all, outside the columns) not even
-    /// decompressed. Returns `false`, with nothing pushed, if the direct
-    /// path does not handle the chunk (maps or oneofs in the columns, a
-    /// damaged chunk, a record that is not a valid message, ...): its records
-    /// are then to be [`push`](Self::push)ed as usual, which reports what is
-    /// wrong.
-    pub(crate) fn push_transposed(
-        &mut self,
-        data: &[u8],
-        (num_records, decoded_data_size): (u64, u64),
-        limits: &DecodeLimits,
-        projection: &FieldProjection,
-    ) -> bool {
-        let Some(direct) = &mut self.direct else { return false };
-        let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
-        let mut recorder = direct.tape.recorder(&self.plan.root);
-        let decoded =
-            direct.decoder.decode_to_sink(data, num_records, decoded_data_size, limits, projection, &mut recorder);
-        if !matches!(decoded, Ok(std::ops::ControlFlow::Continue(()))) {
-            return false;
-        }
-        match direct.tape.replay(&self.plan.root, &mut self.columns) {
-            Ok(rows) => {
-                self.rows += rows;
-                self.index += rows as u64;
-                true
-            }
-            Err(crate::direct::GiveUp) => {
-                for column in &mut self.columns {
-                    column.truncate(self.rows);
-                }
-                false
-            }
-        }
+    /// The maker of batches of transposed chunks for the columns of this
+    /// decoder, if the direct path can fill them (see [`ChunkBatches`]).
+    pub(crate) fn chunk_batches(&self) -> Option<ChunkBatches> {
+        crate::direct::supported(&self.plan.root)
+            .then(|| ChunkBatches { plan: Arc::clone(&self.plan), idle: Mutex::default() })
     }
 
-    /// Whether [`push_transposed`](Self::push_transposed) may take chunks.
-    pub(crate) fn has_direct_path(&self) -> bool {
-        self.direct.is_some()
+    /// Counts `rows` records decoded elsewhere (by [`ChunkBatches`]) as
+    /// pushed: the next record pushed has the index after them.
+    pub(crate) fn count_rows(&mut self, rows: u64) {
+        self.index += rows;
     }
 
     /// Makes `index` the index of the next record pushed (in error

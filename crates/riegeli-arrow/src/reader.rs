@@ -1,14 +1,16 @@
 //! `ArrowReader`: a `RecordReader`'s records as `RecordBatch`es.
 
+use std::collections::VecDeque;
 use std::io::{Read, Seek};
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use prost_reflect::MessageDescriptor;
 use riegeli_codec::{DecodeLimits, FieldProjection};
-use riegeli_records::{RecordPosition, RecordReader};
+use riegeli_records::{ChunkDecodeFn, ChunkReadOptions, Made, RecordPosition, RecordReader};
 
-use crate::decoder::{BadRecords, ProtoDecoder, SkippedRecords};
+use crate::decoder::{BadRecords, ChunkBatches, ProtoDecoder, SkippedRecords};
 use crate::descriptor::message_type_from_metadata;
 use crate::error::{Error, Result};
 use crate::example::{ExampleDecoder, FeatureKind};
@@ -50,6 +52,14 @@ pub struct ArrowReaderOptions {
     /// that is not a valid message, ...) is read through its records all the
     /// same. `false` reads every chunk through its records: the same batches.
     pub direct: bool,
+    /// Threads on which the record reader decodes transposed chunks straight
+    /// into columns ahead of the batches asking for them (with `direct`), if
+    /// it decodes on no threads of its own (its
+    /// [`parallelism`](riegeli_records::RecordReaderOptions::parallelism) 0);
+    /// the calling thread decodes too while it waits. Default: the cores
+    /// less one (0 on one core: all on the calling thread). A reader started
+    /// with threads of its own keeps those.
+    pub parallelism: usize,
 }
 
 impl Default for ArrowReaderOptions {
@@ -60,6 +70,7 @@ impl Default for ArrowReaderOptions {
             bad_records: BadRecords::Fail,
             format: RecordFormat::FromMetadata,
             direct: true,
+            parallelism: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) - 1,
         }
     }
 }
@@ -110,11 +121,14 @@ pub struct ArrowReader<R> {
     reader: RecordReader<R>,
     decoder: Decoder,
     batch_size: usize,
-    /// Whether transposed chunks go straight into the columns.
-    direct: bool,
-    /// Rows decoded but not yet returned: a transposed chunk is decoded
-    /// whole, and may fill more than a batch.
-    pending: Option<RecordBatch>,
+    /// Makes the batches of transposed chunks, if they go straight into
+    /// columns: on the reader's decoding threads, or here.
+    chunk_batches: Option<Arc<ChunkBatches>>,
+    /// Rows decoded but not yet returned, in order: a transposed chunk is
+    /// decoded whole, and may fill more than a batch.
+    ready: VecDeque<RecordBatch>,
+    /// Their rows.
+    ready_rows: usize,
     /// Chunks decoded straight into the columns so far.
     direct_chunks: u64,
     done: bool,
@@ -136,7 +150,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
-        let direct = options.direct;
+        let (direct, parallelism) = (options.direct, options.parallelism);
         let (decoder, batch_size) = match Self::decoder(&mut reader, options) {
             Ok(decoder) => decoder,
             Err(error) => return Err(Box::new((error, reader))),
@@ -146,10 +160,9 @@ impl<R: Read + Seek> ArrowReader<R> {
         {
             return Err(Box::new((error.into(), reader)));
         }
-        Ok(Self { reader, decoder, batch_size, direct, pending: None, direct_chunks: 0, done: false })
+        Ok(Self::assemble(reader, decoder, batch_size, direct, parallelism))
     }
 }
-
 impl<R: Read> ArrowReader<R> {
     /// [`new`](ArrowReader::new) for a reader that cannot seek: the same
     /// batches, but every field of transposed chunks is decoded unless the
@@ -165,12 +178,42 @@ impl<R: Read> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
-        let direct = options.direct;
+        let (direct, parallelism) = (options.direct, options.parallelism);
         match Self::decoder(&mut reader, options) {
-            Ok((decoder, batch_size)) => {
-                Ok(Self { reader, decoder, batch_size, direct, pending: None, direct_chunks: 0, done: false })
-            }
+            Ok((decoder, batch_size)) => Ok(Self::assemble(reader, decoder, batch_size, direct, parallelism)),
             Err(error) => Err(Box::new((error, reader))),
+        }
+    }
+
+    /// The reader of `decoder`'s batches from `reader`; with `direct`,
+    /// transposed chunks are decoded into columns on its decoding threads
+    /// (started on `parallelism` threads if it has none).
+    fn assemble(
+        mut reader: RecordReader<R>,
+        decoder: Decoder,
+        batch_size: usize,
+        direct: bool,
+        parallelism: usize,
+    ) -> Self {
+        let chunk_batches = if direct { decoder.chunk_batches().map(Arc::new) } else { None };
+        if let Some(batches) = &chunk_batches {
+            let batches = Arc::clone(batches);
+            let decode: ChunkDecodeFn = Arc::new(move |chunk, options| {
+                let header = (chunk.header.num_records(), chunk.header.decoded_data_size());
+                let batch = batches.batch(&chunk.data, header, &limits(options), &FieldProjection::all())?;
+                Some(Box::new(batch) as Made)
+            });
+            reader.set_chunk_decode(Some(decode), parallelism);
+        }
+        Self {
+            reader,
+            decoder,
+            batch_size,
+            chunk_batches,
+            ready: VecDeque::new(),
+            ready_rows: 0,
+            direct_chunks: 0,
+            done: false,
         }
     }
 
@@ -196,56 +239,86 @@ impl<R: Read> ArrowReader<R> {
     /// the end of the file.
     pub fn next_batch_up_to(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
         let max_rows = max_rows.max(1);
-        let pending_rows = |pending: &Option<RecordBatch>| pending.as_ref().map_or(0, RecordBatch::num_rows);
-        let direct = self.direct && self.decoder.has_direct_path();
-        while !self.done && pending_rows(&self.pending) + self.decoder.num_rows() < max_rows {
-            if direct {
-                let (decoder, taken) = (&mut self.decoder, &mut self.direct_chunks);
-                let left = self.reader.decode_next_chunk_with(|chunk, options| {
-                    let limits = DecodeLimits {
-                        max_decoded_size: options.chunks.max_decoded_size,
-                        max_num_records: options.chunks.max_num_records,
-                    };
-                    let header = (chunk.header.num_records(), chunk.header.decoded_data_size());
-                    let took = decoder.push_transposed(&chunk.data, header, &limits, &options.field_projection);
-                    *taken += u64::from(took);
-                    took
-                })?;
-                let Some(left) = left else {
+        while !self.done && self.ready_rows + self.decoder.num_rows() < max_rows {
+            let Some(batches) = &self.chunk_batches else {
+                let Some(record) = self.reader.read_record()? else {
                     self.done = true;
                     break;
                 };
-                // The records of a chunk not taken, as many as the batch needs.
-                let wanted = max_rows - (pending_rows(&self.pending) + self.decoder.num_rows()).min(max_rows);
-                for _ in 0..left.min(wanted) {
-                    let Some(record) = self.reader.read_record()? else { break };
-                    let position = self.reader.last_pos();
-                    self.decoder.push(&record, position)?;
-                }
+                let position = self.reader.last_pos();
+                self.decoder.push(&record, position)?;
                 continue;
-            }
-            let Some(record) = self.reader.read_record()? else {
+            };
+            let mut taken = None;
+            let left = self.reader.decode_next_chunk_with(|chunk, options, made| {
+                taken = match made {
+                    // Made on a decoding thread, projected by the columns.
+                    Some(made) if batches.projects_as(&options.field_projection) => {
+                        made.downcast::<RecordBatch>().ok().map(|batch| *batch)
+                    }
+                    _ => {
+                        let header = (chunk.header.num_records(), chunk.header.decoded_data_size());
+                        batches.batch(&chunk.data, header, &limits(&options.chunks), &options.field_projection)
+                    }
+                };
+                taken.is_some()
+            })?;
+            let Some(left) = left else {
                 self.done = true;
                 break;
             };
-            let position = self.reader.last_pos();
-            self.decoder.push(&record, position)?;
-        }
-        let batch = match self.pending.take() {
-            None if self.decoder.num_rows() == 0 && self.done => return Ok(None),
-            None => self.decoder.flush()?,
-            Some(pending) if pending.num_rows() >= max_rows => pending,
-            Some(pending) if self.decoder.num_rows() == 0 => pending,
-            Some(pending) => {
-                let rest = self.decoder.flush()?;
-                arrow_select::concat::concat_batches(&pending.schema(), [&pending, &rest])?
+            if let Some(batch) = taken {
+                self.direct_chunks += 1;
+                // The rows of records pushed before it go first.
+                self.flush_decoder()?;
+                self.decoder.count_rows(batch.num_rows() as u64);
+                self.ready_rows += batch.num_rows();
+                self.ready.push_back(batch);
+                continue;
             }
-        };
-        if batch.num_rows() > max_rows {
-            self.pending = Some(batch.slice(max_rows, batch.num_rows() - max_rows));
-            return Ok(Some(batch.slice(0, max_rows)));
+            // The records of a chunk not taken, as many as the batch needs.
+            let wanted = max_rows - (self.ready_rows + self.decoder.num_rows()).min(max_rows);
+            for _ in 0..left.min(wanted) {
+                let Some(record) = self.reader.read_record()? else { break };
+                let position = self.reader.last_pos();
+                self.decoder.push(&record, position)?;
+            }
         }
-        Ok(Some(batch))
+        self.flush_decoder()?;
+        self.take_ready(max_rows)
+    }
+
+    /// Moves the rows the decoder holds to the batches ready.
+    fn flush_decoder(&mut self) -> Result<()> {
+        if self.decoder.num_rows() > 0 {
+            let batch = self.decoder.flush()?;
+            self.ready_rows += batch.num_rows();
+            self.ready.push_back(batch);
+        }
+        Ok(())
+    }
+
+    /// The first `max_rows` rows ready (all if fewer), or `None` if none is.
+    fn take_ready(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
+        let mut parts = Vec::new();
+        let mut rows = 0;
+        while rows < max_rows {
+            let Some(batch) = self.ready.pop_front() else { break };
+            let want = max_rows - rows;
+            if batch.num_rows() > want {
+                self.ready.push_front(batch.slice(want, batch.num_rows() - want));
+                parts.push(batch.slice(0, want));
+            } else {
+                parts.push(batch);
+            }
+            rows += parts.last().map_or(0, RecordBatch::num_rows);
+        }
+        self.ready_rows -= rows;
+        match parts.len() {
+            0 => Ok(None),
+            1 => Ok(parts.pop()),
+            _ => Ok(Some(arrow_select::concat::concat_batches(&parts[0].schema(), &parts)?)),
+        }
     }
 
     /// The records left out so far under [`BadRecords::Skip`].
@@ -272,8 +345,10 @@ impl<R: Read> ArrowReader<R> {
         &mut self.reader
     }
 
-    /// The underlying record reader.
-    pub fn into_inner(self) -> RecordReader<R> {
+    /// The underlying record reader (its transposed chunks no longer
+    /// decoded into columns on its decoding threads).
+    pub fn into_inner(mut self) -> RecordReader<R> {
+        self.reader.set_chunk_decode(None, 0);
         self.reader
     }
 }
@@ -365,23 +440,19 @@ impl Decoder {
         }
     }
 
-    /// Whether transposed chunks can go straight into the columns.
-    pub(crate) fn has_direct_path(&self) -> bool {
-        matches!(self, Self::Proto(d) if d.has_direct_path())
+    /// The maker of batches of transposed chunks, if they can go straight
+    /// into the columns (never for `tf.train.Example`s).
+    pub(crate) fn chunk_batches(&self) -> Option<ChunkBatches> {
+        match self {
+            Self::Proto(d) => d.chunk_batches(),
+            Self::Example { .. } => None,
+        }
     }
 
-    /// See [`ProtoDecoder::push_transposed`]; always `false` for
-    /// `tf.train.Example`s.
-    pub(crate) fn push_transposed(
-        &mut self,
-        data: &[u8],
-        header: (u64, u64),
-        limits: &DecodeLimits,
-        projection: &FieldProjection,
-    ) -> bool {
-        match self {
-            Self::Proto(d) => d.push_transposed(data, header, limits, projection),
-            Self::Example { .. } => false,
+    /// Counts `rows` records decoded by a [`ChunkBatches`] as pushed.
+    pub(crate) fn count_rows(&mut self, rows: u64) {
+        if let Self::Proto(d) = self {
+            d.count_rows(rows);
         }
     }
 
@@ -421,6 +492,11 @@ impl Decoder {
             Self::Example { decoder, .. } => decoder.skipped(),
         }
     }
+}
+
+/// The decode limits of `options`.
+fn limits(options: &ChunkReadOptions) -> DecodeLimits {
+    DecodeLimits { max_decoded_size: options.max_decoded_size, max_num_records: options.max_num_records }
 }
 
 /// The features of `spec` named in `names`, in that order.

@@ -119,6 +119,7 @@ fn check_same(
         projection: projection.map(|p| p.iter().map(|s| s.to_string()).collect()),
         bad_records,
         direct,
+        parallelism: 0,
         ..Default::default()
     };
     let (walked, walked_skipped, none) = outcome(file, options(false), reader_options, recovery);
@@ -129,6 +130,16 @@ fn check_same(
         assert_eq!(d, w, "{projection:?}, batch {i}");
     }
     assert_eq!(direct_skipped, walked_skipped);
+    // Every chunk decoded into columns on the reader's decoding thread (and
+    // on this one while it waits): the same again.
+    let threaded = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..reader_options.clone() };
+    let (on_threads, threads_skipped, taken_on_threads) = outcome(file, options(true), &threaded, recovery);
+    assert_eq!(on_threads.len(), walked.len(), "{projection:?}, threaded");
+    for (i, (t, w)) in on_threads.iter().zip(&walked).enumerate() {
+        assert_eq!(t, w, "{projection:?}, batch {i}, threaded");
+    }
+    assert_eq!(threads_skipped, walked_skipped);
+    assert_eq!(taken_on_threads, taken);
     taken
 }
 

@@ -46,6 +46,11 @@ impl Chunk {
         ChunkType::is_data_byte(self.header.chunk_type()) && self.header.num_records() > 0
     }
 
+    /// Whether the chunk is a transposed chunk with records.
+    pub(crate) fn is_transposed_data(&self) -> bool {
+        self.chunk_type() == Some(ChunkType::Transposed) && self.header.num_records() > 0
+    }
+
     /// The chunk's type, if known.
     pub(crate) fn chunk_type(&self) -> Option<ChunkType> {
         ChunkType::from_byte(self.header.chunk_type())

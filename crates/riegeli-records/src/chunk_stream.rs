@@ -21,7 +21,7 @@ use crate::pool::Plug;
 use crate::read_ahead::{Fetched, ReadAhead, skip_damage_ahead};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::DecodeWorker;
+use crate::stream::{ChunkDecodeFn, DecodeWorker};
 
 /// A file's chunks in order: the source, the read-ahead (with
 /// `parallelism > 0`) and the decoder of the calling thread.
@@ -104,6 +104,20 @@ impl<R> ChunkStream<R> {
         }
         self.decoder.set_field_projection(projection.clone());
         self.options.field_projection = projection;
+    }
+
+    /// Hands the transposed chunks read ahead from now on to `decode` on the
+    /// decoding threads (`None`: decoded into records), reading ahead on
+    /// `parallelism` threads if the stream did not read ahead yet (0: as it is).
+    pub(crate) fn set_chunk_decode(&mut self, decode: Option<ChunkDecodeFn>, parallelism: usize) {
+        if self.ahead.is_none() && parallelism > 0 && decode.is_some() {
+            let projection = self.options.field_projection.clone();
+            self.ahead = Some(ReadAhead::with_plug(parallelism, &self.options.chunks, projection, Plug::default()));
+            self.options.parallelism = parallelism;
+        }
+        if let Some(ahead) = &mut self.ahead {
+            ahead.set_chunk_decode(decode);
+        }
     }
 
     /// Decodes `chunk` on the calling thread (checking its data hash if the

@@ -108,6 +108,7 @@ pub use crate::{
     reader::RecordReader,
     skipped_region::SkippedRegion,
     split::byte_ranges,
+    stream::{ChunkDecodeFn, Made},
     trailer::{Disposition, TrailerDetector, TrailerStep},
     writer::RecordWriter,
 };

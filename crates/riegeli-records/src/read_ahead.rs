@@ -26,7 +26,7 @@ use crate::options::RecordReaderOptions;
 use crate::pool::{Panicked, Plug};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::{DecodeStream, DecodeWorker, Decoded, Piece};
+use crate::stream::{ChunkDecodeFn, DecodeStream, DecodeWorker, Decoded, Piece};
 
 /// A chunk as the reader gets it: read, and if a worker decoded it, its
 /// hash check and records (or [`Panicked`]). A chunk without them has its
@@ -283,6 +283,12 @@ impl ReadAhead {
         self.stream.abandon();
     }
 
+    /// Decodes the transposed chunks handed to the workers from now on with
+    /// `decode` (`None`: into records).
+    pub(crate) fn set_chunk_decode(&mut self, decode: Option<ChunkDecodeFn>) {
+        self.stream.set_chunk_decode(decode);
+    }
+
     /// Decodes later chunks with `projection`. Chunks already handed to the
     /// workers are taken back: the caller decodes them.
     pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
@@ -415,7 +421,7 @@ mod tests {
             if fetched.chunk.header.num_records() > 0 {
                 assert!(!fetched.chunk.hash_verified, "hashed on the reading thread");
                 let decoded = fetched.decoded.expect("a data chunk decoded by the caller");
-                assert!(matches!(decoded, Ok(Decoded { hash: Ok(()), result: Ok(Some(_)) })));
+                assert!(matches!(decoded, Ok(Decoded { hash: Ok(()), result: Ok(Some(_)), .. })));
                 handed_over += 1;
             } else {
                 assert!(fetched.chunk.hash_verified, "a chunk without records left unchecked");
@@ -469,7 +475,7 @@ mod tests {
         stream.submit(smallvec::smallvec![Piece::Scanned(chunk)]);
         assert!(matches!(stream.next(), Some(Err(Panicked))));
         let good = stream.next().unwrap().unwrap();
-        assert!(matches!(good.as_slice(), [Decoded { hash: Ok(()), result: Ok(Some(_)) }]));
+        assert!(matches!(good.as_slice(), [Decoded { hash: Ok(()), result: Ok(Some(_)), .. }]));
         assert!(stream.next().is_none());
     }
 }

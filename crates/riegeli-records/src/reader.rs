@@ -18,6 +18,7 @@ use crate::position::RecordPosition;
 use crate::read_ahead::Fetched;
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
+use crate::stream::{ChunkDecodeFn, Made};
 use crate::trailer::{Disposition, TrailerDetector};
 
 /// The recovery callback: called with each skipped region; returns whether to keep reading.
@@ -25,7 +26,7 @@ type RecoveryFn = Box<dyn FnMut(&SkippedRegion) -> bool + Send>;
 
 /// The caller's decoder of transposed chunks (see
 /// [`RecordReader::decode_next_chunk_with`]): whether it took the chunk.
-type DirectFn<'a> = dyn FnMut(&RawChunk, &RecordReaderOptions) -> bool + 'a;
+type DirectFn<'a> = dyn FnMut(&RawChunk, &RecordReaderOptions, Option<Made>) -> bool + 'a;
 
 #[derive(Debug, Clone)]
 enum MetadataState {
@@ -179,6 +180,18 @@ impl<R: Read> RecordReader<R> {
         self.chunks.source().get_ref()
     }
 
+    /// Gives the transposed chunks read ahead from now on to `decode` on the
+    /// decoding threads, in place of decoding their records there, for
+    /// [`decode_next_chunk_with`](Self::decode_next_chunk_with) to take what
+    /// it made; `None` stops that. A reader that reads nothing ahead
+    /// ([`RecordReaderOptions::parallelism`] 0) starts reading ahead on
+    /// `parallelism` threads if that is above 0 (and then keeps them).
+    /// Records read with [`read_record`](Self::read_record) from a chunk that
+    /// `decode` took are decoded on the calling thread.
+    pub fn set_chunk_decode(&mut self, decode: Option<ChunkDecodeFn>, parallelism: usize) {
+        self.chunks.set_chunk_decode(decode, parallelism);
+    }
+
     /// Reads the next record, or `None` at the end of the file.
     pub fn read_record(&mut self) -> Result<Option<Bytes>> {
         loop {
@@ -213,6 +226,12 @@ impl<R: Read> RecordReader<R> {
     /// [`set_recovery`](Self::set_recovery), exactly as for `read_record`.
     /// Other chunks never go to `decode`.
     ///
+    /// With a function set by [`set_chunk_decode`](Self::set_chunk_decode),
+    /// transposed chunks read ahead are given to it on the decoding threads
+    /// instead of being decoded into records, and what it made comes to
+    /// `decode` as its third argument (`None` for a chunk it was not given,
+    /// or did not take: `decode` then makes what it needs itself).
+    ///
     /// With [`RecordReaderOptions::parallelism`] above 0, chunks are still
     /// decoded ahead on the threads, whether `decode` takes them or not.
     ///
@@ -224,17 +243,17 @@ impl<R: Read> RecordReader<R> {
     /// let file = writer.close()?;
     /// let mut reader = RecordReader::new(std::io::Cursor::new(file));
     /// let mut taken = 0;
-    /// let left = reader.decode_next_chunk_with(|chunk, _options| {
+    /// let left = reader.decode_next_chunk_with(|chunk, _options, _made| {
     ///     taken += chunk.header.num_records();
     ///     true
     /// })?;
     /// assert_eq!((left, taken), (Some(0), 1));
-    /// assert_eq!(reader.decode_next_chunk_with(|_, _| true)?, None);
+    /// assert_eq!(reader.decode_next_chunk_with(|_, _, _| true)?, None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn decode_next_chunk_with(
         &mut self,
-        mut decode: impl FnMut(&Chunk, &RecordReaderOptions) -> bool,
+        mut decode: impl FnMut(&Chunk, &RecordReaderOptions, Option<Made>) -> bool,
     ) -> Result<Option<usize>> {
         if self.index < self.records.len() {
             return Ok(Some(self.records.len() - self.index));
@@ -555,9 +574,15 @@ impl<R: Read> RecordReader<R> {
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
+        let mut decoded = decoded;
+        // Made of the chunk on a decoding thread, in place of its records.
+        let made = match &mut decoded {
+            Some(Ok(decoded)) => decoded.made.take(),
+            _ => None,
+        };
+        let records_decoded = made.is_none();
         if let Some(direct) = direct
-            && chunk.chunk_type() == Some(ChunkType::Transposed)
-            && chunk.header.num_records() > 0
+            && chunk.is_transposed_data()
         {
             // Only a chunk whose hash holds: damage takes the usual way below.
             let hash_holds = match &decoded {
@@ -570,11 +595,16 @@ impl<R: Read> RecordReader<R> {
                     holds
                 }
             };
-            if hash_holds && direct(&chunk, self.chunks.options()) {
+            if hash_holds && direct(&chunk, self.chunks.options(), made) {
                 return Ok(true);
             }
         }
         let decoded = match decoded {
+            // Not taken after all: its records are decoded here.
+            Some(Ok(decoded)) if !records_decoded => {
+                decoded.hash.map_err(Failure::Damage)?;
+                self.chunks.decode(&chunk)
+            }
             Some(Ok(decoded)) => {
                 decoded.hash.map_err(Failure::Damage)?;
                 decoded.result

@@ -71,11 +71,14 @@ impl Piece {
 
 /// A decoded piece: its hash check (a scanned chunk whose hash fails is not
 /// decoded) and the decoder's result. A piece read through an index yields
-/// its records (`Some`) or an error.
+/// its records (`Some`) or an error. A scanned transposed chunk that the
+/// job's [`ChunkDecodeFn`] took yields what it made instead of records
+/// (`result` is then `Ok(None)`).
 #[derive(Debug)]
 pub(crate) struct Decoded {
     pub(crate) hash: std::result::Result<(), Damage>,
     pub(crate) result: Result<Option<DecodedRecords>>,
+    pub(crate) made: Option<Made>,
 }
 
 impl Decoded {
@@ -93,11 +96,23 @@ pub(crate) type Pieces<T> = SmallVec<[T; 1]>;
 /// What a job yields: one [`Decoded`] per piece up to the first that failed.
 pub(crate) type Outcome = std::result::Result<Pieces<Decoded>, Panicked>;
 
-/// A job: its pieces and the projection to decode them with.
+/// A job: its pieces and the projection to decode them with, and what
+/// decodes its scanned transposed chunks instead of the decoder, if anything.
 pub(crate) struct Job {
     pieces: Pieces<Piece>,
     projection: Arc<FieldProjection>,
+    chunk_decode: Option<ChunkDecodeFn>,
 }
+
+/// What a [`ChunkDecodeFn`] makes of a chunk.
+pub type Made = Box<dyn std::any::Any + Send + Sync>;
+
+/// Decodes a transposed chunk with records into something other than
+/// records (say, columns), on a decoding thread of the reader it is given to
+/// ([`RecordReader::set_chunk_decode`](crate::RecordReader::set_chunk_decode)),
+/// after the chunk's hashes were checked. `None`: the chunk is decoded into
+/// records as usual (the function could not make sense of it).
+pub type ChunkDecodeFn = Arc<dyn Fn(&crate::Chunk, &ChunkReadOptions) -> Option<Made> + Send + Sync>;
 
 /// A decoding thread's state.
 pub(crate) struct DecodeWorker {
@@ -124,8 +139,16 @@ impl Worker for DecodeWorker {
             let decoded = match piece {
                 Piece::Scanned(mut chunk) => {
                     let hash = verify_hash(&mut chunk, &self.options);
-                    let result = if hash.is_ok() { self.decoder.checked_decode(&chunk, false) } else { Ok(None) };
-                    Decoded { hash, result }
+                    let made = match &job.chunk_decode {
+                        Some(decode) if hash.is_ok() && chunk.is_transposed_data() => decode(&chunk, &self.options),
+                        _ => None,
+                    };
+                    let result = if hash.is_ok() && made.is_none() {
+                        self.decoder.checked_decode(&chunk, false)
+                    } else {
+                        Ok(None)
+                    };
+                    Decoded { hash, result, made }
                 }
                 Piece::Read(chunk, wanted) => self.indexed(Ok(chunk), wanted),
                 Piece::At(entry, wanted) => {
@@ -168,7 +191,7 @@ impl DecodeWorker {
     fn indexed(&mut self, chunk: Result<LazyChunk>, wanted: u64) -> Decoded {
         let verify = self.options.verify_hashes;
         let result = chunk.and_then(|chunk| self.decoder.data_records_prefix(&chunk.gather(), verify, wanted));
-        Decoded { hash: Ok(()), result: result.map(Some) }
+        Decoded { hash: Ok(()), result: result.map(Some), made: None }
     }
 }
 
@@ -181,6 +204,8 @@ pub(crate) struct DecodeStream {
     /// For readers whose threads read their chunks themselves ([`Piece::At`]).
     file: Option<SharedFile>,
     projection: Arc<FieldProjection>,
+    /// Decodes scanned transposed chunks instead of the decoder, if set.
+    chunk_decode: Option<ChunkDecodeFn>,
     /// What the workers run in (production: [`Plug::default`]).
     plug: Plug<DecodeWorker>,
     /// Started by the first job.
@@ -221,6 +246,7 @@ impl DecodeStream {
             options: options.clone(),
             file,
             projection: Arc::new(projection),
+            chunk_decode: None,
             plug,
             pool: None,
             tickets: VecDeque::new(),
@@ -230,6 +256,12 @@ impl DecodeStream {
     /// Decodes later jobs with `projection`.
     pub(crate) fn set_projection(&mut self, projection: FieldProjection) {
         self.projection = Arc::new(projection);
+    }
+
+    /// Decodes the scanned transposed chunks of later jobs with `decode`
+    /// (`None`: into records).
+    pub(crate) fn set_chunk_decode(&mut self, decode: Option<ChunkDecodeFn>) {
+        self.chunk_decode = decode;
     }
 
     fn pool(&mut self) -> &mut Pool<Plugged<DecodeWorker>> {
@@ -250,7 +282,8 @@ impl DecodeStream {
     /// Queues a job of `pieces` (not empty), decoded after those before it.
     pub(crate) fn submit(&mut self, pieces: Pieces<Piece>) {
         let projection = Arc::clone(&self.projection);
-        let ticket = self.pool().submit(Job { pieces, projection });
+        let chunk_decode = self.chunk_decode.clone();
+        let ticket = self.pool().submit(Job { pieces, projection, chunk_decode });
         self.tickets.push_back(ticket);
     }
 

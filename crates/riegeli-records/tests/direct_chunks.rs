@@ -22,7 +22,7 @@ fn read_direct<R: std::io::Read>(
     let mut decoder = TransposedChunkDecoder::new();
     loop {
         let mut direct = Vec::new();
-        let left = reader.decode_next_chunk_with(|chunk, options| {
+        let left = reader.decode_next_chunk_with(|chunk, options, _| {
             if !take(chunk.begin) {
                 return false;
             }
@@ -92,14 +92,14 @@ fn records_left_in_the_chunk_are_counted_and_a_taken_chunk_counts_as_read() {
     let first = chunks.iter().find(|c| c.num_records > 1).unwrap();
     let mut reader = RecordReader::new(Cursor::new(&file));
     assert_eq!(reader.read_record().unwrap().as_deref(), Some(&records[0][..]));
-    let left = reader.decode_next_chunk_with(|_, _| panic!("records are left")).unwrap();
+    let left = reader.decode_next_chunk_with(|_, _, _| panic!("records are left")).unwrap();
     assert_eq!(left, Some(first.num_records as usize - 1));
     for record in &records[1..first.num_records as usize] {
         assert_eq!(reader.read_record().unwrap().as_deref(), Some(&record[..]));
     }
     // The next chunk taken: its records count as read.
     let second = chunks.iter().filter(|c| c.num_records > 0).nth(1).unwrap();
-    assert_eq!(reader.decode_next_chunk_with(|chunk, _| chunk.begin == second.begin).unwrap(), Some(0));
+    assert_eq!(reader.decode_next_chunk_with(|chunk, _, _| chunk.begin == second.begin).unwrap(), Some(0));
     let last = reader.last_pos().unwrap();
     assert_eq!((last.chunk_begin(), last.record_index()), (second.begin, second.num_records - 1));
     let after = record_ranges(&chunks).into_iter().zip(&chunks).find(|(_, c)| c.begin == second.begin).unwrap().0.end;
@@ -168,4 +168,96 @@ fn unchecked_hashes_give_a_damaged_chunk_to_the_hook_and_its_decline_to_the_usua
         assert_eq!(err.position(), Some(victim.begin));
     }
     assert!(offered.get());
+}
+
+/// What the decoding threads make with `set_chunk_decode`: (the chunk's
+/// begin, its records decoded), or declined for the chunks `decline` names.
+fn chunk_decode(
+    decline: impl Fn(u64) -> bool + Send + Sync + 'static,
+    calls: Arc<Mutex<Vec<u64>>>,
+) -> riegeli_records::ChunkDecodeFn {
+    Arc::new(move |chunk, options| {
+        calls.lock().unwrap().push(chunk.begin);
+        if decline(chunk.begin) {
+            return None;
+        }
+        let limits =
+            DecodeLimits { max_decoded_size: options.max_decoded_size, max_num_records: options.max_num_records };
+        let header = &chunk.header;
+        let decoded = TransposedChunkDecoder::new()
+            .decode(
+                chunk.data.clone(),
+                header.num_records(),
+                header.decoded_data_size(),
+                &limits,
+                &riegeli_records::FieldProjection::all(),
+            )
+            .ok()?;
+        let records: Vec<Vec<u8>> = decoded.iter().map(|r| r.to_vec()).collect();
+        Some(Box::new((chunk.begin, records)) as riegeli_records::Made)
+    })
+}
+
+#[test]
+fn chunks_decoded_on_the_threads_come_to_the_hook_in_order() {
+    let (records, file) = transposed_file();
+    let chunks = layout(&file);
+    let data_chunks: Vec<u64> = chunks.iter().filter(|c| c.num_records > 0).map(|c| c.begin).collect();
+    assert!(data_chunks.len() > 4);
+    let declined = data_chunks[2];
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    // A reader without threads of its own starts reading ahead on one.
+    let options = RecordReaderOptions { parallel_min_chunk_size: 0, ..Default::default() };
+    let mut reader = RecordReader::with_options(Cursor::new(&file), options);
+    reader.set_chunk_decode(Some(chunk_decode(move |begin| begin == declined, Arc::clone(&calls))), 1);
+    let mut got = Vec::new();
+    let mut made_for = Vec::new();
+    loop {
+        let mut made_records = None;
+        let left = reader
+            .decode_next_chunk_with(|chunk, _, made| {
+                let Some(made) = made else { return false };
+                let (begin, records) = *made.downcast::<(u64, Vec<Vec<u8>>)>().unwrap();
+                assert_eq!(begin, chunk.begin, "made of another chunk");
+                made_for.push(begin);
+                made_records = Some(records);
+                true
+            })
+            .unwrap();
+        let Some(left) = left else { break };
+        got.extend(made_records.unwrap_or_default());
+        for _ in 0..left {
+            got.push(reader.read_record().unwrap().unwrap().to_vec());
+        }
+    }
+    assert_eq!(got, records);
+    // Every data chunk went to the function, on the threads; the one it
+    // declined was read as records, the others came made, in file order.
+    let mut called = calls.lock().unwrap().clone();
+    called.sort_unstable();
+    assert_eq!(called, data_chunks);
+    let want: Vec<u64> = data_chunks.iter().copied().filter(|&b| b != declined).collect();
+    assert_eq!(made_for, want);
+}
+
+#[test]
+fn records_of_a_chunk_made_on_the_threads_are_decoded_here_when_read_as_records() {
+    let (records, file) = transposed_file();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
+    let mut reader = RecordReader::with_options(Cursor::new(&file), options);
+    reader.set_chunk_decode(Some(chunk_decode(|_| false, Arc::clone(&calls))), 0);
+    let mut got = Vec::new();
+    while let Some(record) = reader.read_record().unwrap() {
+        got.push(record.to_vec());
+    }
+    assert_eq!(got, records);
+    assert!(!calls.lock().unwrap().is_empty(), "chunks went to the function");
+    // And with the function taken away, chunks are decoded as records again.
+    reader.set_chunk_decode(None, 0);
+    reader.seek(riegeli_records::RecordPosition::new(0, 0).unwrap()).unwrap();
+    let before = calls.lock().unwrap().len();
+    assert_eq!(reader.read_record().unwrap().as_deref(), Some(&records[0][..]));
+    while reader.read_record().unwrap().is_some() {}
+    assert_eq!(calls.lock().unwrap().len(), before);
 }
