@@ -554,7 +554,7 @@ impl<R: Read> RecordReader<R> {
     /// transposed chunk with records goes to `direct` first, if given, once
     /// its data hash is known to hold. Returns whether `direct` took it.
     fn install(&mut self, fetched: Fetched, direct: Option<&mut DirectFn<'_>>) -> std::result::Result<bool, Failure> {
-        let Fetched { mut chunk, decoded } = fetched;
+        let Fetched { mut chunk, mut decoded } = fetched;
         let damage = |error: Error, chunk: &RawChunk| {
             Failure::Damage(Damage { error, begin: chunk.begin, resume: Resume::At(chunk.end) })
         };
@@ -574,7 +574,6 @@ impl<R: Read> RecordReader<R> {
         if matches!(self.metadata, MetadataState::Unknown) {
             self.metadata = MetadataState::Absent;
         }
-        let mut decoded = decoded;
         // Made of the chunk on a decoding thread, in place of its records.
         let made = match &mut decoded {
             Some(Ok(decoded)) => decoded.made.take(),
