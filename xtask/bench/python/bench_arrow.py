@@ -307,7 +307,7 @@ def main():
         'read_all': lambda: read_all(path),
         'ptars': None,  # Converts the records of the faster read, timed apart.
         'all': lambda: to_arrow(path),
-        'projected': lambda: to_arrow(path, columns, int(rows) if rows else None),
+        'projected': lambda: to_arrow(path, columns),
     }
     times = {name: [] for name in cases}
     for round_ in range(args.rounds):
