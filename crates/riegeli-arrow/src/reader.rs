@@ -60,6 +60,12 @@ pub struct ArrowReaderOptions {
     /// less one (0 on one core: all on the calling thread). A reader started
     /// with threads of its own keeps those.
     pub parallelism: usize,
+    /// Every batch but the last has exactly `batch_size` rows (the default,
+    /// `true`). `false`: a batch may have fewer, as a transposed chunk's rows
+    /// then come as a batch of their own rather than copied into one with
+    /// others' (`concat_batches`): for a caller that gathers every batch
+    /// into one table anyway.
+    pub exact_batch_size: bool,
 }
 
 impl Default for ArrowReaderOptions {
@@ -71,6 +77,7 @@ impl Default for ArrowReaderOptions {
             format: RecordFormat::FromMetadata,
             direct: true,
             parallelism: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) - 1,
+            exact_batch_size: true,
         }
     }
 }
@@ -127,6 +134,8 @@ pub struct ArrowReader<R> {
     /// Rows decoded but not yet returned, in order: a transposed chunk is
     /// decoded whole, and may fill more than a batch.
     ready: VecDeque<RecordBatch>,
+    /// Whether batches are joined to make `batch_size` rows.
+    exact_batch_size: bool,
     /// Their rows.
     ready_rows: usize,
     /// Chunks decoded straight into the columns so far.
@@ -150,7 +159,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
-        let (direct, parallelism) = (options.direct, options.parallelism);
+        let shape = (options.direct, options.parallelism, options.exact_batch_size);
         let (decoder, batch_size) = match Self::decoder(&mut reader, options) {
             Ok(decoder) => decoder,
             Err(error) => return Err(Box::new((error, reader))),
@@ -160,7 +169,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         {
             return Err(Box::new((error.into(), reader)));
         }
-        Ok(Self::assemble(reader, decoder, batch_size, direct, parallelism))
+        Ok(Self::assemble(reader, decoder, batch_size, shape))
     }
 }
 impl<R: Read> ArrowReader<R> {
@@ -178,22 +187,22 @@ impl<R: Read> ArrowReader<R> {
         mut reader: RecordReader<R>,
         options: ArrowReaderOptions,
     ) -> Result<Self, Box<(Error, RecordReader<R>)>> {
-        let (direct, parallelism) = (options.direct, options.parallelism);
+        let shape = (options.direct, options.parallelism, options.exact_batch_size);
         match Self::decoder(&mut reader, options) {
-            Ok((decoder, batch_size)) => Ok(Self::assemble(reader, decoder, batch_size, direct, parallelism)),
+            Ok((decoder, batch_size)) => Ok(Self::assemble(reader, decoder, batch_size, shape)),
             Err(error) => Err(Box::new((error, reader))),
         }
     }
 
     /// The reader of `decoder`'s batches from `reader`; with `direct`,
     /// transposed chunks are decoded into columns on its decoding threads
-    /// (started on `parallelism` threads if it has none).
+    /// (started on `parallelism` threads if it has none); see
+    /// [`ArrowReaderOptions::exact_batch_size`].
     fn assemble(
         mut reader: RecordReader<R>,
         decoder: Decoder,
         batch_size: usize,
-        direct: bool,
-        parallelism: usize,
+        (direct, parallelism, exact_batch_size): (bool, usize, bool),
     ) -> Self {
         let chunk_batches = if direct { decoder.chunk_batches().map(Arc::new) } else { None };
         if let Some(batches) = &chunk_batches {
@@ -211,6 +220,7 @@ impl<R: Read> ArrowReader<R> {
             batch_size,
             chunk_batches,
             ready: VecDeque::new(),
+            exact_batch_size,
             ready_rows: 0,
             direct_chunks: 0,
             done: false,
@@ -298,8 +308,17 @@ impl<R: Read> ArrowReader<R> {
         Ok(())
     }
 
-    /// The first `max_rows` rows ready (all if fewer), or `None` if none is.
+    /// The first `max_rows` rows ready (all if fewer; without
+    /// `exact_batch_size`, the first batch ready if it has no more), or
+    /// `None` if none is.
     fn take_ready(&mut self, max_rows: usize) -> Result<Option<RecordBatch>> {
+        if !self.exact_batch_size
+            && let Some(first) = self.ready.front()
+            && first.num_rows() <= max_rows
+        {
+            self.ready_rows -= first.num_rows();
+            return Ok(self.ready.pop_front());
+        }
         let mut parts = Vec::new();
         let mut rows = 0;
         while rows < max_rows {

@@ -238,3 +238,32 @@ fn bad_records_in_a_transposed_chunk_are_reported_by_the_walker() {
         }
     }
 }
+
+#[test]
+fn batches_not_joined_hold_the_same_rows_in_batches_of_at_most_the_size() {
+    let desc = message("t.All");
+    let records = records(&desc, 5, 700, 1);
+    let file = write_file(&desc, &records, "transpose,chunk_size:4k");
+    let read = |exact_batch_size| {
+        let options = ArrowReaderOptions {
+            batch_size: 256,
+            projection: PROJECTIONS[0].map(|p| p.iter().map(|s| s.to_string()).collect()),
+            exact_batch_size,
+            ..Default::default()
+        };
+        let reader_options = RecordReaderOptions { parallelism: 1, parallel_min_chunk_size: 0, ..Default::default() };
+        let reader = RecordReader::with_options(Cursor::new(file.clone()), reader_options);
+        ArrowReader::new(reader, options).unwrap().collect::<Result<Vec<_>, _>>().unwrap()
+    };
+    let exact = read(true);
+    let loose = read(false);
+    let (last, full) = exact.split_last().unwrap();
+    assert!(full.iter().all(|b| b.num_rows() == 256) && last.num_rows() <= 256);
+    assert!(loose.iter().all(|b| (1..=256).contains(&b.num_rows())));
+    assert!(loose.len() > exact.len(), "chunks of fewer rows than a batch come alone");
+    let schema = exact[0].schema();
+    assert_eq!(
+        arrow_select::concat::concat_batches(&schema, &loose).unwrap(),
+        arrow_select::concat::concat_batches(&schema, &exact).unwrap()
+    );
+}

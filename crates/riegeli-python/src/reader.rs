@@ -207,6 +207,55 @@ fn ordering(py: Python<'_>, verdict: &Py<PyAny>) -> PyResult<Option<Ordering>> {
 }
 
 impl RecordReader {
+    /// The batches `args` describe, from the current record on: the reader is lent to the
+    /// stream and comes back when the stream is consumed or dropped.
+    fn batches(&mut self, py: Python<'_>, args: arrow::Args) -> PyResult<ArrowBatches> {
+        let random_access = self.supports_random_access(py)?;
+        let state = self.state(py)?;
+        if let Some(failure) = state.raise_failure(py) {
+            return Err(failure);
+        }
+        let reader = state.reader.take().ok_or_else(|| closed(py))?;
+        let (options, limit) = (args.options, args.max_rows);
+        let built = py.detach(move || {
+            let arrow = if random_access {
+                ArrowReader::try_new(reader, options)
+            } else {
+                ArrowReader::try_without_seeking(reader, options)
+            };
+            let arrow = arrow.map_err(|failed| Box::new((failed.0, failed.1, false)))?;
+            ArrowStream::try_new(arrow, limit).map_err(|(error, arrow)| {
+                let projected = random_access && arrow.field_projection().is_some();
+                Box::new((error, arrow.into_inner(), projected))
+            })
+        });
+        let stream = match built {
+            Ok(stream) => stream,
+            Err(failed) => {
+                let (error, reader, projected) = *failed;
+                // Given back; a projection the stream set is undone.
+                let restored = if projected { reader_restored(reader, &state.projection) } else { Ok(reader) };
+                return match restored {
+                    Ok(reader) => {
+                        state.reader = Some(reader);
+                        Err(arrow::to_py(py, error))
+                    }
+                    Err(e) => Err(arrow::to_py(py, e.into())),
+                };
+            }
+        };
+        let projected = random_access && stream.get_ref().field_projection().is_some();
+        let slot = Arc::new(Mutex::new(None));
+        let back = Arc::clone(&slot);
+        let give_back = Box::new(move |arrow: ArrowReader<Src>| {
+            if let Ok(mut slot) = back.lock() {
+                *slot = Some(arrow.into_inner());
+            }
+        });
+        state.lent = Some((slot, projected));
+        Ok(ArrowBatches::new(Reporting::new(stream, Some(give_back))))
+    }
+
     fn state(&mut self, py: Python<'_>) -> PyResult<&mut State> {
         let state = self.state.get_mut().map_err(|_| internal(py, "RecordReader state poisoned by a panic"))?;
         state.reclaim(py)?;
@@ -556,50 +605,7 @@ impl RecordReader {
             skip_bad_records,
             max_rows,
         )?;
-        let random_access = self.supports_random_access(py)?;
-        let state = self.state(py)?;
-        if let Some(failure) = state.raise_failure(py) {
-            return Err(failure);
-        }
-        let reader = state.reader.take().ok_or_else(|| closed(py))?;
-        let (options, limit) = (args.options, args.max_rows);
-        let built = py.detach(move || {
-            let arrow = if random_access {
-                ArrowReader::try_new(reader, options)
-            } else {
-                ArrowReader::try_without_seeking(reader, options)
-            };
-            let arrow = arrow.map_err(|failed| Box::new((failed.0, failed.1, false)))?;
-            ArrowStream::try_new(arrow, limit).map_err(|(error, arrow)| {
-                let projected = random_access && arrow.field_projection().is_some();
-                Box::new((error, arrow.into_inner(), projected))
-            })
-        });
-        let stream = match built {
-            Ok(stream) => stream,
-            Err(failed) => {
-                let (error, reader, projected) = *failed;
-                // Given back; a projection the stream set is undone.
-                let restored = if projected { reader_restored(reader, &state.projection) } else { Ok(reader) };
-                return match restored {
-                    Ok(reader) => {
-                        state.reader = Some(reader);
-                        Err(arrow::to_py(py, error))
-                    }
-                    Err(e) => Err(arrow::to_py(py, e.into())),
-                };
-            }
-        };
-        let projected = random_access && stream.get_ref().field_projection().is_some();
-        let slot = Arc::new(Mutex::new(None));
-        let back = Arc::clone(&slot);
-        let give_back = Box::new(move |arrow: ArrowReader<Src>| {
-            if let Ok(mut slot) = back.lock() {
-                *slot = Some(arrow.into_inner());
-            }
-        });
-        state.lent = Some((slot, projected));
-        Ok(ArrowBatches::new(Reporting::new(stream, Some(give_back))))
+        self.batches(py, args)
     }
 
     /// riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (see the stub).
@@ -620,7 +626,7 @@ impl RecordReader {
         skip_bad_records: bool,
         max_rows: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let batches = self.arrow_batches(
+        let mut args = arrow::args(
             py,
             columns,
             batch_size,
@@ -630,7 +636,9 @@ impl RecordReader {
             skip_bad_records,
             max_rows,
         )?;
-        batches.into_table(py)
+        // One table: a transposed chunk's rows need not be copied into a batch with others'.
+        args.options.exact_batch_size = false;
+        self.batches(py, args)?.into_table(py)
     }
 
     /// riegeli-rs: reads only the records of the chunks that begin in `[start, end)`

@@ -235,7 +235,11 @@ class RecordReader:
         skip_bad_records: bool = False,
         max_rows: Optional[int] = None,
     ) -> Any:
-        """riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (pyarrow needed)."""
+        """riegeli-rs: `arrow_batches(...)` read into a `pyarrow.Table` (pyarrow needed).
+
+        The table's chunks have at most `batch_size` rows: a transposed chunk's rows come as a
+        chunk of their own rather than copied into one with others'.
+        """
     def set_byte_range(self, start: int, end: Optional[int] = None) -> None:
         """riegeli-rs: reads only the records of the chunks that begin in `[start, end)`.
 
