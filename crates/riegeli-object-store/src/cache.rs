@@ -253,7 +253,9 @@ impl Shared {
             }
         }
         let mut cache = self.lock();
-        cache.part_ends.extend(sorted.iter().map(|r| r.end));
+        // Where each part ends, for reads of what is fetched (those of held
+        // parts end at their `held` entry's end).
+        cache.part_ends.extend(sorted.iter().zip(&held).filter(|(_, held)| !**held).map(|(r, _)| r.end));
         let mut runs: Vec<Range<u64>> = Vec::new();
         for (range, _) in sorted.into_iter().zip(held).filter(|(_, held)| !held) {
             match runs.last_mut() {
