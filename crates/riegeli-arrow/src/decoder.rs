@@ -161,7 +161,9 @@ impl ChunkBatches {
         limits: &DecodeLimits,
         projection: &FieldProjection,
     ) -> Option<RecordBatch> {
-        let mut direct = self.idle.lock().ok().and_then(|mut idle| idle.pop()).unwrap_or_default();
+        // `try_lock`, never `lock`: in a child forked while another thread
+        // held it, the lock stays held forever; a fresh state does then.
+        let mut direct = self.idle.try_lock().ok().and_then(|mut idle| idle.pop()).unwrap_or_default();
         let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
         let mut columns: Vec<Column> = self.plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
         let mut recorder = direct.tape.recorder(&self.plan.root);
@@ -171,7 +173,7 @@ impl ChunkBatches {
             Ok(std::ops::ControlFlow::Continue(())) => direct.tape.replay(&self.plan.root, &mut columns).ok(),
             _ => None,
         };
-        if let Ok(mut idle) = self.idle.lock() {
+        if let Ok(mut idle) = self.idle.try_lock() {
             idle.push(direct);
         }
         let arrays = columns

@@ -134,10 +134,10 @@ pub struct ArrowReader<R> {
     /// Rows decoded but not yet returned, in order: a transposed chunk is
     /// decoded whole, and may fill more than a batch.
     ready: VecDeque<RecordBatch>,
-    /// Whether batches are joined to make `batch_size` rows.
-    exact_batch_size: bool,
     /// Their rows.
     ready_rows: usize,
+    /// Whether batches are joined to make `batch_size` rows.
+    exact_batch_size: bool,
     /// Chunks decoded straight into the columns so far.
     direct_chunks: u64,
     done: bool,
@@ -172,6 +172,7 @@ impl<R: Read + Seek> ArrowReader<R> {
         Ok(Self::assemble(reader, decoder, batch_size, shape))
     }
 }
+
 impl<R: Read> ArrowReader<R> {
     /// [`new`](ArrowReader::new) for a reader that cannot seek: the same
     /// batches, but every field of transposed chunks is decoded unless the
@@ -207,9 +208,12 @@ impl<R: Read> ArrowReader<R> {
         let chunk_batches = if direct { decoder.chunk_batches().map(Arc::new) } else { None };
         if let Some(batches) = &chunk_batches {
             let batches = Arc::clone(batches);
+            // What a thread makes of a chunk: its batch, or `None` if the
+            // direct path gave it up (not tried again here: its records are
+            // read instead).
             let decode: ChunkDecodeFn = Arc::new(move |chunk, options| {
                 let header = (chunk.header.num_records(), chunk.header.decoded_data_size());
-                let batch = batches.batch(&chunk.data, header, &limits(options), &FieldProjection::all())?;
+                let batch = batches.batch(&chunk.data, header, &limits(options), &FieldProjection::all());
                 Some(Box::new(batch) as Made)
             });
             reader.set_chunk_decode(Some(decode), parallelism);
@@ -220,8 +224,8 @@ impl<R: Read> ArrowReader<R> {
             batch_size,
             chunk_batches,
             ready: VecDeque::new(),
-            exact_batch_size,
             ready_rows: 0,
+            exact_batch_size,
             direct_chunks: 0,
             done: false,
         }
@@ -264,7 +268,7 @@ impl<R: Read> ArrowReader<R> {
                 taken = match made {
                     // Made on a decoding thread, projected by the columns.
                     Some(made) if batches.projects_as(&options.field_projection) => {
-                        made.downcast::<RecordBatch>().ok().map(|batch| *batch)
+                        made.downcast::<Option<RecordBatch>>().ok().and_then(|batch| *batch)
                     }
                     _ => {
                         let header = (chunk.header.num_records(), chunk.header.decoded_data_size());

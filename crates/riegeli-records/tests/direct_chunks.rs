@@ -58,12 +58,17 @@ fn transposed_file() -> (Vec<Vec<u8>>, Vec<u8>) {
     (records.clone(), write_file(&records, "transpose,uncompressed,chunk_size:8k"))
 }
 
+/// The beginnings of the chunks of `file` with records (more than 4).
+fn data_chunk_begins(file: &[u8]) -> Vec<u64> {
+    let begins: Vec<u64> = layout(file).iter().filter(|c| c.num_records > 0).map(|c| c.begin).collect();
+    assert!(begins.len() > 4);
+    begins
+}
+
 #[test]
 fn transposed_chunks_go_to_the_hook_and_the_rest_are_read_as_usual() {
     let (records, file) = transposed_file();
-    let chunks = layout(&file);
-    let data: Vec<u64> = chunks.iter().filter(|c| c.num_records > 0).map(|c| c.begin).collect();
-    assert!(data.len() > 4);
+    let data = data_chunk_begins(&file);
     for parallelism in [0, 2] {
         let options = RecordReaderOptions { parallelism, parallel_min_chunk_size: 0, ..Default::default() };
         // All taken; every other one taken; none taken.
@@ -201,9 +206,7 @@ fn chunk_decode(
 #[test]
 fn chunks_decoded_on_the_threads_come_to_the_hook_in_order() {
     let (records, file) = transposed_file();
-    let chunks = layout(&file);
-    let data_chunks: Vec<u64> = chunks.iter().filter(|c| c.num_records > 0).map(|c| c.begin).collect();
-    assert!(data_chunks.len() > 4);
+    let data_chunks = data_chunk_begins(&file);
     let declined = data_chunks[2];
     let calls = Arc::new(Mutex::new(Vec::new()));
     // A reader without threads of its own starts reading ahead on one.
