@@ -7,7 +7,9 @@
 //! through a TCP proxy that delays every request by `--latency-ms` (default 20; 0: no proxy): a
 //! 10,000-index random batch (requests, bytes against the bytes of the chunks it touches plus
 //! the footer, records/s) and a sequential read (MB/s), next to the same reads of the local
-//! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out.
+//! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out;
+//! `--only cache` (or `write`) runs that row alone (the shuffled epochs with the local chunk
+//! cache; writing an object), for working on one of them.
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
 use std::io::{Read, Write};
@@ -25,6 +27,11 @@ use riegeli_records::{
 };
 
 const RECORD: usize = 1024;
+
+/// The rows to run: `--only cache|write`, or all of them.
+fn only() -> Option<String> {
+    std::env::args().skip_while(|a| a != "--only").nth(1)
+}
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
@@ -215,7 +222,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let servers = std::env::args().skip_while(|a| a != "--servers").nth(1).unwrap_or_else(|| "s3,http".to_owned());
     let directs: [&dyn object_store::ObjectStore; 2] = [&direct, &direct_http];
     for ((server, store, scheme), direct) in [("S3", &s3, "s3"), ("HTTP", &http, "http")].into_iter().zip(directs) {
-        if !servers.split(',').any(|s| s == scheme) {
+        if !servers.split(',').any(|s| s == scheme) || only().is_some() {
             continue;
         }
         // `from_start`: the object is to be read whole (`FetchConfig::read_from_start`, as the
@@ -359,8 +366,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     if servers.split(',').any(|s| s == "s3") {
-        write_object(&mut out, &dir, &s3, &bucket, n, rounds)?;
-        cache_and_stalls(&mut out, &dir, &runtime, &direct, &bucket, &endpoint, latency, &indices)?;
+        if only().is_none_or(|only| only == "write") {
+            write_object(&mut out, &dir, &s3, &bucket, n, rounds)?;
+        }
+        if only().is_none_or(|only| only == "cache") {
+            cache_and_stalls(&mut out, &dir, &runtime, &direct, &bucket, &endpoint, latency, &indices)?;
+        }
     }
     print!("{out}");
     std::fs::write(dir.join("table.md"), out)?;
@@ -461,6 +472,9 @@ fn cache_and_stalls(
         s2.cache_misses,
     ));
     let _ = std::fs::remove_dir_all(&cache_dir);
+    if only().is_some() {
+        return Ok(());
+    }
 
     // Stalls: one request in 50 held 10 s (beside the latency).
     let timed = |stall: Option<Duration>| -> Result<(f64, f64, u64, u64), Box<dyn std::error::Error>> {
