@@ -80,9 +80,10 @@ pub(crate) struct Shared {
     /// Signalled when a fetch completes.
     fetched: Condvar,
     /// Prefetched chunks the local chunk cache holds, by where they begin:
-    /// where they end. Read from there by the threads that read them
-    /// ([`read_held`](Self::read_held)), without a slot or the cache's lock.
-    held: Mutex<BTreeMap<u64, u64>>,
+    /// where they end, and whether their reader checks their hashes (see
+    /// [`prefetch`](Self::prefetch)). Read from there by the threads that read
+    /// them ([`read_held`](Self::read_held)), without a slot or the cache's lock.
+    held: Mutex<BTreeMap<u64, Held>>,
     /// The ETag (or version) every answer must have.
     tag: Option<String>,
     /// The object in the local chunk cache, if there is one.
@@ -117,6 +118,14 @@ impl Shared {
     pub(crate) fn disk(&self) -> Option<&Arc<CachedObject>> {
         self.disk.as_ref()
     }
+}
+
+/// A prefetched chunk the local chunk cache holds: where it ends, and whether
+/// its reader checks its hashes.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    end: u64,
+    checked: bool,
 }
 
 /// Fetched and pending ranges, by where they begin; they never overlap.
@@ -237,7 +246,14 @@ impl Shared {
         self.read_ahead(&mut cache, pos);
     }
 
-    pub(crate) fn prefetch(self: &Arc<Self>, ranges: &[Range<u64>]) {
+    /// Starts fetching `ranges` (chunks; in any order, overlapping, adjacent
+    /// and already fetched bytes asked for once); those the local chunk cache
+    /// holds are read from there by the thread that reads each. `checked`:
+    /// their reader checks each chunk's hashes and asks for a
+    /// [`refetch`](Self::refetch) of one that fails (see
+    /// `riegeli_records::ReadAt::will_need`), so a held chunk is read from the
+    /// cache with one `pread` and no hash of the cache's own.
+    pub(crate) fn prefetch(self: &Arc<Self>, ranges: &[Range<u64>], checked: bool) {
         let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
         sorted.sort_unstable_by_key(|r| r.start);
         // What the local chunk cache holds is read there by the thread that reads it
@@ -249,7 +265,7 @@ impl Shared {
         if held.contains(&true) {
             let mut parts = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             for (range, _) in sorted.iter().zip(&held).filter(|(_, held)| **held) {
-                parts.insert(range.start, range.end);
+                parts.insert(range.start, Held { end: range.end, checked });
             }
         }
         let mut cache = self.lock();
@@ -348,9 +364,14 @@ impl Shared {
             }
         }
         if let Some(disk) = &self.disk {
+            // The cache held the chunk: its copy was damaged (it was read from
+            // there, unless this process dropped it meanwhile).
+            if disk.holds_each(std::slice::from_ref(&(range.start..end))) == [true] {
+                add(&self.requests.counters.cache_damaged, 1);
+            }
             disk.forget(range.start..end);
             let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            held.retain(|&start, &mut held_end| held_end <= range.start || start >= end);
+            held.retain(|&start, part| part.end <= range.start || start >= end);
         }
         add(&self.requests.counters.refetches, 1);
         let mut cursor = range.start;
@@ -475,24 +496,35 @@ impl Shared {
     /// Reads at `pos` into `buf` from the local chunk cache, if `pos` is in a
     /// prefetched chunk it holds (see [`prefetch`](Self::prefetch)): on the
     /// reading thread, without the cache's lock (the decoding threads read
-    /// their chunks at once), the chunk's pieces checked as any are. `None`:
-    /// not such a chunk, or its pieces were found damaged or gone (it is then
-    /// read as any other range is, fetched again).
+    /// their chunks at once). A chunk whose reader checks its hashes is read
+    /// with one `pread`, its bytes checked there; any other, by its pieces,
+    /// each checked as any are. `None`: not such a chunk, or its bytes were
+    /// found damaged or gone (it is then read as any other range is, fetched
+    /// again).
     fn read_held(&self, disk: &CachedObject, pos: u64, buf: &mut [u8]) -> Option<usize> {
         let held = || self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (start, end) = held().range(..=pos).next_back().filter(|(_, end)| **end > pos).map(|(&s, &e)| (s, e))?;
-        let end = end.min(self.size);
-        let (found, damaged) = disk.lookup(pos..end);
-        add(&self.requests.counters.cache_damaged, damaged);
-        let Some((at, bytes)) = found.first().filter(|(at, _)| *at == pos) else {
+        let (start, part) =
+            held().range(..=pos).next_back().filter(|(_, part)| part.end > pos).map(|(&s, &p)| (s, p))?;
+        let end = part.end.min(self.size);
+        let wanted = buf.len().min(usize::try_from(end - pos).unwrap_or(usize::MAX));
+        let n = if part.checked {
+            disk.read_unchecked(pos, &mut buf[..wanted])
+        } else {
+            let (found, damaged) = disk.lookup(pos..end);
+            add(&self.requests.counters.cache_damaged, damaged);
+            found.first().filter(|(at, _)| *at == pos).map(|(_, bytes)| {
+                let n = wanted.min(bytes.len());
+                buf[..n].copy_from_slice(&bytes[..n]);
+                n
+            })
+        };
+        let Some(n) = n else {
             held().remove(&start);
             return None;
         };
-        let n = buf.len().min(bytes.len());
-        buf[..n].copy_from_slice(&bytes[..n]);
         add(&self.requests.counters.cache_hits, 1);
         add(&self.requests.counters.cache_bytes, n as u64);
-        if at + n as u64 >= end {
+        if pos + n as u64 >= end {
             // Read to its end: what is read of it again is read as any range is.
             held().remove(&start);
         }

@@ -355,6 +355,31 @@ impl CachedObject {
         (found, damaged)
     }
 
+    /// Reads `buf.len()` bytes at `pos` with no check of the pieces' hashes,
+    /// for a reader that checks the hashes of what it reads and asks for it
+    /// again when they fail ([`Shared::refetch`](crate::cache::Shared::refetch)
+    /// then forgets the pieces): one `pread` per segment into `buf`, no lock
+    /// held across it. `None` if the segment's file could not be opened or
+    /// ended first (truncated: the pieces are then read and checked one by
+    /// one). Only for bytes [`holds_each`](Self::holds_each) found held.
+    pub(crate) fn read_unchecked(&self, pos: u64, buf: &mut [u8]) -> Option<usize> {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = pos + done as u64;
+            let index = at / SEGMENT;
+            let in_segment = usize::try_from((index + 1) * SEGMENT - at).unwrap_or(usize::MAX);
+            let len = in_segment.min(buf.len() - done);
+            let part = &mut buf[done..done + len];
+            let data = self.with_segment(index, |segment| Arc::clone(&segment.data)).ok()?;
+            let read = read_at_most(&data, part, at % SEGMENT).ok()?;
+            if read < part.len() {
+                return None;
+            }
+            done += read;
+        }
+        Some(done)
+    }
+
     /// Whether the pieces known (to this process, or appended to the log
     /// since) hold all of each of `ranges`, by their records: a cheap test
     /// (no data is read, one lock for all, each segment's log read at most
@@ -378,6 +403,8 @@ impl CachedObject {
                         return false;
                     }
                 }
+                // About to be read (by `lookup` or `read_unchecked`): used.
+                segment.touch();
                 cursor = seg_end;
             }
             true

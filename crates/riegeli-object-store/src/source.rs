@@ -202,7 +202,7 @@ impl ObjectSource {
     /// at hand.
     pub fn prefetch(&self, ranges: &[Range<u64>]) {
         if let Ok(shared) = self.shared() {
-            shared.prefetch(ranges);
+            shared.prefetch(ranges, false);
         }
     }
 }
@@ -246,9 +246,13 @@ impl ReadAt for ObjectSource {
     }
 
     /// The chunks an [`ArrayRecordReader`](riegeli_records::ArrayRecordReader)'s
-    /// read is about to read are fetched concurrently ([`prefetch`](Self::prefetch)).
-    fn will_need(&self, ranges: &[Range<u64>]) {
-        self.prefetch(ranges);
+    /// read is about to read are fetched concurrently ([`prefetch`](Self::prefetch));
+    /// those the local chunk cache holds are read from there, with no hash of
+    /// the cache's own if the reader checks theirs (`checked`).
+    fn will_need(&self, ranges: &[Range<u64>], checked: bool) {
+        if let Ok(shared) = self.shared() {
+            shared.prefetch(ranges, checked);
+        }
     }
 
     /// A chunk that failed its checks is fetched again from the server

@@ -552,11 +552,24 @@ fn read_all_cached(
     config: FetchConfig,
     want: &[Vec<u8>],
 ) -> riegeli_object_store::FetchStats {
+    read_all_cached_checking(store, name, config, want, true)
+}
+
+/// [`read_all_cached`] by a reader that checks chunk hashes (`verify_hashes`) or not: the
+/// cache then reads the chunks it holds without checks of its own, or checks their pieces.
+fn read_all_cached_checking(
+    store: &Arc<dyn ObjectStore>,
+    name: &str,
+    config: FetchConfig,
+    want: &[Vec<u8>],
+    verify_hashes: bool,
+) -> riegeli_object_store::FetchStats {
     let source =
         ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), config).unwrap();
     let counting = source.clone();
-    let mut reader =
-        ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default()).unwrap();
+    let mut options = ArrayRecordReaderOptions::default();
+    options.chunks.verify_hashes = verify_hashes;
+    let mut reader = ArrayRecordReader::with_options(Location::Object(source), options).unwrap();
     let mut indices: Vec<u64> = (0..want.len() as u64).collect();
     indices.reverse();
     indices.swap(3, 700);
@@ -596,10 +609,19 @@ fn the_cache_serves_a_second_reader_and_never_an_old_copy_of_a_changed_object() 
 
 #[test]
 fn a_damaged_cache_entry_is_dropped_and_fetched_again() {
-    let dir = cache_dir("damaged");
+    // Found by the reader's chunk hashes, or (a reader that checks none) by the cache's own.
+    for verify_hashes in [true, false] {
+        damaged_cache_entry(verify_hashes);
+    }
+}
+
+fn damaged_cache_entry(verify_hashes: bool) {
+    let dir = cache_dir(&format!("damaged-{verify_hashes}"));
     let records = records(2000);
     let store = store_with("d.array_record", array_record_file(&records));
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
+    let read_all_cached =
+        |store: &_, name, config, want: &_| read_all_cached_checking(store, name, config, want, verify_hashes);
     read_all_cached(&store, "d.array_record", config.clone(), &records);
     // Flip a byte every 4 KiB of every cached segment, and cut one short.
     let data = dir.join("riegeli-cache-v2/data");
@@ -627,19 +649,29 @@ fn a_damaged_cache_entry_is_dropped_and_fetched_again() {
 
 #[test]
 fn one_damaged_unit_costs_one_refetch_of_what_it_held() {
-    let dir = cache_dir("unit");
+    for verify_hashes in [true, false] {
+        one_damaged_unit(verify_hashes);
+    }
+}
+
+fn one_damaged_unit(verify_hashes: bool) {
+    let dir = cache_dir(&format!("unit-{verify_hashes}"));
     let records = records(2000);
     let store = store_with("u.array_record", array_record_file(&records));
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
+    let read_all_cached =
+        |store: &_, name, config, want: &_| read_all_cached_checking(store, name, config, want, verify_hashes);
     read_all_cached(&store, "u.array_record", config.clone(), &records);
-    // One byte flipped in the middle of the object's first segment.
+    // One byte flipped about the middle of the object's first segment.
     let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "data"))
         .unwrap();
     let mut bytes = std::fs::read(&data).unwrap();
-    let middle = bytes.len() / 2;
+    // (Past the block header at the middle, which a read by the index skips unread: a
+    // byte of a chunk, which every check sees.)
+    let middle = bytes.len() / 2 + 1000;
     bytes[middle] ^= 0x40;
     std::fs::write(&data, bytes).unwrap();
     // The pieces around it are still read from the cache; the damaged one (at most 4 KiB)

@@ -27,8 +27,15 @@ pub trait ReadAt: Send + Sync {
     /// Advisory; the default does nothing. An ArrayRecord reader announces
     /// up to its `readahead_buffer_size` of chunks at a time, the next ones
     /// once half of those are read.
-    fn will_need(&self, ranges: &[std::ops::Range<u64>]) {
-        let _ = ranges;
+    ///
+    /// `checked`: the reader checks the hashes of each of these chunks as it
+    /// reads it, and calls [`refetch`](Self::refetch) on a chunk that fails
+    /// before it reports it as damaged, so a source may hand out a local copy
+    /// of these bytes without checks of its own (the local chunk cache of
+    /// object storage then reads a cached chunk with one `pread`, hashing it
+    /// once, in the reader, instead of twice).
+    fn will_need(&self, ranges: &[std::ops::Range<u64>], checked: bool) {
+        let _ = (ranges, checked);
     }
 
     /// A chunk in `range` failed its checks (its hash, its framing) as read

@@ -806,7 +806,7 @@ impl riegeli_records::ReadAt for Logged {
         Ok(self.inner.get_ref().len() as u64)
     }
 
-    fn will_need(&self, ranges: &[std::ops::Range<u64>]) {
+    fn will_need(&self, ranges: &[std::ops::Range<u64>], _checked: bool) {
         assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start), "in file order: {ranges:?}");
         let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         assert!(ranges.len() == 1 || bytes <= 8 << 20, "{bytes} bytes announced at once");

@@ -11,7 +11,6 @@ use super::batch::{self, MIN_TASK_BYTES, Started};
 use super::options::ArrayRecordReaderOptions;
 use super::plan::{ChunkIndex, Offloaded, Step};
 use super::prefetch::Prefetcher;
-use crate::chunk_reader::RawChunk;
 use crate::decode::ChunkDecoder;
 use crate::error::Result;
 use crate::indexed::{ChunkEntry, Reading, read_entry};
@@ -62,22 +61,21 @@ impl<R: Read + Seek> Fetcher<R> {
     }
 
     /// Reads the chunk of `entry` by itself (`Alone`), or after the one before
-    /// it (`InOrder`), checked against its entry.
-    pub(crate) fn read_one(
+    /// it (`InOrder`), checked against its entry, and decodes its first
+    /// `further` records on the calling thread (its first `needed` if that
+    /// fails). The source is told first which chunk is read.
+    pub(crate) fn decode_one(
         &mut self,
         options: &ChunkReadOptions,
         entry: &ChunkEntry,
         reading: Reading,
-    ) -> Result<RawChunk> {
+        needed: u64,
+        further: u64,
+    ) -> Result<DecodedRecords> {
         if let Some(file) = &self.file {
-            file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)));
+            file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)), options.verify_hashes);
         }
-        Ok(read_entry(&mut self.source, options, entry, reading)?.gather())
-    }
-
-    /// Decodes the first `needed` records of `chunk` on the calling thread.
-    pub(crate) fn decode(&mut self, chunk: &RawChunk, verify_hashes: bool, needed: u64) -> Result<DecodedRecords> {
-        self.decoder.data_records_prefix(chunk, verify_hashes, needed)
+        read_decode(&mut self.source, &mut self.decoder, self.file.as_deref(), options, entry, reading, needed, further)
     }
 
     /// Reads and decodes the chunks of `steps` (ascending), handing each
@@ -97,7 +95,7 @@ impl<R: Read + Seek> Fetcher<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         let (source, decoder) = (&mut self.source, &mut self.decoder);
-        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size);
+        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options);
         let threads = (&self.file, &self.projection, &self.plug);
         if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
@@ -120,22 +118,8 @@ impl<R: Read + Seek> Fetcher<R> {
         for (i, step) in steps.iter().enumerate() {
             let (entry, after) = prefetcher.entries(i)?;
             let reading = Reading::before(&entry, after.as_ref());
-            let mut read_decode = |source: &mut Source<R>| {
-                let chunk = read_entry(source, &options.chunks, &entry, reading)?.gather();
-                decoder.data_records_prefix(&chunk, options.chunks.verify_hashes, step.needed)
-            };
-            let decoded = match read_decode(source) {
-                // Damage in bytes fetched over a network: fetched again, read once more.
-                Err(e)
-                    if e.is_corruption()
-                        && self.file.as_ref().is_some_and(|file| file.refetch(entry.offset..entry.limit)) =>
-                {
-                    source.release_buffers()?;
-                    read_decode(source)?
-                }
-                decoded => decoded?,
-            };
-            sink(i, decoded);
+            let file = self.file.as_deref();
+            sink(i, read_decode(source, decoder, file, &options.chunks, &entry, reading, step.needed, step.needed)?);
         }
         Ok(())
     }
@@ -152,7 +136,7 @@ impl<R: Read + Seek> Fetcher<R> {
     ) -> Option<Started> {
         self.file.as_ref()?;
         let stream = stream_for(&mut self.stream, (&self.file, &self.projection, &self.plug), options, index, steps)?;
-        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size);
+        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options);
         batch::start(stream, &mut read_where_decoded(&mut prefetcher), index, steps).ok()
     }
 
@@ -188,7 +172,7 @@ impl<R: Read + Seek> Fetcher<R> {
     /// `readahead_buffer_size`, as [`run`](Self::run) does before its first
     /// chunk), without reading them: an object's are fetched meanwhile.
     pub(crate) fn announce(&self, options: &ArrayRecordReaderOptions, index: &ChunkIndex, steps: &[Step]) {
-        Prefetcher::new(self.file.as_deref(), index, steps, options.readahead_buffer_size).before(0);
+        Prefetcher::new(self.file.as_deref(), index, steps, options).before(0);
     }
 
     /// Drops what [`start`](Self::start) handed out.
@@ -227,5 +211,36 @@ fn read_where_decoded<'a>(prefetcher: &'a mut Prefetcher<'_>) -> impl FnMut(Step
     move |step| {
         next += 1;
         Ok(Piece::At(prefetcher.entries(next - 1)?.0, step.needed))
+    }
+}
+
+/// Reads the chunk of `entry` from `source` and decodes its first `further`
+/// records (its first `needed` if that fails) with `decoder`; a chunk found
+/// damaged in bytes fetched over a network (`file` says so by fetching them
+/// again, see [`ReadAt::refetch`](crate::ReadAt::refetch)) is read once more.
+#[expect(clippy::too_many_arguments, reason = "the fetcher's parts, borrowed apart, and what to read")]
+fn read_decode<R: Read + Seek>(
+    source: &mut Source<R>,
+    decoder: &mut ChunkDecoder,
+    file: Option<&dyn crate::ReadAt>,
+    options: &ChunkReadOptions,
+    entry: &ChunkEntry,
+    reading: Reading,
+    needed: u64,
+    further: u64,
+) -> Result<DecodedRecords> {
+    let mut attempt = |source: &mut Source<R>| {
+        let chunk = read_entry(source, options, entry, reading)?.gather();
+        match decoder.data_records_prefix(&chunk, options.verify_hashes, further) {
+            Err(_) if further > needed => decoder.data_records_prefix(&chunk, options.verify_hashes, needed),
+            decoded => decoded,
+        }
+    };
+    match attempt(source) {
+        Err(e) if e.is_corruption() && file.is_some_and(|file| file.refetch(entry.offset..entry.limit)) => {
+            source.release_buffers()?;
+            attempt(source)
+        }
+        decoded => decoded,
     }
 }

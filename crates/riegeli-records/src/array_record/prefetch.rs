@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use super::compact::Cursor;
 use super::plan::{ChunkIndex, Step, not_indexed};
+use crate::array_record::ArrayRecordReaderOptions;
 use crate::error::Result;
 use crate::indexed::ChunkEntry;
 use crate::positional::ReadAt;
@@ -22,6 +23,9 @@ const MAX_WINDOW: usize = 4096;
 /// ranges to the source, if it listens.
 pub(crate) struct Prefetcher<'a> {
     hook: Option<&'a dyn ReadAt>,
+    /// Whether the chunks' hashes are checked as they are read (see
+    /// [`ReadAt::will_need`]).
+    checked: bool,
     index: &'a ChunkIndex,
     steps: &'a [Step],
     budget: u64,
@@ -37,12 +41,19 @@ pub(crate) struct Prefetcher<'a> {
 impl<'a> Prefetcher<'a> {
     /// `budget` is the reader's `readahead_buffer_size`, at least [`MIN_PREFETCH`] (with 0,
     /// as array_record's data source asks, every chunk would be a request of its own).
-    pub(crate) fn new(hook: Option<&'a dyn ReadAt>, index: &'a ChunkIndex, steps: &'a [Step], budget: u64) -> Self {
+    /// Whether hashes are checked is the options' `verify_hashes`.
+    pub(crate) fn new(
+        hook: Option<&'a dyn ReadAt>,
+        index: &'a ChunkIndex,
+        steps: &'a [Step],
+        options: &ArrayRecordReaderOptions,
+    ) -> Self {
         Self {
             hook,
+            checked: options.chunks.verify_hashes,
             index,
             steps,
-            budget: budget.max(MIN_PREFETCH),
+            budget: options.readahead_buffer_size.max(MIN_PREFETCH),
             window: VecDeque::new(),
             first: 0,
             refill_at: 0,
@@ -102,7 +113,7 @@ impl<'a> Prefetcher<'a> {
         if let Some(hook) = self.hook
             && !ranges.is_empty()
         {
-            hook.will_need(&ranges);
+            hook.will_need(&ranges, self.checked);
         }
         self.refill_at = i + (to - i).div_ceil(2).max(1);
     }

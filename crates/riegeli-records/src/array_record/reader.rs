@@ -207,12 +207,7 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         let entry = self.index.entry(id)?;
         let needed = j as u64 + 1;
         let further = if before { u64::MAX } else { needed };
-        let chunk = self.fetcher.read_one(&self.options.chunks, &entry, reading)?;
-        let verify = self.options.chunks.verify_hashes;
-        let records = match self.fetcher.decode(&chunk, verify, further) {
-            Err(_) if further > needed => self.fetcher.decode(&chunk, verify, needed)?,
-            result => result?,
-        };
+        let records = self.fetcher.decode_one(&self.options.chunks, &entry, reading, needed, further)?;
         self.cached = Some((id, records));
         Ok(())
     }
