@@ -60,11 +60,21 @@ impl<R: Read + Seek> Fetcher<R> {
         }
     }
 
+    /// Tells the source that the chunk of `entry` is read next, by itself
+    /// (the batch reads announce theirs a window at a time).
+    pub(crate) fn announce_one(&self, options: &ChunkReadOptions, entry: &ChunkEntry) {
+        if let Some(file) = &self.file {
+            file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)), options.verify_hashes);
+        }
+    }
+
     /// Reads the chunk of `entry` by itself (`Alone`), or after the one before
     /// it (`InOrder`), checked against its entry, and decodes its first
     /// `further` records on the calling thread (its first `needed` if that
-    /// fails). The source is told first which chunk is read.
-    pub(crate) fn decode_one(
+    /// fails); a chunk found damaged in bytes fetched over a network (the file
+    /// says so by fetching them again, see [`ReadAt::refetch`](crate::ReadAt::refetch))
+    /// is read once more.
+    pub(crate) fn read_decode(
         &mut self,
         options: &ChunkReadOptions,
         entry: &ChunkEntry,
@@ -72,10 +82,23 @@ impl<R: Read + Seek> Fetcher<R> {
         needed: u64,
         further: u64,
     ) -> Result<DecodedRecords> {
-        if let Some(file) = &self.file {
-            file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)), options.verify_hashes);
+        let attempt = |this: &mut Self| {
+            let chunk = read_entry(&mut this.source, options, entry, reading)?.gather();
+            match this.decoder.data_records_prefix(&chunk, options.verify_hashes, further) {
+                Err(_) if further > needed => this.decoder.data_records_prefix(&chunk, options.verify_hashes, needed),
+                decoded => decoded,
+            }
+        };
+        match attempt(self) {
+            Err(e)
+                if e.is_corruption()
+                    && self.file.as_ref().is_some_and(|file| file.refetch(entry.offset..entry.limit)) =>
+            {
+                self.source.release_buffers()?;
+                attempt(self)
+            }
+            decoded => decoded,
         }
-        read_decode(&mut self.source, &mut self.decoder, self.file.as_deref(), options, entry, reading, needed, further)
     }
 
     /// Reads and decodes the chunks of `steps` (ascending), handing each
@@ -94,8 +117,9 @@ impl<R: Read + Seek> Fetcher<R> {
         steps: &[Step],
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
-        let (source, decoder) = (&mut self.source, &mut self.decoder);
-        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options);
+        // (The prefetcher holds a handle of its own: the loop below reads through `self`.)
+        let file = self.file.clone();
+        let mut prefetcher = Prefetcher::new(file.as_deref(), index, steps, options);
         let threads = (&self.file, &self.projection, &self.plug);
         if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
@@ -111,15 +135,15 @@ impl<R: Read + Seek> Fetcher<R> {
                 next += 1;
                 let (entry, after) = prefetcher.entries(next - 1)?;
                 let reading = Reading::before(&entry, after.as_ref());
-                read_entry(source, &read_options, &entry, reading).map(|chunk| Piece::Read(chunk, step.needed))
+                read_entry(&mut self.source, &read_options, &entry, reading)
+                    .map(|chunk| Piece::Read(chunk, step.needed))
             };
             return batch::run(stream, &mut read, index, steps, window, sink);
         }
         for (i, step) in steps.iter().enumerate() {
             let (entry, after) = prefetcher.entries(i)?;
             let reading = Reading::before(&entry, after.as_ref());
-            let file = self.file.as_deref();
-            sink(i, read_decode(source, decoder, file, &options.chunks, &entry, reading, step.needed, step.needed)?);
+            sink(i, self.read_decode(&options.chunks, &entry, reading, step.needed, step.needed)?);
         }
         Ok(())
     }
@@ -211,36 +235,5 @@ fn read_where_decoded<'a>(prefetcher: &'a mut Prefetcher<'_>) -> impl FnMut(Step
     move |step| {
         next += 1;
         Ok(Piece::At(prefetcher.entries(next - 1)?.0, step.needed))
-    }
-}
-
-/// Reads the chunk of `entry` from `source` and decodes its first `further`
-/// records (its first `needed` if that fails) with `decoder`; a chunk found
-/// damaged in bytes fetched over a network (`file` says so by fetching them
-/// again, see [`ReadAt::refetch`](crate::ReadAt::refetch)) is read once more.
-#[expect(clippy::too_many_arguments, reason = "the fetcher's parts, borrowed apart, and what to read")]
-fn read_decode<R: Read + Seek>(
-    source: &mut Source<R>,
-    decoder: &mut ChunkDecoder,
-    file: Option<&dyn crate::ReadAt>,
-    options: &ChunkReadOptions,
-    entry: &ChunkEntry,
-    reading: Reading,
-    needed: u64,
-    further: u64,
-) -> Result<DecodedRecords> {
-    let mut attempt = |source: &mut Source<R>| {
-        let chunk = read_entry(source, options, entry, reading)?.gather();
-        match decoder.data_records_prefix(&chunk, options.verify_hashes, further) {
-            Err(_) if further > needed => decoder.data_records_prefix(&chunk, options.verify_hashes, needed),
-            decoded => decoded,
-        }
-    };
-    match attempt(source) {
-        Err(e) if e.is_corruption() && file.is_some_and(|file| file.refetch(entry.offset..entry.limit)) => {
-            source.release_buffers()?;
-            attempt(source)
-        }
-        decoded => decoded,
     }
 }

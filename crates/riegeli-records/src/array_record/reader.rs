@@ -207,7 +207,8 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         let entry = self.index.entry(id)?;
         let needed = j as u64 + 1;
         let further = if before { u64::MAX } else { needed };
-        let records = self.fetcher.decode_one(&self.options.chunks, &entry, reading, needed, further)?;
+        self.fetcher.announce_one(&self.options.chunks, &entry);
+        let records = self.fetcher.read_decode(&self.options.chunks, &entry, reading, needed, further)?;
         self.cached = Some((id, records));
         Ok(())
     }

@@ -445,29 +445,21 @@ fn cache_and_stalls(
     let cache_dir = dir.join("chunk-cache");
     let _ = std::fs::remove_dir_all(&cache_dir);
     let config = FetchConfig { cache_dir: Some(cache_dir.clone()), ..FetchConfig::default() };
-    let source = ObjectSource::with_store(
-        Arc::clone(&store),
-        Path::from(name.as_str()),
-        &format!("s3://{bucket}/{name}"),
-        config.clone(),
-    )?;
-    let counting = source.clone();
-    let mut reader = ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
+    // A new reader of the object through the cache, and a handle on its counters.
+    let open = || -> Result<_, Box<dyn std::error::Error>> {
+        let url = format!("s3://{bucket}/{name}");
+        let source = ObjectSource::with_store(Arc::clone(&store), Path::from(name.as_str()), &url, config.clone())?;
+        let counting = source.clone();
+        Ok((ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?, counting))
+    };
+    let (mut reader, counting) = open()?;
     let first = run_epoch(&mut reader, 1)?;
     // The later epochs each in a new reader (another process would do the same); the counters
     // are those of the first of them.
     let mut rates = Vec::new();
     let mut s2 = None;
     for i in 0..later {
-        let source = ObjectSource::with_store(
-            Arc::clone(&store),
-            Path::from(name.as_str()),
-            &format!("s3://{bucket}/{name}"),
-            config.clone(),
-        )?;
-        let counting2 = source.clone();
-        let mut reader =
-            ArrayRecordReader::with_options(Location::Object(source), ArrayRecordReaderOptions::default())?;
+        let (mut reader, counting2) = open()?;
         rates.push(run_epoch(&mut reader, 2 + i)?);
         s2.get_or_insert(counting2.stats());
     }
