@@ -167,7 +167,7 @@ fn reference_chunks(file: &[u8]) -> BTreeMap<u64, Option<Vec<Vec<u8>>>> {
     for _ in 0..bound {
         match reader.read_chunk() {
             Ok(Some(chunk)) => {
-                if chunk.is_data() {
+                if riegeli_codec::ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) {
                     let records = chunk.decode(&options).ok().flatten().map(|r| r.iter().map(|b| b.to_vec()).collect());
                     chunks.insert(chunk.begin, records);
                 }

@@ -756,7 +756,9 @@ fn count_chunks(input: io::Input, name: &str, args: &CountArgs) -> Result<(u64, 
     let mut held: Option<riegeli_records::Chunk> = None;
     loop {
         match reader.read_chunk() {
-            Ok(Some(chunk)) if chunk.is_data() => {
+            Ok(Some(chunk))
+                if riegeli_records::ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) =>
+            {
                 count += chunk.header.num_records();
                 if args.plain {
                     continue;

@@ -86,7 +86,7 @@ fn first_group_size(input: &io::Input, end: u64) -> Result<Option<u64>> {
         if chunk.begin >= end {
             break;
         }
-        if chunk.is_data() {
+        if ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) {
             return Ok(Some(chunk.header.num_records()));
         }
     }

@@ -318,7 +318,7 @@ fn infer_array_options(input: &io::Input) -> Result<ArrayRecordWriterOptions> {
     let chunk = loop {
         match reader.read_chunk().with_context(|| name.clone())? {
             None => return Ok(options),
-            Some(chunk) if chunk.is_data() => {
+            Some(chunk) if ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) => {
                 break chunk;
             }
             Some(_) => {}

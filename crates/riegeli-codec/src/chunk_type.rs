@@ -47,9 +47,10 @@ impl ChunkType {
         matches!(self, Self::Simple | Self::Transposed)
     }
 
-    /// Whether the chunk-type byte `byte` names a chunk type that holds records.
-    pub fn is_data_byte(byte: u8) -> bool {
-        Self::from_byte(byte).is_some_and(Self::is_data)
+    /// Whether a chunk whose header says `chunk_type` and `num_records`
+    /// holds records: a simple or transposed chunk with at least one.
+    pub fn holds_records(chunk_type: u8, num_records: u64) -> bool {
+        Self::from_byte(chunk_type).is_some_and(Self::is_data) && num_records > 0
     }
 }
 
@@ -69,7 +70,6 @@ mod tests {
         ];
         for (chunk_type, byte) in table {
             assert_eq!(chunk_type.is_data(), matches!(byte, 0x72 | 0x74));
-            assert_eq!(ChunkType::is_data_byte(byte), chunk_type.is_data());
             assert_eq!(chunk_type.to_byte(), byte);
             assert_eq!(ChunkType::from_byte(byte), Some(chunk_type));
         }
@@ -78,6 +78,16 @@ mod tests {
             if !known.contains(&byte) {
                 assert_eq!(ChunkType::from_byte(byte), None, "byte {byte:#x}");
             }
+        }
+    }
+
+    #[test]
+    fn only_simple_and_transposed_chunks_with_records_hold_records() {
+        use ChunkType as T;
+        assert!(T::holds_records(b'r', 1) && T::holds_records(b't', 5));
+        assert!(!T::holds_records(b'r', 0) && !T::holds_records(b't', 0));
+        for byte in [b's', b'm', b'p', b'x', 0] {
+            assert!(!T::holds_records(byte, 3), "{byte:#x}");
         }
     }
 }

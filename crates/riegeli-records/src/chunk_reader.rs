@@ -41,11 +41,6 @@ pub struct Chunk {
 pub(crate) type RawChunk = Chunk;
 
 impl Chunk {
-    /// Whether the chunk holds records (a simple or transposed chunk with records).
-    pub fn is_data(&self) -> bool {
-        ChunkType::is_data_byte(self.header.chunk_type()) && self.header.num_records() > 0
-    }
-
     /// Whether the chunk is a transposed chunk with records.
     pub(crate) fn is_transposed_data(&self) -> bool {
         self.chunk_type() == Some(ChunkType::Transposed) && self.header.num_records() > 0
