@@ -463,7 +463,9 @@ fn cache_and_stalls(
         let (mut reader, counting2) = open()?;
         let cached = run_epoch(&mut reader, 2 + i)?;
         s2.get_or_insert(counting2.stats());
-        (local_rates.push(local), rates.push(cached), ratios.push(cached / local));
+        local_rates.push(local);
+        rates.push(cached);
+        ratios.push(cached / local);
     }
     let (local_rate, second, ratio) = (median(local_rates), median(rates), median(ratios));
     let (s1, s2) = (counting.stats(), s2.expect("at least one later epoch"));
