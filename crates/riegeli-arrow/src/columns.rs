@@ -47,6 +47,13 @@ impl<T: Copy + Default> Prim<T> {
             valid.truncate(rows);
         }
     }
+
+    fn reserve(&mut self, rows: usize) {
+        self.values.reserve_exact(rows);
+        if let Some(valid) = &mut self.valid {
+            valid.reserve_exact(rows);
+        }
+    }
 }
 
 /// Variable-length values: Utf8 or Binary.
@@ -103,8 +110,8 @@ impl ByteCol {
                 "more than 2 GiB of strings or bytes in one column of a batch: use smaller batches".into(),
             ));
         }
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut self.offsets, vec![0])));
-        let data = Buffer::from(std::mem::take(&mut self.data));
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(fitted(std::mem::replace(&mut self.offsets, vec![0]))));
+        let data = Buffer::from(fitted(std::mem::take(&mut self.data)));
         Ok((offsets, data, nulls(&mut self.valid)))
     }
 }
@@ -142,7 +149,7 @@ impl ListCol {
                 "more than 2^31 list items in one column of a batch: use smaller batches".into(),
             ));
         }
-        Ok(OffsetBuffer::new(ScalarBuffer::from(std::mem::replace(&mut self.offsets, vec![0]))))
+        Ok(OffsetBuffer::new(ScalarBuffer::from(fitted(std::mem::replace(&mut self.offsets, vec![0])))))
     }
 }
 
@@ -228,6 +235,44 @@ impl Column {
     /// Takes off the last row (of a column that has one).
     pub(crate) fn pop(&mut self) {
         self.truncate(self.len().saturating_sub(1));
+    }
+
+    /// Room for `rows` more rows at this level, so that a chunk's column is
+    /// not grown by doubling (which holds up to three times its bytes while
+    /// it moves, and keeps up to twice them): values of fixed width,
+    /// offsets and validity. Not the bytes of strings or the items of
+    /// lists, whose sizes are not known. `rows` must come from decoded data,
+    /// never from a header.
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        match self {
+            Self::Bool(p) => p.reserve(rows),
+            Self::Int32(p) => p.reserve(rows),
+            Self::Int64(p) => p.reserve(rows),
+            Self::UInt32(p) => p.reserve(rows),
+            Self::UInt64(p) => p.reserve(rows),
+            Self::Float32(p) => p.reserve(rows),
+            Self::Float64(p) => p.reserve(rows),
+            Self::Utf8(b) | Self::Binary(b) => {
+                b.offsets.reserve_exact(rows);
+                if let Some(valid) = &mut b.valid {
+                    valid.reserve_exact(rows);
+                }
+            }
+            Self::Struct(s) => {
+                for child in &mut s.children {
+                    child.reserve(rows);
+                }
+                if let Some(valid) = &mut s.valid {
+                    valid.reserve_exact(rows);
+                }
+            }
+            Self::List(l) | Self::Map(l) => {
+                l.offsets.reserve_exact(rows);
+                if let Some(valid) = &mut l.valid {
+                    valid.reserve_exact(rows);
+                }
+            }
+        }
     }
 
     /// Cuts the column back to its first `rows` rows.
@@ -322,8 +367,16 @@ impl Column {
 }
 
 fn primitive<T: ArrowPrimitiveType>(p: &mut Prim<T::Native>) -> ArrayRef {
-    let values = ScalarBuffer::from(std::mem::take(&mut p.values));
+    let values = ScalarBuffer::from(fitted(std::mem::take(&mut p.values)));
     Arc::new(PrimitiveArray::<T>::new(values, nulls(&mut p.valid)))
+}
+
+/// `values` without its spare capacity, for an Arrow buffer that keeps only
+/// what it holds: a builder grown by doubling has up to as much again
+/// (allocators shrink a block in place, without a copy).
+fn fitted<T>(mut values: Vec<T>) -> Vec<T> {
+    values.shrink_to_fit();
+    values
 }
 
 /// The validity so far as a null buffer (none if every value is valid); the

@@ -130,6 +130,9 @@ impl Tape {
         if self.rows.len() != records * width {
             return Err(GiveUp);
         }
+        for column in columns.iter_mut() {
+            column.reserve(records);
+        }
         let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels, row: &[] };
         for r in 0..records {
             let start = self.records.get(r).map_or(0, |&s| s + 1);
@@ -153,6 +156,9 @@ impl Tape {
             return Err(GiveUp);
         }
         let rows = self.rows.len() / width;
+        for column in columns.iter_mut() {
+            column.reserve(rows);
+        }
         for row in self.rows.rchunks_exact(width) {
             for ((event, field), column) in row.iter().zip(&root.fields).zip(columns.iter_mut()) {
                 match (*event, &field.value) {

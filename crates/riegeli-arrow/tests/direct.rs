@@ -293,3 +293,32 @@ fn batches_not_joined_hold_the_same_rows_in_batches_of_at_most_the_size() {
         arrow_select::concat::concat_batches(&schema, &exact).unwrap()
     );
 }
+
+/// Bytes a buffer of `data` or of its children holds past what it uses, the
+/// most of any (bitmaps are rounded up to 64 bytes by Arrow itself).
+fn most_spare(data: &arrow_data::ArrayData) -> usize {
+    let own = data.buffers().iter().chain(data.nulls().map(|n| n.buffer()));
+    let own = own.map(|b| b.capacity() - b.len()).max().unwrap_or(0);
+    data.child_data().iter().map(most_spare).fold(own, usize::max)
+}
+
+#[test]
+fn batches_keep_no_spare_capacity_of_their_builders() {
+    let desc = message("t.All");
+    let records = records(&desc, 9, 900, 1);
+    let file = write_file(&desc, &records, "transpose,chunk_size:8k");
+    // Chunk by chunk (not joined into batches, which copies them exactly), through the direct
+    // path and through the walker.
+    for direct in [true, false] {
+        let options = ArrowReaderOptions { batch_size: 1 << 20, exact_batch_size: false, direct, ..Default::default() };
+        let reader = RecordReader::new(Cursor::new(file.clone()));
+        let batches = ArrowReader::new(reader, options).unwrap().collect::<Result<Vec<_>, _>>().unwrap();
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), records.len());
+        for batch in &batches {
+            for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
+                let spare = most_spare(&column.to_data());
+                assert!(spare < 64, "direct {direct}: column {}: {spare} bytes spare", field.name());
+            }
+        }
+    }
+}
