@@ -41,6 +41,11 @@ pub struct Chunk {
 pub(crate) type RawChunk = Chunk;
 
 impl Chunk {
+    /// Whether the chunk holds records ([`ChunkType::holds_records`] of its header).
+    pub(crate) fn holds_records(&self) -> bool {
+        ChunkType::holds_records(self.header.chunk_type(), self.header.num_records())
+    }
+
     /// Whether the chunk is a transposed chunk with records.
     pub(crate) fn is_transposed_data(&self) -> bool {
         self.chunk_type() == Some(ChunkType::Transposed) && self.header.num_records() > 0

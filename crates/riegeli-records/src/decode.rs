@@ -209,9 +209,7 @@ pub(crate) mod tests {
     pub(crate) fn data_chunk_sizes(file: &[u8]) -> Vec<u64> {
         let mut chunks = crate::ChunkReader::new(file, crate::ChunkReadOptions::default(), 0);
         std::iter::from_fn(|| chunks.read_chunk().unwrap())
-            .filter(|chunk| {
-                riegeli_codec::ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records())
-            })
+            .filter(crate::Chunk::holds_records)
             .map(|chunk| chunk.header.decoded_data_size())
             .collect()
     }

@@ -526,7 +526,7 @@ impl<R: Read> RecordReader<R> {
                 }
             };
             let chunk = &fetched.chunk;
-            if !ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) {
+            if !chunk.holds_records() {
                 if matches!(chunk.chunk_type(), Some(ChunkType::Padding) | None) {
                     continue;
                 }

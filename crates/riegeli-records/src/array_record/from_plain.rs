@@ -96,7 +96,7 @@ pub fn index_riegeli_file<R: Read + Seek, W: Write>(
             metadata = Some(chunk);
             continue;
         }
-        if !ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) {
+        if !chunk.holds_records() {
             continue;
         }
         let step = trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));

@@ -413,7 +413,7 @@ fn scan<R: Read + Seek>(source: &mut Source<R>, options: &ChunkReadOptions) -> R
     let mut chunks = Vec::new();
     loop {
         match read_chunk(source, options) {
-            Ok(Some(chunk)) if ChunkType::holds_records(chunk.header.chunk_type(), chunk.header.num_records()) => {
+            Ok(Some(chunk)) if chunk.holds_records() => {
                 let step =
                     trailer.feed(chunk.begin, &chunk.header, || decode(&chunk), || held.as_ref().and_then(decode));
                 let previous = held.take();
