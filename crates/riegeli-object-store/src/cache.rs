@@ -3,7 +3,7 @@
 //! the process), and reads served from them, which start the read-ahead's
 //! windows and drop what was read. One per process ([`Object::shared`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +14,7 @@ use object_store::path::Path;
 use riegeli_records::PerProcess;
 
 use crate::config::{FetchConfig, add};
-use crate::disk::{CachedObject, DiskCache, Version};
+use crate::disk::{CachedObject, DiskCache, HeldRange, Version};
 use crate::fetch::Requests;
 use crate::store::{Got, GotPieces, Pieces, runtime, store_for};
 use crate::windows::{next_window, on_miss};
@@ -79,11 +79,14 @@ pub(crate) struct Shared {
     cache: Mutex<Cache>,
     /// Signalled when a fetch completes.
     fetched: Condvar,
-    /// Prefetched chunks the local chunk cache holds, by where they begin:
-    /// where they end, and whether their reader checks their hashes (see
-    /// [`prefetch`](Self::prefetch)). Read from there by the threads that read
-    /// them ([`read_held`](Self::read_held)), without a slot or the cache's lock.
-    held: Mutex<BTreeMap<u64, Held>>,
+    /// Prefetched chunks the local chunk cache holds, by where their next read
+    /// begins (their start, then where a short read of one stopped): where they
+    /// end, whether their reader checks their hashes, and their segment's file
+    /// (see [`prefetch`](Self::prefetch)). Read from there by the threads that
+    /// read them ([`read_held`](Self::read_held)), without a slot or the
+    /// cache's lock: one lookup in this map per chunk. A read elsewhere in such
+    /// a chunk is read as any range is.
+    held: Mutex<HashMap<u64, Held>>,
     /// The ETag (or version) every answer must have.
     tag: Option<String>,
     /// The object in the local chunk cache, if there is one.
@@ -120,13 +123,19 @@ impl Shared {
     }
 }
 
-/// A prefetched chunk the local chunk cache holds: where it ends, and whether
-/// its reader checks its hashes.
-#[derive(Debug, Clone, Copy)]
+/// A prefetched chunk the local chunk cache holds: where it ends, whether
+/// its reader checks its hashes, and its segment's file.
+#[derive(Debug, Clone)]
 struct Held {
     end: u64,
     checked: bool,
+    range: HeldRange,
 }
+
+/// Prefetched chunks kept in [`Shared::held`] at most: more are forgotten
+/// (they are only a shortcut; a chunk prefetched but never read, by a batch
+/// given up, stays there until then).
+const MAX_HELD: usize = 1 << 16;
 
 /// Fetched and pending ranges, by where they begin; they never overlap.
 #[derive(Default)]
@@ -258,22 +267,40 @@ impl Shared {
         sorted.sort_unstable_by_key(|r| r.start);
         // What the local chunk cache holds is read there by the thread that reads it
         // (see [`read_held`](Self::read_held)), not here: only the others are fetched.
-        let held: Vec<bool> = match &self.disk {
+        let held: Vec<Option<HeldRange>> = match &self.disk {
             Some(disk) => disk.holds_each(&sorted),
-            None => vec![false; sorted.len()],
+            None => vec![None; sorted.len()],
         };
-        if held.contains(&true) {
-            let mut parts = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            for (range, _) in sorted.iter().zip(&held).filter(|(_, held)| **held) {
-                parts.insert(range.start, Held { end: range.end, checked });
+        let mut fetched: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+        {
+            let mut parts = None;
+            for (range, found) in sorted.into_iter().zip(held) {
+                let Some(found) = found else {
+                    fetched.push(range);
+                    continue;
+                };
+                let parts = parts.get_or_insert_with(|| {
+                    let mut parts = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if parts.len() >= MAX_HELD {
+                        parts.clear();
+                    }
+                    parts
+                });
+                // Unchecked bytes only for a chunk that every reader asking for it checks.
+                let entry = parts.entry(range.start).or_insert(Held { end: range.end, checked, range: found });
+                entry.checked &= checked;
+                entry.end = entry.end.max(range.end);
             }
+        }
+        if fetched.is_empty() {
+            return;
         }
         let mut cache = self.lock();
         // Where each part ends, for reads of what is fetched (those of held
         // parts end at their `held` entry's end).
-        cache.part_ends.extend(sorted.iter().zip(&held).filter(|(_, held)| !**held).map(|(r, _)| r.end));
+        cache.part_ends.extend(fetched.iter().map(|r| r.end));
         let mut runs: Vec<Range<u64>> = Vec::new();
-        for (range, _) in sorted.into_iter().zip(held).filter(|(_, held)| !held) {
+        for range in fetched {
             match runs.last_mut() {
                 Some(current) if range.start <= current.end => current.end = current.end.max(range.end),
                 _ => runs.push(range),
@@ -366,12 +393,12 @@ impl Shared {
         if let Some(disk) = &self.disk {
             // The cache held the chunk: its copy was damaged (it was read from
             // there, unless this process dropped it meanwhile).
-            if disk.holds_each(std::slice::from_ref(&(range.start..end))) == [true] {
+            if disk.holds_each(std::slice::from_ref(&(range.start..end))).iter().all(Option::is_some) {
                 add(&self.requests.counters.cache_damaged, 1);
             }
             disk.forget(range.start..end);
             let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            held.retain(|&start, part| part.end <= range.start || start >= end);
+            held.retain(|&next, part| part.end <= range.start || next >= end);
         }
         add(&self.requests.counters.refetches, 1);
         let mut cursor = range.start;
@@ -493,40 +520,38 @@ impl Shared {
         }
     }
 
-    /// Reads at `pos` into `buf` from the local chunk cache, if `pos` is in a
-    /// prefetched chunk it holds (see [`prefetch`](Self::prefetch)): on the
-    /// reading thread, without the cache's lock (the decoding threads read
-    /// their chunks at once). A chunk whose reader checks its hashes is read
-    /// with one `pread`, its bytes checked there; any other, by its pieces,
-    /// each checked as any are. `None`: not such a chunk, or its bytes were
-    /// found damaged or gone (it is then read as any other range is, fetched
-    /// again).
+    /// Reads at `pos` into `buf` from the local chunk cache, if a prefetched
+    /// chunk it holds is next read at `pos` (see [`prefetch`](Self::prefetch)):
+    /// on the reading thread, without the cache's lock (the decoding threads
+    /// read their chunks at once). A chunk whose reader checks its hashes is
+    /// read with one `pread`, its bytes checked there; any other, by its
+    /// pieces, each checked as any are. `None`: not such a chunk, or its bytes
+    /// were found damaged or gone (it is then read as any other range is,
+    /// fetched again).
     fn read_held(&self, disk: &CachedObject, pos: u64, buf: &mut [u8]) -> Option<usize> {
         let held = || self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (start, part) =
-            held().range(..=pos).next_back().filter(|(_, part)| part.end > pos).map(|(&s, &p)| (s, p))?;
+        // Taken out: read to its end, what is read of it again is read as any range is.
+        let part = held().remove(&pos)?;
         let end = part.end.min(self.size);
-        let wanted = buf.len().min(usize::try_from(end - pos).unwrap_or(usize::MAX));
+        let wanted = buf.len().min(usize::try_from(end.saturating_sub(pos)).unwrap_or(usize::MAX));
+        if wanted == 0 {
+            return None;
+        }
         let n = if part.checked {
-            disk.read_unchecked(pos, &mut buf[..wanted])
+            part.range.read_unchecked(pos, &mut buf[..wanted])?
         } else {
             let (found, damaged) = disk.lookup(pos..end);
             add(&self.requests.counters.cache_damaged, damaged);
-            found.first().filter(|(at, _)| *at == pos).map(|(_, bytes)| {
-                let n = wanted.min(bytes.len());
-                buf[..n].copy_from_slice(&bytes[..n]);
-                n
-            })
-        };
-        let Some(n) = n else {
-            held().remove(&start);
-            return None;
+            let (_, bytes) = found.first().filter(|(at, _)| *at == pos)?;
+            let n = wanted.min(bytes.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            n
         };
         add(&self.requests.counters.cache_hits, 1);
         add(&self.requests.counters.cache_bytes, n as u64);
-        if pos + n as u64 >= end {
-            // Read to its end: what is read of it again is read as any range is.
-            held().remove(&start);
+        let next = pos + n as u64;
+        if next < end {
+            held().insert(next, part);
         }
         Some(n)
     }

@@ -20,7 +20,7 @@
 //! ran at a fifth of the local file's rate). Which pieces hold a range is
 //! looked up under a lock; they are read and hashed outside it. A chunk whose
 //! reader checks its own hashes (and asks for it again when they fail) is
-//! read with one `pread` and no piece hash ([`CachedObject::read_unchecked`]):
+//! read with one `pread` and no piece hash ([`HeldRange::read_unchecked`]):
 //! hashing it twice held the shuffled cached epochs at 0.56× the local file's
 //! rate.
 //!
@@ -278,6 +278,27 @@ struct Segment {
 /// The bytes of a found piece (from its start), and where it began.
 type Found = (u64, Bytes);
 
+/// A range [`CachedObject::holds_each`] found held: the file of its segment.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldRange {
+    data: Arc<File>,
+    /// Where the segment begins in the object.
+    base: u64,
+}
+
+impl HeldRange {
+    /// Reads `buf.len()` bytes at `pos` (in the held range) with no check of
+    /// the pieces' hashes, for a reader that checks the hashes of what it
+    /// reads and asks for it again when they fail
+    /// ([`Shared::refetch`](crate::cache::Shared::refetch) then forgets the
+    /// pieces): one `pread` into `buf`, no lock. `None` if the file ended
+    /// first (truncated: the pieces are then read and checked one by one).
+    pub(crate) fn read_unchecked(&self, pos: u64, buf: &mut [u8]) -> Option<usize> {
+        let read = read_at_most(&self.data, buf, pos.checked_sub(self.base)?).ok()?;
+        (read == buf.len()).then_some(read)
+    }
+}
+
 impl CachedObject {
     /// Object `url` as `version` in `cache`.
     pub(crate) fn new(cache: Arc<DiskCache>, url: &str, version: &Version) -> Self {
@@ -359,61 +380,46 @@ impl CachedObject {
         (found, damaged)
     }
 
-    /// Reads `buf.len()` bytes at `pos` with no check of the pieces' hashes,
-    /// for a reader that checks the hashes of what it reads and asks for it
-    /// again when they fail ([`Shared::refetch`](crate::cache::Shared::refetch)
-    /// then forgets the pieces): one `pread` per segment into `buf`, no lock
-    /// held across it. `None` if the segment's file could not be opened or
-    /// ended first (truncated: the pieces are then read and checked one by
-    /// one). Only for bytes [`holds_each`](Self::holds_each) found held.
-    pub(crate) fn read_unchecked(&self, pos: u64, buf: &mut [u8]) -> Option<usize> {
-        let mut done = 0;
-        while done < buf.len() {
-            let at = pos + done as u64;
-            let index = at / SEGMENT;
-            let in_segment = usize::try_from((index + 1) * SEGMENT - at).unwrap_or(usize::MAX);
-            let len = in_segment.min(buf.len() - done);
-            let part = &mut buf[done..done + len];
-            let data = self.with_segment(index, |segment| Arc::clone(&segment.data)).ok()?;
-            let read = read_at_most(&data, part, at % SEGMENT).ok()?;
-            if read < part.len() {
-                return None;
-            }
-            done += read;
-        }
-        Some(done)
-    }
-
-    /// Whether the pieces known (to this process, or appended to the log
-    /// since) hold all of each of `ranges`, by their records: a cheap test
-    /// (no data is read, one lock for all, each segment's log read at most
-    /// once), which [`lookup`](Self::lookup) confirms or not.
-    pub(crate) fn holds_each(&self, ranges: &[Range<u64>]) -> Vec<bool> {
+    /// Which of `ranges` the pieces known (to this process, or appended to the
+    /// log since) hold all of, by their records: a cheap test (no data is
+    /// read, one lock for all, each segment's log read at most once), which
+    /// [`lookup`](Self::lookup) confirms or not. Each range held and within
+    /// one segment comes with that segment's file, for a reader that checks
+    /// what it reads ([`HeldRange::read_unchecked`]); one across segments is
+    /// reported as not held.
+    pub(crate) fn holds_each(&self, ranges: &[Range<u64>]) -> Vec<Option<HeldRange>> {
         let mut segments = self.segments.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut refreshed: Vec<u64> = Vec::new();
+        let mut used: Vec<u64> = Vec::new();
         let mut holds = |range: &Range<u64>| {
-            let mut cursor = range.start;
-            while cursor < range.end {
-                let index = cursor / SEGMENT;
-                let seg_end = range.end.min((index + 1) * SEGMENT);
-                let Ok(segment) = self.segment(&mut segments, index) else { return false };
-                if !segment.covers(cursor, seg_end) {
-                    if refreshed.contains(&index) {
-                        return false;
-                    }
-                    refreshed.push(index);
-                    segment.refresh();
-                    if !segment.covers(cursor, seg_end) {
-                        return false;
-                    }
-                }
-                // About to be read (by `lookup` or `read_unchecked`): used.
-                segment.touch();
-                cursor = seg_end;
+            let index = range.start / SEGMENT;
+            if range.start >= range.end || range.end > (index + 1) * SEGMENT {
+                return None;
             }
-            true
+            let segment = self.segment(&mut segments, index).ok()?;
+            if !segment.covers(range.start, range.end) {
+                if refreshed.contains(&index) {
+                    return None;
+                }
+                refreshed.push(index);
+                segment.refresh();
+                if !segment.covers(range.start, range.end) {
+                    return None;
+                }
+            }
+            if !used.contains(&index) {
+                used.push(index);
+            }
+            Some(HeldRange { data: Arc::clone(&segment.data), base: index * SEGMENT })
         };
-        ranges.iter().map(&mut holds).collect()
+        let held = ranges.iter().map(&mut holds).collect();
+        // About to be read (by `lookup` or `read_unchecked`): used.
+        for index in used {
+            if let Some(segment) = segments.get_mut(&index) {
+                segment.touch();
+            }
+        }
+        held
     }
 
     /// Forgets the pieces that hold bytes of `range` (in this process: they

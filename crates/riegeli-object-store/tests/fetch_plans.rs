@@ -10,7 +10,9 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use riegeli_object_store::{FetchConfig, Location, ObjectSource};
-use riegeli_records::{ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, RecordReader, RecordWriter};
+use riegeli_records::{
+    ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ReadAt, RecordReader, RecordWriter,
+};
 
 fn records(n: usize) -> Vec<Vec<u8>> {
     (0..n).map(|i| format!("record {i} {}", "x".repeat(i % 300)).into_bytes()).collect()
@@ -681,6 +683,57 @@ fn one_damaged_unit(verify_hashes: bool) {
     assert!(again.bytes > 0 && again.bytes <= 3 * 4096, "{again:?}");
     let healed = read_all_cached(&store, "u.array_record", config, &records);
     assert_eq!((healed.cache_misses, healed.cache_damaged, healed.bytes), (0, 0, 0), "{healed:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_chunk_asked_for_by_a_reader_that_checks_nothing_is_read_checked_from_the_cache() {
+    // One source, two readers of the same bytes: one that checks its chunks' hashes (whose
+    // chunks the cache reads without checks of its own) and one that does not (`prefetch`).
+    // The cache's copy is damaged: whichever asked first, the bytes read are the object's.
+    let dir = cache_dir("shared-checks");
+    let records = records(1000);
+    let bytes = array_record_file(&records);
+    let store = store_with("s.array_record", bytes.clone());
+    let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
+    read_all_cached(&store, "s.array_record", config.clone(), &records);
+    let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "data"))
+        .unwrap();
+    let (start, end) = (100u64, 900u64);
+    let range = start..end;
+    let chunk = std::slice::from_ref(&range);
+    for checking_first in [false, true] {
+        // (Damaged again: the first round's refetch mended it.)
+        let mut cached = std::fs::read(&data).unwrap();
+        cached[500] = bytes[500] ^ 0x40;
+        std::fs::write(&data, cached).unwrap();
+        let source = ObjectSource::with_store(
+            Arc::clone(&store),
+            Path::from("s.array_record"),
+            "memory:///s.array_record",
+            config.clone(),
+        )
+        .unwrap();
+        if checking_first {
+            source.will_need(chunk, true);
+            source.prefetch(chunk);
+        } else {
+            source.prefetch(chunk);
+            source.will_need(chunk, true);
+        }
+        let mut got = vec![0; (end - start) as usize];
+        let mut filled = 0;
+        while filled < got.len() {
+            let n = source.read_at(&mut got[filled..], start + filled as u64).unwrap();
+            assert!(n > 0);
+            filled += n;
+        }
+        assert!(got == bytes[start as usize..end as usize], "damaged bytes read (checking first: {checking_first})");
+        assert!(source.stats().cache_damaged > 0, "{:?}", source.stats());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
