@@ -21,9 +21,12 @@
 //! side's (the same 20 fields, other seeded values) with `transpose,zstd:3` and the type in the
 //! metadata, for timing the Rust side without Python.
 //!
-//! `arrow_bench FILE --memory [--columns a,b]`: one projected read in this process, holding its
-//! batches: the resident set before it (`VmRSS`) and the peak after it (`VmHWM`), as one JSON
-//! line.
+//! `arrow_bench FILE --memory [--columns a,b] [--chunk-batches]`: one projected read in this
+//! process, holding its batches, as one JSON line: the resident set before it (`VmRSS`), the peak
+//! after it (`VmHWM`), the file-backed pages it added (`RssFile`: the code its first run paged
+//! in, not data), and the heap's peak above what it held before (`heap_peak`, counted by this
+//! binary's allocator: the data alone, without what malloc keeps or the code). `--chunk-batches`:
+//! a batch per chunk (`exact_batch_size: false`), as Python's `to_arrow()` reads.
 
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
@@ -54,7 +57,13 @@ struct Args {
     walker: bool,
     /// Write this many records to the file instead (`--write N`).
     write: Option<u64>,
+    /// A batch per chunk, not joined (`--chunk-batches`).
+    chunk_batches: bool,
 }
+
+#[allow(unsafe_code, reason = "the counting global allocator, for `--memory`'s heap peak")]
+#[path = "../../../../crates/riegeli-records/tests/counting_alloc.rs"]
+mod counting_alloc;
 
 fn parse_args() -> Result<Args> {
     let mut args = std::env::args().skip(1);
@@ -68,6 +77,7 @@ fn parse_args() -> Result<Args> {
         only: None,
         walker: false,
         write: None,
+        chunk_batches: false,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -79,6 +89,7 @@ fn parse_args() -> Result<Args> {
             "--only" => parsed.only = Some(value()?),
             "--parallelism" => parsed.parallelism = value()?.parse()?,
             "--walker" => parsed.walker = true,
+            "--chunk-batches" => parsed.chunk_batches = true,
             "--write" => parsed.write = Some(value()?.parse()?),
             other if other.starts_with("--") => return Err(format!("unexpected argument {other:?}").into()),
             _ => parsed.path = arg,
@@ -115,6 +126,7 @@ fn arrow(path: &str, projection: Option<&[String]>, args: &Args) -> Result<Vec<R
         batch_size,
         projection: projection.map(<[String]>::to_vec),
         direct: !args.walker,
+        exact_batch_size: !args.chunk_batches,
         ..Default::default()
     };
     let mut reader = ArrowReader::new(open(path, parallelism)?, options)?;
@@ -205,13 +217,15 @@ fn main() -> Result<()> {
         // The peak so far reset to the resident set now (Linux), so that `VmHWM` after the
         // read is the peak during it.
         let _ = std::fs::write("/proc/self/clear_refs", "5");
-        let before = status_bytes("VmRSS:");
-        let batches = arrow(path, Some(&args.columns), &args)?;
-        let after = status_bytes("VmHWM:");
+        let (before, file_before) = (status_bytes("VmRSS:"), status_bytes("RssFile:"));
+        let (batches, heap_peak) = counting_alloc::measure(|| arrow(path, Some(&args.columns), &args));
+        let batches = batches?;
+        let (after, code) = (status_bytes("VmHWM:"), status_bytes("RssFile:").saturating_sub(file_before));
         let (rows, column_bytes) = shape(&batches);
         println!(
             "{}",
-            json!({"case": "memory", "rows": rows, "column_bytes": column_bytes, "rss_before": before, "peak_after": after})
+            json!({"case": "memory", "rows": rows, "column_bytes": column_bytes, "rss_before": before,
+                   "peak_after": after, "file_pages_added": code, "heap_peak": heap_peak})
         );
         return Ok(());
     }
