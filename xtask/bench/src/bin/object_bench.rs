@@ -9,7 +9,9 @@
 //! the footer, records/s) and a sequential read (MB/s), next to the same reads of the local
 //! files. Prints a markdown table. `--servers http` (or `s3`) leaves the other server out;
 //! `--only cache` (or `write`) runs that row alone (the shuffled epochs with the local chunk
-//! cache; writing an object), for working on one of them.
+//! cache; writing an object), for working on one of them. `--in-flight N` sets the shuffled
+//! epochs' requests in flight (`FetchConfig::max_in_flight`, default 16); their first epoch's
+//! cell gives its bound, N ÷ latency × the records a request brought.
 #![allow(clippy::print_stdout, reason = "the output is the report")]
 
 use std::io::{Read, Write};
@@ -445,7 +447,12 @@ fn cache_and_stalls(
     run_epoch(&mut open_local()?, 1)?;
     let cache_dir = dir.join("chunk-cache");
     let _ = std::fs::remove_dir_all(&cache_dir);
-    let config = FetchConfig { cache_dir: Some(cache_dir.clone()), ..FetchConfig::default() };
+    let in_flight = arg("--in-flight", FetchConfig::default().max_in_flight as u64);
+    let config = FetchConfig {
+        cache_dir: Some(cache_dir.clone()),
+        max_in_flight: usize::try_from(in_flight)?,
+        ..FetchConfig::default()
+    };
     // A new reader of the object through the cache, and a handle on its counters.
     let open = || -> Result<_, Box<dyn std::error::Error>> {
         let url = format!("s3://{bucket}/{name}");
@@ -469,11 +476,17 @@ fn cache_and_stalls(
     }
     let (local_rate, second, ratio) = (median(local_rates), median(rates), median(ratios));
     let (s1, s2) = (counting.stats(), s2.expect("at least one later epoch"));
+    // The first epoch is bounded by its requests: `in_flight` at a time, each a round trip.
+    let per_request = n as f64 / s1.requests.max(1) as f64;
+    let bound = in_flight as f64 / latency.as_secs_f64().max(1e-3) * per_request;
     out.push_str(&format!(
         "| S3: shuffled epochs of an ArrayRecord file (`group_size:1`, {n} records of 1 KiB, {size} bytes) in batches of 1,000, \
          with the local chunk cache | {local_rate:.0} rec/s | later epochs {second:.0} rec/s ({ratio:.2}x local, median of {later} \
-         paired epochs), epoch 1 {first:.0} rec/s | \
+         paired epochs), epoch 1 {first:.0} rec/s ({:.2}x the bound of {in_flight} requests in flight ÷ {} ms × {per_request:.2} \
+         records per request = {bound:.0} rec/s) | \
          {} + {} | {} + {} ({:.3} of the object) | epoch 2: {} cache hits, {} misses |\n",
+        first / bound,
+        latency.as_millis(),
         s1.requests,
         s2.requests,
         s1.bytes,
