@@ -1,7 +1,8 @@
 //! `s3-server ROOT PORT ACCESS_KEY SECRET_KEY`: serves the buckets under `ROOT` (one directory
 //! each, objects as files) on `127.0.0.1:PORT` with the S3 API, requests signed with the key
 //! pair. CreateBucket, HeadBucket, PutObject, HeadObject, GetObject (with ranges), DeleteObject,
-//! ListObjectsV2 and the multipart upload's calls (for writing objects) are s3s-fs's; GetObject's body is read here in 1 MiB pieces.
+//! ListObjectsV2 and the multipart upload's calls (for writing objects) are s3s-fs's; GetObject's body is read here in 1 MiB pieces,
+//! and CompleteMultipartUpload joins the parts here with the kernel's file copy.
 
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -53,11 +54,91 @@ impl S3 for Server {
         self.store.upload_part(req).await
     }
 
+    /// s3s-fs's completion reads every part back in 64 KiB pieces, hashes it again and copies
+    /// it: 213-286 ms of a 620 ms write of 64 MB here, a cost of this server, not of the client
+    /// (S3 answers a completion without copying the object through it). Here the parts are
+    /// joined with the kernel's copy (`std::io::copy` between files: `copy_file_range`), the
+    /// ETag is made from the parts' ETags the client sent (the MD5 of their MD5s and "-N", as
+    /// S3 makes it), and s3s-fs's own records of the upload and the object are written where
+    /// it keeps them (its file layout, pinned by the `=0.14.1` requirement).
     async fn complete_multipart_upload(
         &self,
         req: S3Request<CompleteMultipartUploadInput>,
     ) -> S3Result<S3Response<CompleteMultipartUploadOutput>> {
-        self.store.complete_multipart_upload(req).await
+        let input = req.input;
+        let parts = input.multipart_upload.and_then(|m| m.parts).unwrap_or_default();
+        let upload_id = input.upload_id;
+        // A UUID: nothing that could name a path elsewhere.
+        if parts.is_empty() || !upload_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(s3s::s3_error!(InvalidPart));
+        }
+        let root = self.root.clone();
+        let object = root.join(&input.bucket).join(&input.key);
+        if !object.starts_with(&root) || input.key.split('/').any(|p| p == "..") {
+            return Err(s3s::s3_error!(InvalidArgument, "bad key"));
+        }
+        let upload_info = root.join(format!(".upload-{upload_id}.json"));
+        if !upload_info.exists() {
+            return Err(s3s::s3_error!(NoSuchUpload));
+        }
+        let (bucket, key) = (input.bucket, input.key);
+        let (b64_bucket, b64_key) = (
+            base64_simd::URL_SAFE_NO_PAD.encode_to_string(&bucket),
+            base64_simd::URL_SAFE_NO_PAD.encode_to_string(&key),
+        );
+        let joined = tokio::task::spawn_blocking(move || -> std::io::Result<String> {
+            let tmp = root.join(format!(".tmp.complete.{upload_id}"));
+            let mut out = std::fs::File::create(&tmp)?;
+            let mut md5s = Vec::with_capacity(16 * parts.len());
+            let mut paths = Vec::with_capacity(parts.len());
+            for (i, part) in parts.iter().enumerate() {
+                if part.part_number != Some(i as i32 + 1) {
+                    return Err(std::io::Error::other("parts out of order"));
+                }
+                let path = root.join(format!(".upload_id-{upload_id}.part-{}", i + 1));
+                std::io::copy(&mut std::fs::File::open(&path)?, &mut out)?;
+                let tag = part.e_tag.as_ref().map(|t| t.value().trim_matches('"')).unwrap_or_default();
+                let md5 = (0..tag.len())
+                    .step_by(2)
+                    .map(|j| tag.get(j..j + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+                    .collect::<Option<Vec<u8>>>()
+                    .filter(|md5| md5.len() == 16)
+                    .ok_or_else(|| std::io::Error::other("a part without its MD5 ETag"))?;
+                md5s.extend(md5);
+                paths.push(path);
+            }
+            std::fs::rename(&tmp, &object)?;
+            for path in paths {
+                std::fs::remove_file(path)?;
+            }
+            std::fs::remove_file(&upload_info)?;
+            // The object's attributes (its content type) from the upload's, as s3s-fs moves them.
+            let meta = |upload: &str| root.join(format!(".bucket-{b64_bucket}.object-{b64_key}{upload}.metadata.json"));
+            let upload_meta = meta(&format!(".upload-{upload_id}"));
+            if upload_meta.exists() {
+                std::fs::rename(upload_meta, meta(""))?;
+            }
+            let digest = <md5::Md5 as md5::Digest>::digest(&md5s);
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            let e_tag = format!("{hex}-{}", parts.len());
+            // The ETag where s3s-fs's HeadObject and GetObject look for it (else they hash the object).
+            let info = serde_json::json!({ "e_tag": e_tag });
+            std::fs::write(
+                root.join(format!(".bucket-{b64_bucket}.object-{b64_key}.internal.json")),
+                info.to_string(),
+            )?;
+            Ok(e_tag)
+        })
+        .await
+        .map_err(|e| s3s::s3_error!(InternalError, "{e}"))?;
+        let e_tag = joined.map_err(|e| s3s::s3_error!(e, InternalError, "completing the upload"))?;
+        let output = CompleteMultipartUploadOutput {
+            bucket: Some(bucket),
+            key: Some(key),
+            e_tag: Some(ETag::Strong(e_tag)),
+            ..Default::default()
+        };
+        Ok(S3Response::new(output))
     }
 
     async fn abort_multipart_upload(

@@ -587,6 +587,11 @@ fn write_object(
     // the bytes already in memory): what the server and the proxy allow.
     let written = bytes::Bytes::from(std::fs::read(&local_path)?);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    // The object is the local file, byte for byte (the same records, options and encoder).
+    let object = runtime.block_on(async { s3.get(&Path::from("written.riegeli")).await?.bytes().await })?;
+    if object != written {
+        return Err("the object written differs from the local file".into());
+    }
     let mut raw_t = Vec::new();
     for _ in 0..rounds {
         let start = Instant::now();
