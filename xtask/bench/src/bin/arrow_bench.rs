@@ -12,7 +12,8 @@
 //! its largest chunk's data and decoded sizes.
 //!
 //! `--only plain|all|projected|parse` runs that case alone (for a profiler); `--parallelism N`
-//! gives the reader N decoding threads (default 0, as the Python package's reader has).
+//! gives the reader N decoding threads (default 0, as the Python package's reader has), and
+//! `--arrow-parallelism N` the `ArrowReader` N of its own (default: the cores less one).
 //!
 //! `--walker` reads every chunk through its records (`ArrowReaderOptions::direct` off): the
 //! wire walker alone, what reads did before transposed chunks went straight into the columns.
@@ -59,6 +60,9 @@ struct Args {
     write: Option<u64>,
     /// A batch per chunk, not joined (`--chunk-batches`).
     chunk_batches: bool,
+    /// The `ArrowReader`'s own decoding threads (`--arrow-parallelism N`; default its default,
+    /// the cores less one).
+    arrow_parallelism: Option<usize>,
 }
 
 #[allow(unsafe_code, reason = "the counting global allocator, for `--memory`'s heap peak")]
@@ -78,6 +82,7 @@ fn parse_args() -> Result<Args> {
         walker: false,
         write: None,
         chunk_batches: false,
+        arrow_parallelism: None,
     };
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -90,6 +95,7 @@ fn parse_args() -> Result<Args> {
             "--parallelism" => parsed.parallelism = value()?.parse()?,
             "--walker" => parsed.walker = true,
             "--chunk-batches" => parsed.chunk_batches = true,
+            "--arrow-parallelism" => parsed.arrow_parallelism = Some(value()?.parse()?),
             "--write" => parsed.write = Some(value()?.parse()?),
             other if other.starts_with("--") => return Err(format!("unexpected argument {other:?}").into()),
             _ => parsed.path = arg,
@@ -127,6 +133,7 @@ fn arrow(path: &str, projection: Option<&[String]>, args: &Args) -> Result<Vec<R
         projection: projection.map(<[String]>::to_vec),
         direct: !args.walker,
         exact_batch_size: !args.chunk_batches,
+        parallelism: args.arrow_parallelism.unwrap_or(ArrowReaderOptions::default().parallelism),
         ..Default::default()
     };
     let mut reader = ArrowReader::new(open(path, parallelism)?, options)?;
