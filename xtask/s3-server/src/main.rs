@@ -50,8 +50,39 @@ impl S3 for Server {
         self.store.create_multipart_upload(req).await
     }
 
+    /// The part written where s3s-fs keeps parts, without s3s-fs's MD5 of it: on this machine
+    /// the server's hashing (MD5 in software, a fifth of all the samples of a write) competed
+    /// with the client's encoding for the same two cores, where S3's runs on its own. The
+    /// part's ETag names the part (upload, number, size), not its content: clients only hand
+    /// it back at the completion, whose ETag is made from them as S3 makes it.
     async fn upload_part(&self, req: S3Request<UploadPartInput>) -> S3Result<S3Response<UploadPartOutput>> {
-        self.store.upload_part(req).await
+        let input = req.input;
+        let upload_id = input.upload_id;
+        if !(1..=10_000).contains(&input.part_number) || !upload_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(s3s::s3_error!(InvalidArgument));
+        }
+        if !self.root.join(format!(".upload-{upload_id}.json")).exists() {
+            return Err(s3s::s3_error!(NoSuchUpload));
+        }
+        let mut body = input.body.ok_or_else(|| s3s::s3_error!(IncompleteBody))?;
+        let mut bytes = Vec::new();
+        while let Some(piece) = body.next().await {
+            bytes.extend_from_slice(&piece.map_err(|e| s3s::s3_error!(IncompleteBody, "{e}"))?);
+        }
+        let (root, part) = (self.root.clone(), input.part_number);
+        let name = format!("{}/{upload_id}/{part}/{}", req.uri.path(), bytes.len());
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let tmp = root.join(format!(".tmp.part.{upload_id}.{part}"));
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::rename(tmp, root.join(format!(".upload_id-{upload_id}.part-{part}")))?;
+            Ok(())
+        })
+        .await
+        .map_err(|e| s3s::s3_error!(InternalError, "{e}"))?
+        .map_err(|e| s3s::s3_error!(e, InternalError, "writing the part"))?;
+        let digest = <md5::Md5 as md5::Digest>::digest(name.as_bytes());
+        let e_tag = digest.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(S3Response::new(UploadPartOutput { e_tag: Some(ETag::Strong(e_tag)), ..Default::default() }))
     }
 
     /// s3s-fs's completion reads every part back in 64 KiB pieces, hashes it again and copies
