@@ -36,8 +36,12 @@ fn store_with(name: &str, bytes: Vec<u8>) -> Arc<dyn ObjectStore> {
 }
 
 fn source(store: &Arc<dyn ObjectStore>, name: &str) -> ObjectSource {
-    ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), FetchConfig::default())
-        .unwrap()
+    source_with(store, name, FetchConfig::default())
+}
+
+/// A source of `name` in `store` (as `memory:///name`), fetching as `config` says.
+fn source_with(store: &Arc<dyn ObjectStore>, name: &str, config: FetchConfig) -> ObjectSource {
+    ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), config).unwrap()
 }
 
 #[test]
@@ -538,6 +542,15 @@ fn cache_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The data file of a segment in the cache at `dir`.
+fn first_segment_file(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "data"))
+        .unwrap()
+}
+
 /// An ArrayRecord file of `records` (`group_size:1`).
 fn array_record_file(records: &[Vec<u8>]) -> Vec<u8> {
     let mut writer = ArrayRecordWriter::new(Vec::new(), "group_size:1,zstd:3".parse().unwrap()).unwrap();
@@ -566,8 +579,7 @@ fn read_all_cached_checking(
     want: &[Vec<u8>],
     verify_hashes: bool,
 ) -> riegeli_object_store::FetchStats {
-    let source =
-        ObjectSource::with_store(Arc::clone(store), Path::from(name), &format!("memory:///{name}"), config).unwrap();
+    let source = source_with(store, name, config);
     let counting = source.clone();
     let mut options = ArrayRecordReaderOptions::default();
     options.chunks.verify_hashes = verify_hashes;
@@ -665,11 +677,7 @@ fn one_damaged_unit(verify_hashes: bool) {
         |store: &_, name, config, want: &_| read_all_cached_checking(store, name, config, want, verify_hashes);
     read_all_cached(&store, "u.array_record", config.clone(), &records);
     // One byte flipped about the middle of the object's first segment.
-    let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "data"))
-        .unwrap();
+    let data = first_segment_file(&dir);
     let mut bytes = std::fs::read(&data).unwrap();
     // (Past the block header at the middle, which a read by the index skips unread: a
     // byte of a chunk, which every check sees.)
@@ -697,11 +705,7 @@ fn a_chunk_asked_for_by_a_reader_that_checks_nothing_is_read_checked_from_the_ca
     let store = store_with("s.array_record", bytes.clone());
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
     read_all_cached(&store, "s.array_record", config.clone(), &records);
-    let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "data"))
-        .unwrap();
+    let data = first_segment_file(&dir);
     let (start, end) = (100u64, 900u64);
     let range = start..end;
     let chunk = std::slice::from_ref(&range);
@@ -710,13 +714,7 @@ fn a_chunk_asked_for_by_a_reader_that_checks_nothing_is_read_checked_from_the_ca
         let mut cached = std::fs::read(&data).unwrap();
         cached[500] = bytes[500] ^ 0x40;
         std::fs::write(&data, cached).unwrap();
-        let source = ObjectSource::with_store(
-            Arc::clone(&store),
-            Path::from("s.array_record"),
-            "memory:///s.array_record",
-            config.clone(),
-        )
-        .unwrap();
+        let source = source_with(&store, "s.array_record", config.clone());
         if checking_first {
             source.will_need(chunk, true);
             source.prefetch(chunk);
