@@ -49,9 +49,11 @@ impl UploadCounters {
 /// Bytes gather into parts of [`UploadConfig::part_size`]; each full part is
 /// uploaded on the crate's runtime while writing goes on, at most
 /// [`UploadConfig::max_in_flight`] at a time (a write that would start one
-/// more waits for the oldest). The multipart upload starts with the first
-/// full part; an object smaller than a part is written by one PUT at
-/// [`finish`](Self::finish).
+/// more waits for the oldest). The multipart upload is started in the
+/// background once the first part is a quarter full, so that the first full
+/// part does not wait for that round trip; an object smaller than a part is
+/// written by one PUT at [`finish`](Self::finish) (an upload started for it
+/// is aborted meanwhile).
 ///
 /// - Nothing is visible in the bucket before [`finish`](Self::finish)
 ///   completes the upload (the object appears whole, or an object that was
@@ -78,8 +80,8 @@ pub struct ObjectSink {
     config: UploadConfig,
     /// The part being filled.
     part: Vec<u8>,
-    /// The multipart upload, once the first part is full.
-    upload: Option<Box<dyn MultipartUpload>>,
+    /// The multipart upload: started, or being started.
+    upload: Option<Upload>,
     /// Parts uploading, oldest first.
     in_flight: VecDeque<JoinHandle<object_store::Result<()>>>,
     /// Parts handed out so far.
@@ -92,6 +94,25 @@ pub struct ObjectSink {
     /// The process that made the sink: only it aborts the upload on drop.
     pid: u32,
 }
+
+/// The multipart upload: its start (a round trip) in the background, or started.
+enum Upload {
+    Starting(JoinHandle<object_store::Result<Box<dyn MultipartUpload>>>),
+    Started(Box<dyn MultipartUpload>),
+}
+
+impl Upload {
+    /// The upload, once started (`None` if its start failed or was cancelled).
+    async fn started(self) -> Option<Box<dyn MultipartUpload>> {
+        match self {
+            Self::Starting(handle) => handle.await.ok()?.ok(),
+            Self::Started(upload) => Some(upload),
+        }
+    }
+}
+
+/// The part of [`UploadConfig::part_size`] gathered when the multipart upload is started.
+const START_AT_PART_FRACTION: usize = 4;
 
 impl fmt::Debug for ObjectSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -198,19 +219,14 @@ impl ObjectSink {
     /// Sends the part gathered: starts the upload first if this is its
     /// first part, and waits while `max_in_flight` parts are uploading.
     fn send_part(&mut self) -> io::Result<()> {
-        if self.upload.is_none() {
-            let (store, path) = (Arc::clone(&self.store), self.path.clone());
-            self.counters.request();
-            let started = wait(async move { store.put_multipart(&path).await })?;
-            self.upload = Some(started.map_err(|e| self.fail(&e, "starting the multipart upload of"))?);
-        }
+        self.start_upload()?;
         self.reap()?;
         while self.in_flight.len() >= self.config.max_in_flight {
             self.wait_oldest()?;
         }
         let data = Bytes::from(std::mem::replace(&mut self.part, Vec::with_capacity(self.config.part_size)));
         let len = data.len();
-        let Some(upload) = self.upload.as_mut() else { return Err(io::Error::other("the upload was not started")) };
+        let upload = self.started()?;
         let part = upload.put_part(data.into());
         self.counters.request();
         self.parts += 1;
@@ -221,6 +237,35 @@ impl ObjectSink {
             Ok(())
         }));
         Ok(())
+    }
+
+    /// Starts the multipart upload in the background, unless it is started.
+    fn start_upload(&mut self) -> io::Result<()> {
+        if self.upload.is_none() {
+            let (store, path) = (Arc::clone(&self.store), self.path.clone());
+            self.counters.request();
+            self.upload = Some(Upload::Starting(runtime()?.spawn(async move { store.put_multipart(&path).await })));
+        }
+        Ok(())
+    }
+
+    /// The multipart upload, waiting for its start if need be (its failure fails the sink).
+    fn started(&mut self) -> io::Result<&mut Box<dyn MultipartUpload>> {
+        if let Some(Upload::Starting(handle)) = self.upload.take_if(|upload| matches!(upload, Upload::Starting(_))) {
+            let upload = match wait(handle)? {
+                Ok(Ok(upload)) => upload,
+                Ok(Err(e)) => return Err(self.fail(&e, "starting the multipart upload of")),
+                Err(e) => {
+                    let error = io::Error::other(format!("starting the multipart upload of {}: {e}", self.url));
+                    return Err(self.failed(error));
+                }
+            };
+            self.upload = Some(Upload::Started(upload));
+        }
+        match &mut self.upload {
+            Some(Upload::Started(upload)) => Ok(upload),
+            _ => Err(io::Error::other("the upload was not started")),
+        }
     }
 
     /// Collects the parts that finished, oldest first, up to the first still uploading.
@@ -245,13 +290,27 @@ impl ObjectSink {
     /// [`finish`](Self::finish) but the abort.
     fn complete(&mut self) -> io::Result<()> {
         self.check()?;
-        if self.upload.is_none() {
-            // Smaller than a part: one PUT.
+        if self.parts == 0 {
+            // Smaller than a part: one PUT, beside aborting the upload started for it, if any.
             let data = Bytes::from(std::mem::take(&mut self.part));
             let len = data.len();
             let (store, path) = (Arc::clone(&self.store), self.path.clone());
+            let started = self.upload.take();
+            if started.is_some() {
+                self.counters.request();
+            }
             self.counters.request();
-            wait(async move { store.put(&path, data.into()).await })?.map_err(|e| self.fail(&e, "PUT"))?;
+            let put = wait(async move {
+                let abort = async move {
+                    if let Some(started) = started
+                        && let Some(mut upload) = started.started().await
+                    {
+                        let _ = upload.abort().await;
+                    }
+                };
+                futures_util::future::join(store.put(&path, data.into()), abort).await.0
+            })?;
+            put.map_err(|e| self.fail(&e, "PUT"))?;
             self.counters.uploaded(len);
             return Ok(());
         }
@@ -261,13 +320,16 @@ impl ObjectSink {
         while !self.in_flight.is_empty() {
             self.wait_oldest()?;
         }
-        let mut upload = self.upload.take().ok_or_else(|| io::Error::other("the upload was lost"))?;
+        self.started()?;
+        let Some(Upload::Started(mut upload)) = self.upload.take() else {
+            return Err(io::Error::other("the upload was lost"));
+        };
         self.counters.request();
         let (upload, completed) = wait(async move {
             let completed = upload.complete().await;
             (upload, completed)
         })?;
-        self.upload = Some(upload);
+        self.upload = Some(Upload::Started(upload));
         completed.map_err(|e| self.fail(&e, "completing the multipart upload of"))?;
         self.upload = None;
         Ok(())
@@ -291,7 +353,9 @@ impl ObjectSink {
             for handle in handles {
                 let _ = handle.await;
             }
-            if let Some(mut upload) = upload {
+            if let Some(upload) = upload
+                && let Some(mut upload) = upload.started().await
+            {
                 let _ = upload.abort().await;
             }
         });
@@ -309,6 +373,9 @@ impl Write for ObjectSink {
         }
         let n = buf.len().min(self.config.part_size - self.part.len());
         self.part.extend_from_slice(&buf[..n]);
+        if self.upload.is_none() && self.part.len() >= self.config.part_size / START_AT_PART_FRACTION {
+            self.start_upload()?;
+        }
         if self.part.len() >= self.config.part_size {
             self.send_part()?;
         }

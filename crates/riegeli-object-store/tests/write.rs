@@ -61,6 +61,8 @@ fn read_back(store: &Arc<dyn ObjectStore>, name: &str) -> Vec<Vec<u8>> {
 /// What the test store saw of multipart uploads.
 #[derive(Debug, Default)]
 struct Seen {
+    /// Multipart uploads started.
+    starts: AtomicUsize,
     /// Parts handed to the store (when `put_part` is called).
     handed: AtomicUsize,
     uploading: AtomicUsize,
@@ -140,6 +142,7 @@ impl ObjectStore for Counted {
         location: &Path,
         opts: object_store::PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.seen.starts.fetch_add(1, Ordering::SeqCst);
         let inner = self.inner.put_multipart_opts(location, opts).await?;
         Ok(Box::new(CountedUpload { inner, seen: Arc::clone(&self.seen), fail_at: self.fail_at, next: 0 }))
     }
@@ -239,6 +242,35 @@ fn an_object_smaller_than_a_part_is_one_put() {
     let mut reader = ArrayRecordReader::new(source).unwrap();
     assert_eq!(reader.num_records(), 100);
     assert_eq!(reader.read(57).unwrap().as_ref(), records[57].as_slice());
+}
+
+#[test]
+fn the_upload_starts_before_its_first_part_is_full_and_a_smaller_object_aborts_it() {
+    let (store, seen) = counted(None);
+    let url = "memory:///early.riegeli";
+    let mut sink = ObjectSink::with_store(Arc::clone(&store), Path::from("early.riegeli"), url, SMALL_PARTS).unwrap();
+    let counters = sink.counters();
+    // Under a quarter of a part: nothing started.
+    sink.write_all(&[1; 16 << 10][..(16 << 10) - 1]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(seen.starts.load(Ordering::SeqCst), 0);
+    // A quarter: the upload starts in the background, no part being full.
+    sink.write_all(&[1]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.starts.load(Ordering::SeqCst) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the upload was not started");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert_eq!(seen.handed.load(Ordering::SeqCst), 0);
+    // Finished smaller than a part: one PUT, and the upload started is aborted.
+    sink.write_all(&[2; 1000]).unwrap();
+    sink.finish().unwrap();
+    assert_eq!((seen.aborts.load(Ordering::SeqCst), seen.completes.load(Ordering::SeqCst)), (1, 0));
+    let object = block_on(async { store.get(&Path::from("early.riegeli")).await.unwrap().bytes().await.unwrap() });
+    assert_eq!(object.len(), (16 << 10) + 1000);
+    assert!(object[..16 << 10].iter().all(|&b| b == 1) && object[16 << 10..].iter().all(|&b| b == 2));
+    // Starting the upload, the PUT, the abort.
+    assert_eq!(counters.stats(), UploadStats { requests: 3, bytes: (16 << 10) + 1000 });
 }
 
 #[test]
