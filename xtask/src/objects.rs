@@ -51,6 +51,25 @@ impl Drop for Servers {
     }
 }
 
+/// The benchmark's servers, and the directory on tmpfs (if any) its S3 server kept objects in:
+/// removed when the servers are stopped.
+struct BenchServers {
+    servers: Servers,
+    scratch: Option<PathBuf>,
+}
+
+impl Drop for BenchServers {
+    fn drop(&mut self) {
+        for child in &mut self.servers.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if let Some(scratch) = &self.scratch {
+            let _ = std::fs::remove_dir_all(scratch);
+        }
+    }
+}
+
 /// A port free on loopback now.
 fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -188,22 +207,30 @@ pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static st
         .run()?;
     let dir = project_root().join("target").join("objects-bench");
     let _ = std::fs::remove_dir_all(&dir);
-    // A bucket of the S3 server is a directory of its root.
-    for sub in ["www", "tmp", &format!("s3/{BUCKET}")] {
+    for sub in ["www", "tmp"] {
         std::fs::create_dir_all(dir.join(sub))?;
     }
+    // The S3 server keeps its objects on tmpfs when there is one: this machine's disk is the
+    // local file's, against which writing an object is timed, and the server's writes (the
+    // parts, then the object they are joined into) would share it and its writeback, as S3's own
+    // disks do not. A bucket is a directory of the server's root.
+    let shm = Path::new("/dev/shm");
+    let s3_root = if shm.is_dir() { shm.join("riegeli-objects-bench-s3") } else { dir.join("s3") };
+    let _ = std::fs::remove_dir_all(&s3_root);
+    std::fs::create_dir_all(s3_root.join(BUCKET))?;
     step("starting xtask/s3-server and nginx on loopback");
     let mut servers = Servers(Vec::new());
     let s3_port = free_port()?;
     let s3_log = dir.join("s3-server.log");
     let mut server = Command::new(project_root().join("target/s3-server/release/s3-server"));
-    server.arg(dir.join("s3")).args([&s3_port.to_string(), "test", "test"]);
+    server.arg(&s3_root).args([&s3_port.to_string(), "test", "test"]);
     let server = spawn_logged(&mut server, &s3_log, "xtask/s3-server")?;
     servers.0.push(server);
     wait_for(s3_port, "s3-server", &mut servers.0[0], &s3_log)?;
     let http_port = start_nginx(&nginx, &dir, &mut servers)?;
     let env = servers_env(&format!("http://127.0.0.1:{s3_port}"), &s3_log, http_port, &dir);
-    Ok((servers, env))
+    let scratch = s3_root.starts_with(shm).then_some(s3_root);
+    Ok((BenchServers { servers, scratch }, env))
 }
 
 /// The environment of clients of an S3 server at `endpoint` (the test bucket, credentials it

@@ -68,7 +68,7 @@ fn stalling_proxy(target: String, delay: Duration, stall: Option<Duration>) -> s
             // begin a request.
             let answered = Arc::new(std::sync::atomic::AtomicBool::new(true));
             let answered_w = Arc::clone(&answered);
-            std::thread::spawn(move || {
+            let _ = std::thread::Builder::new().name(PROXY_THREAD.to_owned()).spawn(move || {
                 let mut buf = vec![0u8; 1 << 16];
                 while let Ok(n) = client_r.read(&mut buf) {
                     if n == 0 {
@@ -88,7 +88,7 @@ fn stalling_proxy(target: String, delay: Duration, stall: Option<Duration>) -> s
                 }
                 let _ = server_w.shutdown(std::net::Shutdown::Write);
             });
-            std::thread::spawn(move || {
+            let _ = std::thread::Builder::new().name(PROXY_THREAD.to_owned()).spawn(move || {
                 // Large reads: `io::copy`'s 8 KiB buffer made the proxy, not the
                 // client, the bound near 1 GB/s.
                 let mut buf = vec![0u8; 1 << 20];
@@ -122,6 +122,71 @@ fn record(i: u64) -> Vec<u8> {
 fn drop_caches() -> bool {
     let synced = std::process::Command::new("sync").status().is_ok_and(|s| s.success());
     synced && std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
+}
+
+/// The name of the delaying proxy's copying threads (their CPU time is the rig's, not the writer's).
+const PROXY_THREAD: &str = "delaying-proxy";
+
+/// CPU seconds so far: the machine's (busy, all cores), the S3 server process's, and this
+/// process's with and without the proxy's threads. Linux only (zeros elsewhere).
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    machine: f64,
+    server: f64,
+    proxy: f64,
+    process: f64,
+}
+
+impl Cpu {
+    fn now() -> Self {
+        let ticks = 100.0; // USER_HZ
+        // utime + stime of a /proc/.../stat file, in seconds.
+        let task = |path: &std::path::Path| -> Option<(String, f64)> {
+            let stat = std::fs::read_to_string(path).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let comm = head.split_once('(')?.1.to_owned();
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let used = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+            Some((comm, used / ticks))
+        };
+        let machine = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|stat| {
+                let line = stat.lines().next()?.strip_prefix("cpu ")?.to_owned();
+                let v: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+                // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+                Some((v.iter().take(8).sum::<f64>() - v.get(3)? - v.get(4)?) / ticks)
+            })
+            .unwrap_or(0.0);
+        let mut cpu = Self { machine, ..Self::default() };
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            if let Some((comm, used)) = task(&entry.path().join("stat"))
+                && comm == "s3-server"
+            {
+                cpu.server += used;
+            }
+        }
+        cpu.process = task(std::path::Path::new("/proc/self/stat")).map_or(0.0, |(_, used)| used);
+        for entry in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+            if let Some((comm, used)) = task(&entry.path().join("stat"))
+                && comm == PROXY_THREAD
+            {
+                cpu.proxy += used;
+            }
+        }
+        cpu
+    }
+
+    /// What was used since `before`. (The proxy's threads that ended since are not
+    /// counted: each connection's pair lives as long as the connection.)
+    fn since(self, before: Self) -> Self {
+        Self {
+            machine: self.machine - before.machine,
+            server: self.server - before.server,
+            proxy: self.proxy - before.proxy,
+            process: self.process - before.process,
+        }
+    }
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -557,19 +622,22 @@ fn write_object(
     rounds: usize,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let options: riegeli_records::RecordWriterOptions = "zstd:3".parse()?;
-    let (mut local_t, mut object_t) = (Vec::new(), Vec::new());
+    let (mut local_t, mut object_t, mut tail_t) = (Vec::new(), Vec::new(), Vec::new());
+    let mut cpu_used = Vec::new();
     let (mut requests, mut bytes) = (0, 0);
     let local_path = dir.join("written.riegeli");
+    let mut local_cpu = Vec::new();
     for _ in 0..rounds {
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), Cpu::now());
         let mut writer = RecordWriter::with_io_thread(std::fs::File::create(&local_path)?, options.clone())?;
         for i in 0..n {
             writer.write_record(&record(i))?;
         }
         writer.close()?.sync_all()?;
         local_t.push(start.elapsed().as_secs_f64());
+        local_cpu.push((start.elapsed().as_secs_f64(), Cpu::now().since(cpu).process));
 
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), Cpu::now());
         let url = format!("s3://{bucket}/written.riegeli");
         let sink =
             ObjectSink::with_store(Arc::clone(s3), Path::from("written.riegeli"), &url, UploadConfig::default())?;
@@ -578,8 +646,14 @@ fn write_object(
         for i in 0..n {
             writer.write_record(&record(i))?;
         }
-        writer.close()?.finish()?;
+        let sink = writer.close()?;
+        // What is left once every byte is encoded and handed over: the last part, the parts
+        // still in flight, and the completion.
+        let closed = Instant::now();
+        sink.finish()?;
+        tail_t.push(closed.elapsed().as_secs_f64());
         object_t.push(start.elapsed().as_secs_f64());
+        cpu_used.push((start.elapsed().as_secs_f64(), Cpu::now().since(cpu)));
         let stats = counters.stats();
         (requests, bytes) = (stats.requests, stats.bytes);
     }
@@ -607,13 +681,29 @@ fn write_object(
         raw_t.push(start.elapsed().as_secs_f64());
     }
     let size = written.len() as f64;
-    let (local, object) = (size / median(local_t) / 1e6, size / median(object_t) / 1e6);
+    let (object_s, tail_s) = (median(object_t), median(tail_t));
+    // The CPU of the write whose time is the median.
+    cpu_used.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (wall, cpu) = cpu_used[cpu_used.len() / 2];
+    local_cpu.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let local_cpu = local_cpu[local_cpu.len() / 2].1;
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as f64;
+    let (local, object) = (size / median(local_t) / 1e6, size / object_s / 1e6);
     let raw = size / median(raw_t) / 1e6;
     out.push_str(&format!(
         "| S3: writing the Riegeli file (`zstd:3`, I/O thread; object: multipart upload, 8 MiB parts, 4 in flight) \
-         | {local:.0} MB/s (with fsync) | {object:.0} MB/s ({:.2}× local; object_store's own multipart upload of the \
-         written bytes: {raw:.0} MB/s) | {requests} | {bytes} uploaded | - |\n",
-        object / local
+         | {local:.0} MB/s (with fsync) | {object:.0} MB/s ({:.2}× local; of its {:.0} ms, {:.0} ms after `close`, \
+         finishing the upload; CPU: the machine's {cores} cores {:.0}% busy, the S3 server {:.0} ms, the proxy \
+         {:.0} ms, the writer {:.0} ms (writing the local file: {:.0} ms); object_store's own multipart upload of the written bytes: \
+         {raw:.0} MB/s) | {requests} | {bytes} uploaded | - |\n",
+        object / local,
+        object_s * 1e3,
+        tail_s * 1e3,
+        cpu.machine / (cores * wall) * 100.0,
+        cpu.server * 1e3,
+        cpu.proxy * 1e3,
+        (cpu.process - cpu.proxy) * 1e3,
+        local_cpu * 1e3,
     ));
     Ok(())
 }
