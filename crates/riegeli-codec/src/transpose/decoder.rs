@@ -1485,24 +1485,20 @@ fn run<const PROJECTION: bool, S: Source, O: Output>(
     let nonproto_lengths = cursors.len().wrapping_sub(1);
     // Excluded submessages and groups entered (projection).
     let mut skipped_level = 0usize;
-    loop {
-        let Some(&node) = nodes.get(index) else {
-            return Err(bad_run(t, "invalid node index"));
-        };
-        let mut node = node;
+    'steps: loop {
         if PROJECTION {
-            budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
-            if node.op == Op::NoOp {
-                // Under projection most steps are no-ops (the nodes of
-                // excluded fields): they only follow their transition,
-                // here, without the dispatch below (whose indirect jump
-                // they would mispredict).
-                if node.implicit {
-                    // A chain of implicit no-ops, once selected, is
-                    // stepped over whole next time: this node is made
-                    // to point past its target if that is one too (no
-                    // cycle: implicit loops were rejected).
-                    let next = node.next as usize;
+            // Under projection most steps are no-ops (the nodes of excluded
+            // fields): they only follow their transition, in a loop of their
+            // own, without copying the node and without the dispatch below
+            // (whose indirect jump they would mispredict).
+            while let Some(noop) = nodes.get(index).filter(|node| node.op == Op::NoOp) {
+                budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
+                if noop.implicit {
+                    // A chain of implicit no-ops, once selected, is stepped
+                    // over whole next time: this node is made to point past
+                    // its target if that is one too (no cycle: implicit
+                    // loops were rejected).
+                    let next = noop.next as usize;
                     if let Some(&target) = nodes.get(next)
                         && target.op == Op::NoOp
                         && target.implicit
@@ -1513,14 +1509,18 @@ fn run<const PROJECTION: bool, S: Source, O: Output>(
                     index = next;
                     continue;
                 }
-                match advance(&node, transitions, &mut t, &mut pending) {
-                    Some(next) => {
-                        index = next;
-                        continue;
-                    }
-                    None => break,
+                match advance(noop, transitions, &mut t, &mut pending) {
+                    Some(next) => index = next,
+                    None => break 'steps,
                 }
             }
+        }
+        let Some(&node) = nodes.get(index) else {
+            return Err(bad_run(t, "invalid node index"));
+        };
+        let mut node = node;
+        if PROJECTION {
+            budget = budget.checked_sub(1).ok_or_else(|| bad_run(t, "state machine runs too long"))?;
             if node.op == Op::Select {
                 node = select(nodes, index, stack, cursors, source, tree, skipped_level)?;
             }
