@@ -9,9 +9,11 @@
 //! Input layouts are documented on each function. Missing bytes read as zero,
 //! so every input, even an empty one, is valid.
 
+use std::ops::ControlFlow;
+
 use riegeli_codec::{
-    CodecError, CompressionType, Compressor, CompressorOptions, DecodeLimits, Decompressor, FieldProjection,
-    SimpleChunkDecoder, SimpleChunkEncoder, TransposedChunkDecoder, TransposedChunkEncoder, delta,
+    CodecError, CompressionType, Compressor, CompressorOptions, DecodeLimits, Decompressor, FieldProjection, FieldSink,
+    SimpleChunkDecoder, SimpleChunkEncoder, SubmessageAs, TransposedChunkDecoder, TransposedChunkEncoder, delta,
 };
 
 /// Small limits, so that no input makes a run allocate much.
@@ -280,14 +282,60 @@ fn check_delta<T: PartialEq + std::fmt::Debug>(
     );
 }
 
+/// A [`FieldSink`] that takes every field and counts the records.
+struct CountingSink {
+    records: u64,
+    /// Submessages field by field, or serialized.
+    fields_as_submessages: bool,
+}
+
+impl FieldSink for CountingSink {
+    fn record_start(&mut self) -> ControlFlow<()> {
+        self.records += 1;
+        ControlFlow::Continue(())
+    }
+    fn varint(&mut self, _field: u32, _value: u64) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn fixed32(&mut self, _field: u32, _value: u32) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn fixed64(&mut self, _field: u32, _value: u64) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn bytes(&mut self, _field: u32, _value: &[u8]) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn submessage_end(&mut self, _field: u32) -> ControlFlow<(), SubmessageAs> {
+        ControlFlow::Continue(if self.fields_as_submessages { SubmessageAs::Fields } else { SubmessageAs::Serialized })
+    }
+    fn submessage_start(&mut self, _field: u32) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn group(&mut self, _field: u32, _start: bool) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+    fn non_proto(&mut self, _record: &[u8]) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
 /// Target `transposed_chunk`: `TransposedChunkDecoder::decode` on arbitrary
 /// chunk data, and an encode -> decode round trip of records taken from the
 /// input.
 ///
+/// The chunk data is also decoded under a projection of one field path
+/// (`n`, or `n.1`), into records and through a [`FieldSink`] (as Arrow
+/// columns are filled): neither panics, and the sink takes whole only chunks
+/// that `decode` takes, with as many records.
+///
 /// Layout: `num_records` (2 bytes), `decoded_data_size` (4 bytes), a flags
-/// byte (bit 0: strict mode; bits 1-2: compression type of the round trip), a
-/// record separator byte, then the chunk data (which is also split into
-/// records at the separator for the round trip).
+/// byte (bit 0: strict mode; bits 1-2: compression type of the round trip;
+/// bits 3-6: the projected field number less 1; bit 7: the path goes one
+/// level deeper, to field 1 of that field), a record separator byte (its bit
+/// 0 also says whether the sink takes submessages field by field or
+/// serialized), then the chunk data (which is also split into records at the
+/// separator for the round trip).
 pub fn transposed_chunk(data: &[u8]) {
     let mut input = Input::new(data);
     let num_records = u64::from(input.u16());
@@ -313,6 +361,31 @@ pub fn transposed_chunk(data: &[u8]) {
             assert!(records.decoded_data_size() as u64 <= decoded_data_size);
         }
         Err(err) => check_error(&err),
+    }
+
+    // One field path projected: records, and fields handed to a sink.
+    let field = u32::from((flags >> 3) & 0x0f) + 1;
+    let path: &[u32] = if flags & 0x80 != 0 { &[field, 1] } else { &[field] };
+    let mut projection = FieldProjection::none();
+    if projection.add_field(path).is_ok() {
+        let mut decoder = TransposedChunkDecoder::new();
+        let decoded = decoder.decode(chunk.to_vec().into(), num_records, decoded_data_size, &LIMITS, &projection);
+        match &decoded {
+            Ok(records) => {
+                assert_eq!(records.len() as u64, num_records);
+                assert!(records.decoded_data_size() as u64 <= decoded_data_size);
+            }
+            Err(err) => check_error(err),
+        }
+        let mut sink = CountingSink { records: 0, fields_as_submessages: separator & 1 == 1 };
+        match decoder.decode_to_sink(chunk, num_records, decoded_data_size, &LIMITS, &projection, &mut sink) {
+            Ok(ControlFlow::Continue(())) => {
+                assert!(decoded.is_ok(), "the sink took a chunk decode rejects");
+                assert_eq!(sink.records, num_records);
+            }
+            Ok(ControlFlow::Break(())) => {}
+            Err(err) => check_error(&err),
+        }
     }
 
     let source = chunk.get(..MAX_ROUND_TRIP).unwrap_or(chunk);
