@@ -60,10 +60,8 @@ struct BenchServers {
 
 impl Drop for BenchServers {
     fn drop(&mut self) {
-        for child in &mut self.servers.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        // The servers first (stopped as `Servers` stops them), then their files.
+        drop(Servers(std::mem::take(&mut self.servers.0)));
         if let Some(scratch) = &self.scratch {
             let _ = std::fs::remove_dir_all(scratch);
         }

@@ -127,8 +127,11 @@ fn drop_caches() -> bool {
 /// The name of the delaying proxy's copying threads (their CPU time is the rig's, not the writer's).
 const PROXY_THREAD: &str = "delaying-proxy";
 
+#[path = "../proc_cpu.rs"]
+mod proc_cpu;
+
 /// CPU seconds so far: the machine's (busy, all cores), the S3 server process's, and this
-/// process's with and without the proxy's threads. Linux only (zeros elsewhere).
+/// process's with and without the proxy's threads. Zeros where `/proc` has none.
 #[derive(Debug, Clone, Copy, Default)]
 struct Cpu {
     machine: f64,
@@ -139,42 +142,19 @@ struct Cpu {
 
 impl Cpu {
     fn now() -> Self {
-        let ticks = 100.0; // USER_HZ
-        // utime + stime of a /proc/.../stat file, in seconds.
-        let task = |path: &std::path::Path| -> Option<(String, f64)> {
-            let stat = std::fs::read_to_string(path).ok()?;
-            let (head, rest) = stat.rsplit_once(')')?;
-            let comm = head.split_once('(')?.1.to_owned();
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let used = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-            Some((comm, used / ticks))
+        let seconds = |used: Option<std::time::Duration>| used.map_or(0.0, |d| d.as_secs_f64());
+        // The CPU of the tasks named `name` among the `stat` files of `dir`'s entries.
+        let named = |dir: &str, name: &str| -> f64 {
+            let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+            let tasks = entries.filter_map(|entry| proc_cpu::task_cpu(&entry.path().join("stat")));
+            tasks.filter(|(comm, _)| comm == name).map(|(_, used)| used.as_secs_f64()).sum()
         };
-        let machine = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|stat| {
-                let line = stat.lines().next()?.strip_prefix("cpu ")?.to_owned();
-                let v: Vec<f64> = line.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-                // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-                Some((v.iter().take(8).sum::<f64>() - v.get(3)? - v.get(4)?) / ticks)
-            })
-            .unwrap_or(0.0);
-        let mut cpu = Self { machine, ..Self::default() };
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            if let Some((comm, used)) = task(&entry.path().join("stat"))
-                && comm == "s3-server"
-            {
-                cpu.server += used;
-            }
+        Self {
+            machine: seconds(proc_cpu::machine_busy()),
+            server: named("/proc", "s3-server"),
+            proxy: named("/proc/self/task", PROXY_THREAD),
+            process: seconds(proc_cpu::process_cpu()),
         }
-        cpu.process = task(std::path::Path::new("/proc/self/stat")).map_or(0.0, |(_, used)| used);
-        for entry in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
-            if let Some((comm, used)) = task(&entry.path().join("stat"))
-                && comm == PROXY_THREAD
-            {
-                cpu.proxy += used;
-            }
-        }
-        cpu
     }
 
     /// What was used since `before`. (The proxy's threads that ended since are not

@@ -297,14 +297,9 @@ fn generate(kind: Generate, total: usize) -> Vec<Vec<u8>> {
     records
 }
 
-/// CPU time of this process (user + system), from /proc on Linux.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
-}
+#[path = "../proc_cpu.rs"]
+mod proc_cpu;
+use proc_cpu::process_cpu as cpu_time;
 
 /// One measured configuration.
 struct Measurement {
