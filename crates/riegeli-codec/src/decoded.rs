@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::recycle::{Homing, Reusable};
+use crate::recycle::{Homing, Recycler, Reusable};
 
 /// The records of one decoded chunk: a single buffer holding every record's
 /// bytes back to back, and where each record ends.
@@ -57,6 +57,30 @@ pub(crate) struct Buffers {
 impl Reusable for Buffers {
     fn bytes(&self) -> usize {
         self.values.bytes().saturating_add(self.ends.bytes())
+    }
+}
+
+/// Where the buffers of decoded records go when the records are dropped, for
+/// a decoder to decode a later chunk into: by default each decoder has its
+/// own, keeping one idle buffer (enough for a reader that lets go of a
+/// chunk's records before the next is decoded). Decoders given the same
+/// (clones share) pool their buffers, up to its bounds: what a reader needs
+/// that decodes many chunks on several threads and lets go of all their
+/// records at once (a batch of an ArrayRecord file), so that the next batch
+/// decodes into them rather than into fresh pages.
+#[derive(Debug, Clone, Default)]
+pub struct RecordBuffers(pub(crate) Arc<Recycler<Buffers>>);
+
+impl RecordBuffers {
+    /// Buffers shared by the decoders given clones of it, at most
+    /// `max_buffers` of them idle, holding at most `max_bytes` in all.
+    pub fn new(max_buffers: usize, max_bytes: usize) -> Self {
+        Self(Recycler::new(max_buffers, max_bytes))
+    }
+
+    /// How many idle buffers it holds (0 while another thread holds them).
+    pub fn idle(&self) -> usize {
+        self.0.idle()
     }
 }
 

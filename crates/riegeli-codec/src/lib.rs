@@ -36,7 +36,7 @@ pub mod zigzag;
 pub use crate::{
     chunk_type::ChunkType,
     compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
-    decoded::DecodedRecords,
+    decoded::{DecodedRecords, RecordBuffers},
     error::{CodecError, CodecErrorKind},
     limits::DecodeLimits,
     recycle::{Homing, Recycler, Reusable},

@@ -19,8 +19,8 @@ use bytes::Bytes;
 
 use crate::{
     compression::{CompressionType, Compressor, CompressorOptions, Decompressor},
-    decoded::DecodedRecords,
     decoded::{Buffers, INLINE_ENDS},
+    decoded::{DecodedRecords, RecordBuffers},
     error::CodecError,
     limits::DecodeLimits,
     recycle::{Homing, Recycler},
@@ -273,6 +273,12 @@ impl SimpleChunkDecoder {
     /// A decoder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder whose records' buffers go to `buffers` when dropped, and
+    /// which decodes into buffers taken from there (see [`RecordBuffers`]).
+    pub fn with_buffers(buffers: &RecordBuffers) -> Self {
+        Self { buffers: Arc::clone(&buffers.0), ..Self::default() }
     }
 
     /// Decodes the data of a simple chunk whose header states `num_records`

@@ -4,7 +4,8 @@
 
 use bytes::Bytes;
 use riegeli_codec::{
-    ChunkType, CodecError, DecodeLimits, DecodedRecords, FieldProjection, SimpleChunkDecoder, TransposedChunkDecoder,
+    ChunkType, CodecError, DecodeLimits, DecodedRecords, FieldProjection, RecordBuffers, SimpleChunkDecoder,
+    TransposedChunkDecoder,
 };
 
 use crate::chunk_reader::{Chunk, RawChunk};
@@ -35,6 +36,22 @@ impl ChunkDecoder {
         Self {
             simple: SimpleChunkDecoder::new(),
             transposed: TransposedChunkDecoder::new(),
+            projection,
+            limits: options.decode_limits(),
+        }
+    }
+
+    /// [`with_projection`](Self::with_projection), decoding into (and
+    /// sending its records' buffers home to) `buffers`, which other decoders
+    /// may share.
+    pub(crate) fn with_buffers(
+        options: &ChunkReadOptions,
+        projection: FieldProjection,
+        buffers: &RecordBuffers,
+    ) -> Self {
+        Self {
+            simple: SimpleChunkDecoder::with_buffers(buffers),
+            transposed: TransposedChunkDecoder::with_buffers(buffers),
             projection,
             limits: options.decode_limits(),
         }

@@ -173,7 +173,7 @@ impl ReadAhead {
     ) -> Self {
         let parallelism = parallelism.max(1);
         // Chunks come to the threads unchecked: they check the hashes if asked.
-        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection, plug);
+        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection, plug, None);
         Self { parallelism, queue: VecDeque::new(), queued_bytes: 0, on_stream: 0, stream, stop: u64::MAX }
     }
 

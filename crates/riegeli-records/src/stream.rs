@@ -32,7 +32,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use riegeli_codec::{DecodedRecords, FieldProjection};
+use riegeli_codec::{DecodedRecords, FieldProjection, RecordBuffers};
 use smallvec::SmallVec;
 
 use crate::chunk_reader::{Damage, LazyChunk, RawChunk, verify_hash};
@@ -208,6 +208,9 @@ pub(crate) struct DecodeStream {
     chunk_decode: Option<ChunkDecodeFn>,
     /// What the workers run in (production: [`Plug::default`]).
     plug: Plug<DecodeWorker>,
+    /// The buffers the workers' decoders share, if they share them (else
+    /// each decoder has its own).
+    buffers: Option<RecordBuffers>,
     /// Started by the first job.
     pool: Option<Pool<Plugged<DecodeWorker>>>,
     /// The tickets of the jobs whose outcomes are not taken yet, oldest first.
@@ -231,7 +234,8 @@ impl DecodeStream {
     /// limits of `options`; threads read [`Piece::At`] chunks from `file`.
     /// Each [`DecodeWorker`] runs in what `plug` makes of it (production:
     /// itself; tests: a worker that panics on a chosen chunk, or that shows
-    /// when its thread ends).
+    /// when its thread ends). The workers' decoders share `buffers`, if
+    /// given (else each keeps its own).
     pub(crate) fn new(
         name: &'static str,
         threads: usize,
@@ -239,6 +243,7 @@ impl DecodeStream {
         file: Option<SharedFile>,
         projection: FieldProjection,
         plug: Plug<DecodeWorker>,
+        buffers: Option<RecordBuffers>,
     ) -> Self {
         Self {
             name,
@@ -248,6 +253,7 @@ impl DecodeStream {
             projection: Arc::new(projection),
             chunk_decode: None,
             plug,
+            buffers,
             pool: None,
             tickets: VecDeque::new(),
         }
@@ -267,10 +273,15 @@ impl DecodeStream {
     fn pool(&mut self) -> &mut Pool<Plugged<DecodeWorker>> {
         let (threads, options, file) = (self.threads, &self.options, &self.file);
         self.pool.get_or_insert_with(|| {
-            let (options, file, plug) = (options.clone(), file.clone(), self.plug.clone());
+            let (options, file, plug, buffers) =
+                (options.clone(), file.clone(), self.plug.clone(), self.buffers.clone());
             Pool::new(self.name, threads, Help::Always, move || {
+                let decoder = match &buffers {
+                    Some(buffers) => ChunkDecoder::with_buffers(&options, FieldProjection::all(), buffers),
+                    None => ChunkDecoder::new(&options),
+                };
                 plug.wrap(DecodeWorker {
-                    decoder: ChunkDecoder::new(&options),
+                    decoder,
                     projection: Arc::new(FieldProjection::all()),
                     options: options.clone(),
                     reading: file.as_ref().map(|file| Source::new(AtCursor::new(Arc::clone(file)), 0)),

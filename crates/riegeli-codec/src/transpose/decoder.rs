@@ -15,7 +15,7 @@ use bytes::Bytes;
 use super::projection::{FieldProjection, IncludeTree, IncludeType, ROOT_ID};
 use crate::compression::{CompressionType, Decompressor};
 use crate::decoded::Buffers;
-use crate::decoded::DecodedRecords;
+use crate::decoded::{DecodedRecords, RecordBuffers};
 use crate::error::CodecError;
 use crate::limits::DecodeLimits;
 use crate::recycle::{Homing, Recycler};
@@ -383,6 +383,12 @@ impl TransposedChunkDecoder {
     /// A decoder in the default (C++-compatible) mode.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A decoder whose records' buffers go to `buffers` when dropped, and
+    /// which decodes into buffers taken from there (see [`RecordBuffers`]).
+    pub fn with_buffers(buffers: &RecordBuffers) -> Self {
+        Self { buffers: Arc::clone(&buffers.0), ..Self::default() }
     }
 
     /// Turns strict mode on or off (off by default).

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Seek};
 
-use riegeli_codec::{DecodedRecords, FieldProjection};
+use riegeli_codec::{DecodedRecords, FieldProjection, RecordBuffers};
 
 use super::batch::{self, MIN_TASK_BYTES, Started};
 use super::options::ArrayRecordReaderOptions;
@@ -24,12 +24,19 @@ use crate::stream::{DecodeStream, DecodeWorker, Piece};
 /// where handing work to another thread costs more than it saves.
 pub(crate) const MIN_PARALLEL_BYTES: u64 = 128 << 10;
 
+/// The most idle buffers of decoded records a reader keeps (their bytes are
+/// bounded by its `readahead_buffer_size`).
+const MAX_SPARE_BUFFERS: usize = 4096;
+
 /// What reads and decodes an ArrayRecord reader's chunks.
 pub(crate) struct Fetcher<R> {
     source: Source<R>,
     /// Decodes on the calling thread.
     decoder: ChunkDecoder,
     projection: FieldProjection,
+    /// Where every decoder of the reader (the calling thread's, the
+    /// stream's) decodes into, and where records' buffers go when dropped.
+    pub(super) buffers: RecordBuffers,
     /// Decodes on worker threads, made by the first plan worth it (its
     /// threads are joined on drop).
     pub(super) stream: Option<DecodeStream>,
@@ -44,16 +51,18 @@ pub(crate) struct Fetcher<R> {
 impl<R: Read + Seek> Fetcher<R> {
     /// A fetcher of chunks from `source` (and `file`, the same bytes read at
     /// offsets, if it offers them), decoding the fields of `projection`.
-    pub(crate) fn new(
-        source: Source<R>,
-        file: Option<SharedFile>,
-        options: &ChunkReadOptions,
-        projection: FieldProjection,
-    ) -> Self {
+    pub(crate) fn new(source: Source<R>, file: Option<SharedFile>, options: &ArrayRecordReaderOptions) -> Self {
+        let projection = options.field_projection.clone();
+        // Whole batches of chunks are let go of at once (a window read ahead
+        // by `read_next`, a range collected): their buffers wait here for the
+        // next, up to what a window holds.
+        let spare = usize::try_from(options.readahead_buffer_size).unwrap_or(usize::MAX);
+        let buffers = RecordBuffers::new(MAX_SPARE_BUFFERS, spare);
         Self {
             source,
-            decoder: ChunkDecoder::with_projection(options, projection.clone()),
+            decoder: ChunkDecoder::with_buffers(&options.chunks, projection.clone(), &buffers),
             projection,
+            buffers,
             stream: None,
             file,
             plug: Plug::default(),
@@ -120,7 +129,7 @@ impl<R: Read + Seek> Fetcher<R> {
         // (The prefetcher holds a handle of its own: the loop below reads through `self`.)
         let file = self.file.clone();
         let mut prefetcher = Prefetcher::new(file.as_deref(), index, steps, options);
-        let threads = (&self.file, &self.projection, &self.plug);
+        let threads = (&self.file, &self.projection, &self.plug, &self.buffers);
         if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
             let window = options.readahead_buffer_size;
             if self.file.is_some() {
@@ -159,7 +168,8 @@ impl<R: Read + Seek> Fetcher<R> {
         steps: &[Step],
     ) -> Option<Started> {
         self.file.as_ref()?;
-        let stream = stream_for(&mut self.stream, (&self.file, &self.projection, &self.plug), options, index, steps)?;
+        let threads = (&self.file, &self.projection, &self.plug, &self.buffers);
+        let stream = stream_for(&mut self.stream, threads, options, index, steps)?;
         let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options);
         batch::start(stream, &mut read_where_decoded(&mut prefetcher), index, steps).ok()
     }
@@ -212,7 +222,7 @@ impl<R: Read + Seek> Fetcher<R> {
 /// [`MIN_PARALLEL_BYTES`] of records.
 fn stream_for<'a>(
     stream: &'a mut Option<DecodeStream>,
-    (file, projection, plug): (&Option<SharedFile>, &FieldProjection, &Plug<DecodeWorker>),
+    (file, projection, plug, buffers): (&Option<SharedFile>, &FieldProjection, &Plug<DecodeWorker>, &RecordBuffers),
     options: &ArrayRecordReaderOptions,
     index: &ChunkIndex,
     steps: &[Step],
@@ -223,7 +233,8 @@ fn stream_for<'a>(
     }
     Some(stream.get_or_insert_with(|| {
         let name = "array-record-decode";
-        DecodeStream::new(name, threads - 1, &options.chunks, file.clone(), projection.clone(), plug.clone())
+        let (file, projection, plug, buffers) = (file.clone(), projection.clone(), plug.clone(), Some(buffers.clone()));
+        DecodeStream::new(name, threads - 1, &options.chunks, file, projection, plug, buffers)
     }))
 }
 

@@ -144,7 +144,7 @@ impl<R: Read + Seek + ReadHints> ArrayRecordReader<R> {
         let loaded = load(&mut source, &options)?;
         source.release_buffers()?;
         Ok(Self {
-            fetcher: Fetcher::new(source, read_at, &options.chunks, options.field_projection.clone()),
+            fetcher: Fetcher::new(source, read_at, &options),
             info: IndexInfo {
                 index_source: loaded.index_source,
                 num_chunks: loaded.index.num_chunks(),
@@ -742,6 +742,26 @@ mod tests {
         // (That the buffers of records dropped are decoded into again is the
         // decoders' business: see riegeli-codec's tests.)
         assert!(kept.iter().all(|(i, record)| *record == want[*i]));
+    }
+
+    #[test]
+    fn a_batch_decodes_into_the_buffers_of_the_batch_before() {
+        // 100 chunks of 10 compressed records: each decoded into a buffer of its own.
+        let file = file(1000);
+        for parallelism in [1, 3] {
+            let mut reader = open(&file, parallelism);
+            let first = reader.read_batch(Selection::All).unwrap();
+            assert_eq!(reader.fetcher.buffers.idle(), 0, "parallelism {parallelism}");
+            drop(first);
+            // Let go of at once, whichever thread decoded them, they wait for the next batch...
+            let idle = reader.fetcher.buffers.idle();
+            assert!(idle >= 90, "parallelism {parallelism}: {idle} buffers idle");
+            // ... which decodes into them.
+            let second = reader.read_batch(Selection::All).unwrap();
+            let left = reader.fetcher.buffers.idle();
+            assert!(left + 90 <= idle, "parallelism {parallelism}: {left} of {idle} buffers still idle");
+            assert!(second == open(&file, 1).read_batch(Selection::All).unwrap());
+        }
     }
 
     #[test]
