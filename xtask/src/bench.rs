@@ -589,26 +589,36 @@ fn first_number(cell: &str) -> Option<f64> {
 /// the change.
 fn compare_tables(tables: &[Vec<String>; 2], columns: &[(usize, &str)], baseline: &str) -> String {
     let [before, now] = tables.each_ref().map(|runs| runs.iter().map(|t| markdown_rows(t)).collect::<Vec<_>>());
-    let median_of = |runs: &[Vec<Row>], label: &str, column: usize| -> Option<f64> {
-        let values = runs
-            .iter()
+    // The row's value in each run, in the order run.
+    let values_of = |runs: &[Vec<Row>], label: &str, column: usize| -> Option<Vec<f64>> {
+        runs.iter()
             .map(|rows| rows.iter().find(|(l, _)| l == label).and_then(|(_, v)| v.get(column).copied().flatten()))
-            .collect::<Option<_>>()?;
-        middle(values)
+            .collect()
     };
+    let list = |values: &[f64]| values.iter().map(|v| format!("{v}")).collect::<Vec<_>>().join(", ");
     let mut out = format!(
-        "Against the baseline `{baseline}`: medians of {} alternating runs each (before → now, change)\n\n",
+        "Against the baseline `{baseline}`: medians of {} alternating runs each (before → now, change); \
+         paired: the median of the runs' now/before ratios, run i of each side being alternated with \
+         the other's (what drifts over the runs cancels in a pair)\n\n",
         now.len()
     );
-    let _ = writeln!(out, "| row | measure | before | now | change |\n|---|---|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "| row | measure | before | now | change | paired | runs before; now |\n|---|---|---:|---:|---:|---:|---|"
+    );
     let labels: Vec<&String> = now.first().map(|rows| rows.iter().map(|(l, _)| l).collect()).unwrap_or_default();
     for label in labels {
         for &(column, name) in columns {
-            let (Some(b), Some(n)) = (median_of(&before, label, column), median_of(&now, label, column)) else {
+            let (Some(b), Some(n)) = (values_of(&before, label, column), values_of(&now, label, column)) else {
                 continue;
             };
-            let change = if b > 0.0 { format!("{:+.1}%", 100.0 * (n / b - 1.0)) } else { "-".to_owned() };
-            let _ = writeln!(out, "| {label} | {name} | {b} | {n} | {change} |");
+            let (Some(bm), Some(nm)) = (middle(b.clone()), middle(n.clone())) else { continue };
+            let percent = |ratio: f64| format!("{:+.1}%", 100.0 * (ratio - 1.0));
+            let change = if bm > 0.0 { percent(nm / bm) } else { "-".to_owned() };
+            let ratios: Vec<f64> = b.iter().zip(&n).filter(|(b, _)| **b > 0.0).map(|(b, n)| n / b).collect();
+            let paired = middle(ratios).map_or_else(|| "-".to_owned(), percent);
+            let _ =
+                writeln!(out, "| {label} | {name} | {bm} | {nm} | {change} | {paired} | {}; {} |", list(&b), list(&n));
         }
     }
     out
@@ -908,7 +918,11 @@ mod tests {
         let before = vec![table(10, 100), table(30, 300), table(20, 200)];
         let now = vec![table(11, 90), table(12, 110), table(50, 100)];
         let report = compare_tables(&[before, now], &[(0, "x"), (1, "y")], "old");
-        assert!(report.contains("| read | x | 20 | 12 | -40.0% |"), "{report}");
-        assert!(report.contains("| read | y | 200 | 100 | -50.0% |"), "{report}");
+        // Paired: 11/10, 12/30 and 50/20 (median 1.1); 90/100, 110/300 and 100/200 (median 0.5).
+        assert!(report.contains("| read | x | 20 | 12 | -40.0% | +10.0% | 10, 30, 20; 11, 12, 50 |"), "{report}");
+        assert!(
+            report.contains("| read | y | 200 | 100 | -50.0% | -50.0% | 100, 300, 200; 90, 110, 100 |"),
+            "{report}"
+        );
     }
 }
