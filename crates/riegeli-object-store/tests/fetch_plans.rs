@@ -542,13 +542,26 @@ fn cache_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// The data file of a segment in the cache at `dir`.
-fn first_segment_file(dir: &std::path::Path) -> std::path::PathBuf {
-    std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "data"))
-        .unwrap()
+/// The cache's first segment at `dir` (its data file and its bytes) once the cache's copy
+/// of `object`'s byte at `at` or just after has landed, and where that byte is: the first
+/// at or after `at` that is not 0 (a hole of the file reads as 0). The cache keeps what it
+/// fetched on a thread of its own, not waited for: a copy landing after a test damaged the
+/// file would mend the damage.
+fn settled_segment(dir: &std::path::Path, object: &[u8], at: usize) -> (std::path::PathBuf, Vec<u8>, usize) {
+    let at = at + object[at..].iter().position(|&b| b != 0).expect("a byte that is not 0");
+    let waited = std::time::Instant::now();
+    loop {
+        let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
+            .map(|entries| entries.map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "data")));
+        if let Ok(Some(data)) = data {
+            let bytes = std::fs::read(&data).unwrap();
+            if bytes.get(at) == Some(&object[at]) {
+                return (data, bytes, at);
+            }
+        }
+        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "the cache's copy of byte {at} never landed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// An ArrayRecord file of `records` (`group_size:1`).
@@ -671,17 +684,16 @@ fn one_damaged_unit_costs_one_refetch_of_what_it_held() {
 fn one_damaged_unit(verify_hashes: bool) {
     let dir = cache_dir(&format!("unit-{verify_hashes}"));
     let records = records(2000);
-    let store = store_with("u.array_record", array_record_file(&records));
+    let object = array_record_file(&records);
+    let store = store_with("u.array_record", object.clone());
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
     let read_all_cached =
         |store: &_, name, config, want: &_| read_all_cached_checking(store, name, config, want, verify_hashes);
     read_all_cached(&store, "u.array_record", config.clone(), &records);
-    // One byte flipped about the middle of the object's first segment.
-    let data = first_segment_file(&dir);
-    let mut bytes = std::fs::read(&data).unwrap();
-    // (Past the block header at the middle, which a read by the index skips unread: a
-    // byte of a chunk, which every check sees.)
-    let middle = bytes.len() / 2 + 1000;
+    // One byte flipped about the middle of the object's first segment. (Past the block
+    // header at the middle, which a read by the index skips unread: a byte of a chunk,
+    // which every check sees.)
+    let (data, mut bytes, middle) = settled_segment(&dir, &object, object.len() / 2 + 1000);
     bytes[middle] ^= 0x40;
     std::fs::write(&data, bytes).unwrap();
     // The pieces around it are still read from the cache; the damaged one (at most 4 KiB)
@@ -705,14 +717,14 @@ fn a_chunk_asked_for_by_a_reader_that_checks_nothing_is_read_checked_from_the_ca
     let store = store_with("s.array_record", bytes.clone());
     let config = FetchConfig { cache_dir: Some(dir.clone()), ..FetchConfig::default() };
     read_all_cached(&store, "s.array_record", config.clone(), &records);
-    let data = first_segment_file(&dir);
     let (start, end) = (100u64, 900u64);
     let range = start..end;
     let chunk = std::slice::from_ref(&range);
     for checking_first in [false, true] {
-        // (Damaged again: the first round's refetch mended it.)
-        let mut cached = std::fs::read(&data).unwrap();
-        cached[500] = bytes[500] ^ 0x40;
+        // (Damaged again: the first round's refetch mended it, once its copy has landed.)
+        let (data, mut cached, at) = settled_segment(&dir, &bytes, 500);
+        assert!(at < end as usize);
+        cached[at] ^= 0x40;
         std::fs::write(&data, cached).unwrap();
         let source = source_with(&store, "s.array_record", config.clone());
         if checking_first {
@@ -730,7 +742,7 @@ fn a_chunk_asked_for_by_a_reader_that_checks_nothing_is_read_checked_from_the_ca
             filled += n;
         }
         assert!(got == bytes[start as usize..end as usize], "damaged bytes read (checking first: {checking_first})");
-        assert!(source.stats().cache_damaged > 0, "{:?}", source.stats());
+        assert!(source.stats().cache_damaged > 0, "checking first: {checking_first}: {:?}", source.stats());
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
