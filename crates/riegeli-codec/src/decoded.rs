@@ -11,7 +11,7 @@ use crate::recycle::{Homing, Recycler, Reusable};
 ///
 /// Records are handed out as [`Bytes`] slices of the one buffer, without
 /// copying. Both buffers go back to the decoder that made them (see
-/// [`Recycler`](crate::Recycler)) when the records and the last slice of
+/// [`Recycler`]) when the records and the last slice of
 /// them are dropped, whatever thread drops them.
 #[derive(Debug, Clone)]
 pub struct DecodedRecords {
