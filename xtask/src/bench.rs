@@ -489,16 +489,20 @@ fn objects(sh: &Shell, args: &[String]) -> Result<()> {
         println!("{}", run(&now)?);
         return Ok(());
     };
+    // Each run's whole table is kept (`runs/now-1.md`, ...): the comparison takes a number of
+    // each cell, the tables say more (requests, hedges, CPU).
+    let work = crate::common::project_root().join("target/object-bench");
+    sh.create_dir(work.join("runs"))?;
     let tables = alternate(alternations, |round, which| {
         let program = if which == Which::Now { &now } else { &before.program };
         crate::common::step(&format!("round {}/{alternations}: {} ({})", round + 1, which.name(), program.display()));
-        run(program.as_path())
+        let table = run(program.as_path())?;
+        sh.write_file(work.join(format!("runs/{}-{}.md", which.name(), round + 1)), &table)?;
+        Ok(table)
     })?;
     // The columns of the local and the remote reads.
     let report = compare_tables(&tables, &[(0, "local"), (1, "remote")], &before.name);
     println!("{report}");
-    let work = crate::common::project_root().join("target/object-bench");
-    sh.create_dir(&work)?;
     sh.write_file(work.join("baseline.md"), &report)?;
     Ok(())
 }
