@@ -26,7 +26,7 @@ use crate::options::RecordReaderOptions;
 use crate::pool::{Panicked, Plug};
 use crate::skipped_region::SkippedRegion;
 use crate::source::Source;
-use crate::stream::{ChunkDecodeFn, DecodeStream, DecodeWorker, Decoded, Piece};
+use crate::stream::{ChunkDecodeFn, DecodeStream, DecodeWorker, Decoded, Piece, Workers};
 
 /// A chunk as the reader gets it: read, and if a worker decoded it, its
 /// hash check and records (or [`Panicked`]). A chunk without them has its
@@ -173,7 +173,8 @@ impl ReadAhead {
     ) -> Self {
         let parallelism = parallelism.max(1);
         // Chunks come to the threads unchecked: they check the hashes if asked.
-        let stream = DecodeStream::new("riegeli-decode", parallelism, options, None, projection, plug, None);
+        let workers = Workers { plug, ..Workers::default() };
+        let stream = DecodeStream::new("riegeli-decode", parallelism, options, projection, workers);
         Self { parallelism, queue: VecDeque::new(), queued_bytes: 0, on_stream: 0, stream, stop: u64::MAX }
     }
 

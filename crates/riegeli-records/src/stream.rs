@@ -201,16 +201,10 @@ pub(crate) struct DecodeStream {
     name: &'static str,
     threads: usize,
     options: ChunkReadOptions,
-    /// For readers whose threads read their chunks themselves ([`Piece::At`]).
-    file: Option<SharedFile>,
     projection: Arc<FieldProjection>,
     /// Decodes scanned transposed chunks instead of the decoder, if set.
     chunk_decode: Option<ChunkDecodeFn>,
-    /// What the workers run in (production: [`Plug::default`]).
-    plug: Plug<DecodeWorker>,
-    /// The buffers the workers' decoders share, if they share them (else
-    /// each decoder has its own).
-    buffers: Option<RecordBuffers>,
+    workers: Workers,
     /// Started by the first job.
     pool: Option<Pool<Plugged<DecodeWorker>>>,
     /// The tickets of the jobs whose outcomes are not taken yet, oldest first.
@@ -228,32 +222,40 @@ impl std::fmt::Debug for DecodeStream {
     }
 }
 
-impl DecodeStream {
-    /// A stream decoding on up to `threads` threads named `name-i` (started
-    /// by the first job) and on the calling thread while it waits, within the
-    /// limits of `options`; threads read [`Piece::At`] chunks from `file`.
-    /// Each [`DecodeWorker`] runs in what `plug` makes of it (production:
+/// What the workers of a [`DecodeStream`] are made with.
+#[derive(Clone, Default)]
+pub(crate) struct Workers {
+    /// Where the threads read [`Piece::At`] chunks from, for readers whose
+    /// threads read their chunks themselves.
+    pub(crate) file: Option<SharedFile>,
+    /// What each [`DecodeWorker`] runs in (production: [`Plug::default`],
     /// itself; tests: a worker that panics on a chosen chunk, or that shows
-    /// when its thread ends). The workers' decoders share `buffers`, if
-    /// given (else each keeps its own).
+    /// when its thread ends).
+    pub(crate) plug: Plug<DecodeWorker>,
+    /// The buffers the workers' decoders share, if they share them (else
+    /// each decoder keeps its own).
+    pub(crate) buffers: Option<RecordBuffers>,
+}
+
+impl DecodeStream {
+    /// A stream decoding the fields of `projection` on up to `threads`
+    /// threads named `name-i` (started by the first job) and on the calling
+    /// thread while it waits, within the limits of `options`, by workers
+    /// made with `workers`.
     pub(crate) fn new(
         name: &'static str,
         threads: usize,
         options: &ChunkReadOptions,
-        file: Option<SharedFile>,
         projection: FieldProjection,
-        plug: Plug<DecodeWorker>,
-        buffers: Option<RecordBuffers>,
+        workers: Workers,
     ) -> Self {
         Self {
             name,
             threads,
             options: options.clone(),
-            file,
             projection: Arc::new(projection),
             chunk_decode: None,
-            plug,
-            buffers,
+            workers,
             pool: None,
             tickets: VecDeque::new(),
         }
@@ -271,10 +273,9 @@ impl DecodeStream {
     }
 
     fn pool(&mut self) -> &mut Pool<Plugged<DecodeWorker>> {
-        let (threads, options, file) = (self.threads, &self.options, &self.file);
+        let (threads, options) = (self.threads, &self.options);
         self.pool.get_or_insert_with(|| {
-            let (options, file, plug, buffers) =
-                (options.clone(), file.clone(), self.plug.clone(), self.buffers.clone());
+            let (options, Workers { file, plug, buffers }) = (options.clone(), self.workers.clone());
             Pool::new(self.name, threads, Help::Always, move || {
                 let decoder = match &buffers {
                     Some(buffers) => ChunkDecoder::with_buffers(&options, FieldProjection::all(), buffers),

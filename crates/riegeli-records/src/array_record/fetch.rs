@@ -18,7 +18,7 @@ use crate::options::ChunkReadOptions;
 use crate::pool::Plug;
 use crate::positional::SharedFile;
 use crate::source::Source;
-use crate::stream::{DecodeStream, DecodeWorker, Piece};
+use crate::stream::{DecodeStream, Piece, Workers};
 
 /// Plans decode serially below this estimated decoded size (from the index),
 /// where handing work to another thread costs more than it saves.
@@ -34,18 +34,16 @@ pub(crate) struct Fetcher<R> {
     /// Decodes on the calling thread.
     decoder: ChunkDecoder,
     projection: FieldProjection,
-    /// Where every decoder of the reader (the calling thread's, the
-    /// stream's) decodes into, and where records' buffers go when dropped.
-    pub(super) buffers: RecordBuffers,
     /// Decodes on worker threads, made by the first plan worth it (its
     /// threads are joined on drop).
     pub(super) stream: Option<DecodeStream>,
-    /// For a source that offers it (a file where the platform allows, an
-    /// object): what the decoding threads read their chunks from themselves,
-    /// told which chunks are about to be read.
-    file: Option<SharedFile>,
-    /// What the decoding workers run in (see [`DecodeStream::new`]).
-    pub(super) plug: Plug<DecodeWorker>,
+    /// What the stream's workers are made with: their file, for a source
+    /// that offers one (a file where the platform allows, an object), which
+    /// they read their chunks from themselves, told which chunks are about to
+    /// be read; and the buffers every decoder of the reader (the calling
+    /// thread's, the stream's) decodes into, where records' buffers go when
+    /// dropped.
+    pub(super) workers: Workers,
 }
 
 impl<R: Read + Seek> Fetcher<R> {
@@ -62,17 +60,15 @@ impl<R: Read + Seek> Fetcher<R> {
             source,
             decoder: ChunkDecoder::with_buffers(&options.chunks, projection.clone(), &buffers),
             projection,
-            buffers,
+            workers: Workers { file, plug: Plug::default(), buffers: Some(buffers) },
             stream: None,
-            file,
-            plug: Plug::default(),
         }
     }
 
     /// Tells the source that the chunk of `entry` is read next, by itself
     /// (the batch reads announce theirs a window at a time).
     pub(crate) fn announce_one(&self, options: &ChunkReadOptions, entry: &ChunkEntry) {
-        if let Some(file) = &self.file {
+        if let Some(file) = &self.workers.file {
             file.will_need(std::slice::from_ref(&(entry.offset..entry.limit)), options.verify_hashes);
         }
     }
@@ -101,7 +97,7 @@ impl<R: Read + Seek> Fetcher<R> {
         match attempt(self) {
             Err(e)
                 if e.is_corruption()
-                    && self.file.as_ref().is_some_and(|file| file.refetch(entry.offset..entry.limit)) =>
+                    && self.workers.file.as_ref().is_some_and(|file| file.refetch(entry.offset..entry.limit)) =>
             {
                 self.source.release_buffers()?;
                 attempt(self)
@@ -127,12 +123,11 @@ impl<R: Read + Seek> Fetcher<R> {
         sink: &mut dyn FnMut(usize, DecodedRecords),
     ) -> Result<()> {
         // (The prefetcher holds a handle of its own: the loop below reads through `self`.)
-        let file = self.file.clone();
+        let file = self.workers.file.clone();
         let mut prefetcher = Prefetcher::new(file.as_deref(), index, steps, options);
-        let threads = (&self.file, &self.projection, &self.plug, &self.buffers);
-        if let Some(stream) = stream_for(&mut self.stream, threads, options, index, steps) {
+        if let Some(stream) = stream_for(&mut self.stream, &self.workers, &self.projection, options, index, steps) {
             let window = options.readahead_buffer_size;
-            if self.file.is_some() {
+            if self.workers.file.is_some() {
                 let mut read = read_where_decoded(&mut prefetcher);
                 return batch::run(stream, &mut read, index, steps, window, sink);
             }
@@ -167,10 +162,9 @@ impl<R: Read + Seek> Fetcher<R> {
         index: &ChunkIndex,
         steps: &[Step],
     ) -> Option<Started> {
-        self.file.as_ref()?;
-        let threads = (&self.file, &self.projection, &self.plug, &self.buffers);
-        let stream = stream_for(&mut self.stream, threads, options, index, steps)?;
-        let mut prefetcher = Prefetcher::new(self.file.as_deref(), index, steps, options);
+        self.workers.file.as_ref()?;
+        let stream = stream_for(&mut self.stream, &self.workers, &self.projection, options, index, steps)?;
+        let mut prefetcher = Prefetcher::new(self.workers.file.as_deref(), index, steps, options);
         batch::start(stream, &mut read_where_decoded(&mut prefetcher), index, steps).ok()
     }
 
@@ -206,7 +200,7 @@ impl<R: Read + Seek> Fetcher<R> {
     /// `readahead_buffer_size`, as [`run`](Self::run) does before its first
     /// chunk), without reading them: an object's are fetched meanwhile.
     pub(crate) fn announce(&self, options: &ArrayRecordReaderOptions, index: &ChunkIndex, steps: &[Step]) {
-        Prefetcher::new(self.file.as_deref(), index, steps, options).before(0);
+        Prefetcher::new(self.workers.file.as_deref(), index, steps, options).before(0);
     }
 
     /// Drops what [`start`](Self::start) handed out.
@@ -222,7 +216,8 @@ impl<R: Read + Seek> Fetcher<R> {
 /// [`MIN_PARALLEL_BYTES`] of records.
 fn stream_for<'a>(
     stream: &'a mut Option<DecodeStream>,
-    (file, projection, plug, buffers): (&Option<SharedFile>, &FieldProjection, &Plug<DecodeWorker>, &RecordBuffers),
+    workers: &Workers,
+    projection: &FieldProjection,
     options: &ArrayRecordReaderOptions,
     index: &ChunkIndex,
     steps: &[Step],
@@ -232,9 +227,7 @@ fn stream_for<'a>(
         return None;
     }
     Some(stream.get_or_insert_with(|| {
-        let name = "array-record-decode";
-        let (file, projection, plug, buffers) = (file.clone(), projection.clone(), plug.clone(), Some(buffers.clone()));
-        DecodeStream::new(name, threads - 1, &options.chunks, file, projection, plug, buffers)
+        DecodeStream::new("array-record-decode", threads - 1, &options.chunks, projection.clone(), workers.clone())
     }))
 }
 

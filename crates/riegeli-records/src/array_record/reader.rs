@@ -751,14 +751,14 @@ mod tests {
         for parallelism in [1, 3] {
             let mut reader = open(&file, parallelism);
             let first = reader.read_batch(Selection::All).unwrap();
-            assert_eq!(reader.fetcher.buffers.idle(), 0, "parallelism {parallelism}");
+            assert_eq!(reader.fetcher.workers.buffers.as_ref().unwrap().idle(), 0, "parallelism {parallelism}");
             drop(first);
             // Let go of at once, whichever thread decoded them, they wait for the next batch...
-            let idle = reader.fetcher.buffers.idle();
+            let idle = reader.fetcher.workers.buffers.as_ref().unwrap().idle();
             assert!(idle >= 90, "parallelism {parallelism}: {idle} buffers idle");
             // ... which decodes into them.
             let second = reader.read_batch(Selection::All).unwrap();
-            let left = reader.fetcher.buffers.idle();
+            let left = reader.fetcher.workers.buffers.as_ref().unwrap().idle();
             assert!(left + 90 <= idle, "parallelism {parallelism}: {left} of {idle} buffers still idle");
             assert!(second == open(&file, 1).read_batch(Selection::All).unwrap());
         }
@@ -785,7 +785,7 @@ mod tests {
         let file = file(500);
         let mut reader = open(&file, 4);
         let (plug, watch) = crate::stream::tests::plug();
-        reader.fetcher.plug = plug;
+        reader.fetcher.workers.plug = plug;
         assert_eq!(reader.read_batch(Selection::All).unwrap().len(), 500);
         let stream = reader.fetcher.stream.as_mut().unwrap();
         assert_eq!(stream.threads(), 3);
@@ -797,7 +797,7 @@ mod tests {
         // The next batches go to the same threads.
         let mut reader = open(&file, 2);
         let (plug, watch) = crate::stream::tests::plug();
-        reader.fetcher.plug = plug;
+        reader.fetcher.workers.plug = plug;
         let all = reader.read_batch(Selection::All).unwrap();
         assert_eq!(reader.read_batch(Selection::All).unwrap(), all);
         assert_eq!(reader.read_batch(0..400).unwrap(), all[..400]);
@@ -834,7 +834,7 @@ mod tests {
         for threads in [2, 3] {
             let mut reader = open(&file, threads);
             let (plug, watch) = crate::stream::tests::plug();
-            reader.fetcher.plug = plug;
+            reader.fetcher.workers.plug = plug;
             watch.panic_on(Some(10 * 1041 + 1));
             let error = reader.read_batch(Selection::All).unwrap_err();
             assert!(matches!(error.kind(), ErrorKind::Internal(_)), "{error}");
