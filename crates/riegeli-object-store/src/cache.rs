@@ -436,8 +436,7 @@ impl Shared {
     /// thread for blocking work).
     fn keep(&self, start: u64, pieces: &Pieces) {
         if let Some(disk) = &self.disk {
-            let (disk, parts) = (Arc::clone(disk), pieces.parts().to_vec());
-            drop(tokio::task::spawn_blocking(move || disk.store(start, &parts)));
+            disk.store_later(start, pieces.parts().to_vec());
         }
     }
 

@@ -42,6 +42,12 @@
 //! process still reading a removed segment reads its open (unlinked) files
 //! on, with every piece still checked; what it appends there is lost.
 //!
+//! What a process fetched is written to the cache on a thread for blocking
+//! work, not waited for by the read ([`CachedObject::store_later`]); a
+//! process about to exit waits for those writes ([`finish_cache_writes`]), as
+//! the CLI and the Python package do, or a short process (a `cat` of one
+//! object) would leave the last ranges it fetched out of the cache.
+//!
 //! The directory's name says the format (`v2`: pieces of 4 KiB; `v1` had
 //! pieces of 64 KiB): a cache of another format is never read.
 
@@ -51,11 +57,51 @@ use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use riegeli_records::PerProcess;
+
+/// The writes [`CachedObject::store_later`] started in this process and that
+/// have not ended, and a signal when one ends. Per process: a forked child
+/// has none of its parent's threads, so none of its writes.
+static WRITES: PerProcess<(Mutex<usize>, Condvar)> = PerProcess::new();
+
+/// One write of the cache counted in [`WRITES`] from its start until it drops.
+struct Writing;
+
+impl Writing {
+    fn start() -> Self {
+        let (count, _) = WRITES.get_or_init(Default::default);
+        *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Self
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let (count, ended) = WRITES.get_or_init(Default::default);
+        *count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        ended.notify_all();
+    }
+}
+
+/// Waits, at most `within`, until what this process fetched has been written
+/// to the local chunk cache ([`FetchConfig::cache_dir`](crate::FetchConfig::cache_dir)):
+/// a read keeps what it fetched there on a thread of its own, not waited for,
+/// and a process that exits meanwhile leaves it out (its next run fetches it
+/// again). For a process about to exit, after its reads; the CLI calls it
+/// before it exits and the Python package at interpreter exit. Returns whether
+/// every write ended (`true` at once without a cache). A write started while it
+/// waits is waited for too.
+pub fn finish_cache_writes(within: Duration) -> bool {
+    let (count, ended) = WRITES.get_or_init(Default::default);
+    let count = count.lock().unwrap_or_else(PoisonError::into_inner);
+    let (count, _) =
+        ended.wait_timeout_while(count, within, |count| *count > 0).unwrap_or_else(PoisonError::into_inner);
+    *count == 0
+}
 
 /// Bytes of one segment of an object.
 const SEGMENT: u64 = 64 << 20;
@@ -436,6 +482,19 @@ impl CachedObject {
 
     /// Keeps `bytes`, which begin at `start`: in each segment, one write of
     /// the bytes, then one append of the records of their pieces.
+    /// Stores `parts`, fetched from `start`, on a thread for blocking work of
+    /// the runtime of this crate, not waited for ([`finish_cache_writes`]
+    /// waits for them).
+    pub(crate) fn store_later(self: &Arc<Self>, start: u64, parts: Vec<Bytes>) {
+        let object = Arc::clone(self);
+        let writing = Writing::start();
+        // (Dropped unrun with the runtime, the closure still drops `writing`.)
+        drop(tokio::task::spawn_blocking(move || {
+            object.store(start, &parts);
+            drop(writing);
+        }));
+    }
+
     pub(crate) fn store(&self, start: u64, bytes: &[Bytes]) {
         let mut flat = Vec::new();
         for part in bytes {

@@ -40,7 +40,19 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // The version of this crate, the package's (maturin takes it from Cargo.toml).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(byte_ranges, module)?)?;
+    finish_cache_writes_at_exit(module.py())?;
     track_forks(module.py())
+}
+
+/// Has the interpreter, as it exits, wait until what its reads fetched has reached the local
+/// chunk cache (`riegeli_object_store::finish_cache_writes`, at most 10 s): a short script
+/// reading an object once would otherwise leave the last ranges it fetched out of it.
+fn finish_cache_writes_at_exit(py: Python<'_>) -> PyResult<()> {
+    let hook = pyo3::types::PyCFunction::new_closure(py, Some(c"_riegeli_finish_cache_writes"), None, |args, _| {
+        args.py().detach(|| riegeli_object_store::finish_cache_writes(std::time::Duration::from_secs(10)))
+    })?;
+    py.import("atexit")?.getattr("register")?.call1((hook,))?;
+    Ok(())
 }
 
 /// Has every forked child that runs Python again tell riegeli-records it was forked (CPython

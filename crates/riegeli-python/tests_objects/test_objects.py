@@ -23,6 +23,8 @@ import pickle
 import random
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -422,6 +424,23 @@ def test_array_record_reader_local_chunk_cache(urls, ar_records, tmp_path, monke
     stats = second.io_stats()
     assert stats['cache_misses'] == 0 and stats['bytes'] == 0 and stats['cache_hits'] > 0, stats
     assert stats['requests'] <= 1, stats
+
+
+def test_a_process_that_exits_after_reading_leaves_what_it_fetched_in_the_cache(
+    urls, ar_records, tmp_path, monkeypatch
+):
+    # The cache keeps what a read fetched on a thread of its own; the interpreter waits for
+    # those writes as it exits, or a script that reads one record would leave it out.
+    monkeypatch.setenv('RIEGELI_CACHE_DIR', str(tmp_path / 'cache'))
+    indices = [100, 700, 1300, 1900]
+    script = 'import sys; from riegeli.array_record import ArrayRecordReader as R; R(sys.argv[1]).read([int(sys.argv[2])])'
+    for i in indices:
+        subprocess.run([sys.executable, '-c', script, urls['grouped.array_record'], str(i)], check=True)
+    for i in indices:
+        reader = ArrayRecordReader(urls['grouped.array_record'])
+        assert reader.read([i]) == [ar_records[i]]
+        stats = reader.io_stats()
+        assert stats['cache_misses'] == 0 and stats['bytes'] == 0, (i, stats)
 
 
 def test_array_record_reader_shared_by_threads(urls, ar_records):
