@@ -9,7 +9,7 @@ use common::data_chunks;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use riegeli_object_store::{FetchConfig, Location, ObjectSource};
+use riegeli_object_store::{FetchConfig, Location, ObjectSource, finish_cache_writes};
 use riegeli_records::{
     ArrayRecordReader, ArrayRecordReaderOptions, ArrayRecordWriter, ReadAt, RecordReader, RecordWriter,
 };
@@ -542,26 +542,21 @@ fn cache_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// The cache's first segment at `dir` (its data file and its bytes) once the cache's copy
-/// of `object`'s byte at `at` or just after has landed, and where that byte is: the first
-/// at or after `at` that is not 0 (a hole of the file reads as 0). The cache keeps what it
-/// fetched on a thread of its own, not waited for: a copy landing after a test damaged the
-/// file would mend the damage.
+/// The cache's first segment at `dir` (its data file and its bytes), once the cache's writes
+/// have ended ([`finish_cache_writes`]: a copy landing after a test damaged the file would
+/// mend the damage), and where the first byte of `object` at or after `at` that is not 0 is
+/// (a hole of the file reads as 0).
 fn settled_segment(dir: &std::path::Path, object: &[u8], at: usize) -> (std::path::PathBuf, Vec<u8>, usize) {
+    assert!(finish_cache_writes(std::time::Duration::from_secs(30)), "the cache's writes never ended");
     let at = at + object[at..].iter().position(|&b| b != 0).expect("a byte that is not 0");
-    let waited = std::time::Instant::now();
-    loop {
-        let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
-            .map(|entries| entries.map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "data")));
-        if let Ok(Some(data)) = data {
-            let bytes = std::fs::read(&data).unwrap();
-            if bytes.get(at) == Some(&object[at]) {
-                return (data, bytes, at);
-            }
-        }
-        assert!(waited.elapsed() < std::time::Duration::from_secs(30), "the cache's copy of byte {at} never landed");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let data = std::fs::read_dir(dir.join("riegeli-cache-v2/data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "data"))
+        .expect("a segment");
+    let bytes = std::fs::read(&data).unwrap();
+    assert_eq!(bytes.get(at), Some(&object[at]), "the cache holds byte {at}");
+    (data, bytes, at)
 }
 
 /// An ArrayRecord file of `records` (`group_size:1`).
@@ -604,6 +599,8 @@ fn read_all_cached_checking(
     for (record, &i) in got.iter().zip(&indices) {
         assert_eq!(record[..], want[i as usize][..], "record {i}");
     }
+    // What the read fetched is in the cache before the next reader looks.
+    assert!(finish_cache_writes(std::time::Duration::from_secs(30)), "the cache's writes never ended");
     counting.stats()
 }
 
