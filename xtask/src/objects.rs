@@ -10,7 +10,8 @@
 //! No GCS emulator that `object_store` can read runs here (`gcp-storage-emulator` from PyPI
 //! answers no HEAD and no suffix range; fake-gcs-server is a Go binary): `gs://` URLs are read
 //! by object_store's GCS client anonymously from nginx, which serves the bucket's objects at
-//! GCS's XML API paths (`/<bucket>/<key>`).
+//! GCS's XML API paths (`/<bucket>/<key>`); a second bucket, which `gs://` URLs write to, nginx
+//! passes to moto (GCS's XML API is S3's for the requests object_store's GCS client makes).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -35,6 +36,8 @@ const AZURITE_KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UV
 
 /// The bucket the tests use.
 const BUCKET: &str = "riegeli-test";
+/// The bucket that `gs://` URLs write to: moto's, behind nginx (see `nginx_conf`).
+const GCS_WRITE_BUCKET: &str = "riegeli-test-gcs-writes";
 
 /// Golden files the CLI's live tests read by URL (paths under `testdata/`).
 const LIVE_TESTDATA: &[&str] = &["array_record/simple_zstd.array_record", "valid/transposed_zstd.riegeli"];
@@ -108,15 +111,28 @@ fn nginx(sh: &Shell) -> Result<PathBuf> {
 
 /// The nginx configuration: one server on loopback serving `www`, logging each request's
 /// method, path, status, body bytes and Range header (what the tests count).
-fn nginx_conf(dir: &Path, port: u16) -> String {
+fn nginx_conf(dir: &Path, port: u16, gcs_writes: Option<u16>) -> String {
     let dir = dir.display();
+    // GCS's XML API is S3's for what object_store's GCS client asks (PUT, the multipart
+    // upload's POST `?uploads`, PUT `?partNumber=&uploadId=`, POST and DELETE `?uploadId=`, ranged
+    // GET, HEAD), path-style as moto takes it: the bucket written through `gs://` URLs is a moto
+    // bucket behind nginx, which passes on the path it decoded (object_store escapes the bucket's
+    // `-` as `%2D`, which moto does not decode). (No GCS emulator on the package registries
+    // takes these requests.) moto answers an unsigned GET of an object an unsigned PUT made with
+    // 403 unless the PUT asked for it to be public.
+    let gcs = gcs_writes.map_or_else(String::new, |s3_port| {
+        format!(
+            "location /{GCS_WRITE_BUCKET}/ {{ proxy_pass http://127.0.0.1:{s3_port}/{GCS_WRITE_BUCKET}/; proxy_http_version 1.1; \
+             proxy_set_header Authorization \"\"; proxy_set_header x-amz-acl public-read; proxy_request_buffering off; client_max_body_size 0; }}"
+        )
+    });
     format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {dir}/nginx.pid;\nerror_log {dir}/nginx-error.log;\n\
          events {{ worker_connections 64; }}\n\
          http {{\n  log_format ranges '$request_method $uri $status $body_bytes_sent \"$http_range\"';\n  \
          access_log {dir}/access.log ranges;\n  client_body_temp_path {dir}/tmp;\n  proxy_temp_path {dir}/tmp;\n  \
          fastcgi_temp_path {dir}/tmp;\n  uwsgi_temp_path {dir}/tmp;\n  scgi_temp_path {dir}/tmp;\n  \
-         server {{ listen 127.0.0.1:{port}; root {dir}/www; }}\n}}\n"
+         server {{ listen 127.0.0.1:{port}; root {dir}/www; {gcs} }}\n}}\n"
     )
 }
 
@@ -177,10 +193,10 @@ fn spawn_logged(command: &mut Command, log: &Path, what: &str) -> Result<Child> 
 
 /// Starts nginx serving `dir/www` on a free loopback port (configuration, logs and temporary
 /// files in `dir`), added to `servers`; returns the port once it listens.
-fn start_nginx(nginx: &Path, dir: &Path, servers: &mut Servers) -> Result<u16> {
+fn start_nginx(nginx: &Path, dir: &Path, gcs_writes: Option<u16>, servers: &mut Servers) -> Result<u16> {
     let port = free_port()?;
     let conf = dir.join("nginx.conf");
-    std::fs::write(&conf, nginx_conf(dir, port))?;
+    std::fs::write(&conf, nginx_conf(dir, port, gcs_writes))?;
     let child = Command::new(nginx)
         .args(["-p".as_ref(), dir.as_os_str(), "-c".as_ref(), conf.as_os_str()])
         .stdout(Stdio::null())
@@ -225,7 +241,7 @@ pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static st
     let server = spawn_logged(&mut server, &s3_log, "xtask/s3-server")?;
     servers.0.push(server);
     wait_for(s3_port, "s3-server", &mut servers.0[0], &s3_log)?;
-    let http_port = start_nginx(&nginx, &dir, &mut servers)?;
+    let http_port = start_nginx(&nginx, &dir, None, &mut servers)?;
     let env = servers_env(&format!("http://127.0.0.1:{s3_port}"), &s3_log, http_port, &dir);
     let scratch = s3_root.starts_with(shm).then_some(s3_root);
     Ok((BenchServers { servers, scratch }, env))
@@ -271,7 +287,7 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     moto.args(["-H", "127.0.0.1", "-p", &s3_port.to_string()]);
     let moto = spawn_logged(&mut moto, &s3_log, "moto_server")?;
     servers.0.push(moto);
-    let http_port = start_nginx(&nginx, &dir, &mut servers)?;
+    let http_port = start_nginx(&nginx, &dir, Some(s3_port), &mut servers)?;
     let az_port = free_port()?;
     // Its debug log has a line per request, with the method, URL and Range header.
     let az_log = dir.join("azurite-debug.log");
@@ -299,6 +315,7 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         "import boto3, sys; s3 = boto3.client('s3', endpoint_url='{endpoint}', aws_access_key_id='test', \
          aws_secret_access_key='test', region_name='us-east-1')\n\
          s3.create_bucket(Bucket='{BUCKET}')\n\
+         s3.create_bucket(Bucket='{GCS_WRITE_BUCKET}')\n\
          for path in sys.argv[1:]: s3.upload_file('testdata/' + path, '{BUCKET}', 'testdata/' + path)"
     );
     // nginx serves them at `/testdata/<path>`, and as objects of the GCS bucket (GCS's XML
@@ -329,6 +346,14 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
         ("GOOGLE_SKIP_SIGNATURE", "true".to_owned()),
         ("GOOGLE_ALLOW_HTTP", "true".to_owned()),
         ("RIEGELI_TEST_GS_BUCKET", BUCKET.to_owned()),
+        // `gs://` URLs of this bucket are written (and read back) through nginx to moto. A
+        // write asks for a token even with GOOGLE_SKIP_SIGNATURE: this key has object_store
+        // use an empty one (nginx drops it on its way to moto).
+        ("RIEGELI_TEST_GS_WRITE_BUCKET", GCS_WRITE_BUCKET.to_owned()),
+        (
+            "GOOGLE_SERVICE_ACCOUNT_KEY",
+            r#"{"disable_oauth": true, "client_email": "", "private_key": "", "private_key_id": ""}"#.to_owned(),
+        ),
         // object_store's Azure builder, pointed at the emulator (its account and key).
         ("AZURE_STORAGE_USE_EMULATOR", "true".to_owned()),
         ("AZURITE_BLOB_STORAGE_URL", az_url.clone()),

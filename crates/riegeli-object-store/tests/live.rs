@@ -210,15 +210,23 @@ fn live_missing_objects_are_not_found_errors_naming_the_url() {
     }
 }
 
-/// Whether an object is listed at `key` of the test bucket (`s3`) or container (`az`).
+/// The bucket (or container) the live write tests write `scheme` URLs to: for `gs`, moto's
+/// bucket behind nginx (`cargo xtask objects`).
+fn written_bucket(scheme: &str) -> String {
+    match scheme {
+        "s3" => env("RIEGELI_TEST_S3_BUCKET"),
+        "gs" => env("RIEGELI_TEST_GS_WRITE_BUCKET"),
+        _ => env("RIEGELI_TEST_AZ_CONTAINER"),
+    }
+}
+
+/// Whether an object is listed at `key` of the bucket `scheme` URLs are written to (see
+/// [`written_bucket`]; `gs`'s is listed through moto, as S3's).
 fn listed(scheme: &str, key: &str) -> bool {
     use futures_util::StreamExt;
     let store: Box<dyn object_store::ObjectStore> = match scheme {
-        "s3" => Box::new(
-            object_store::aws::AmazonS3Builder::from_env()
-                .with_bucket_name(env("RIEGELI_TEST_S3_BUCKET"))
-                .build()
-                .unwrap(),
+        "s3" | "gs" => Box::new(
+            object_store::aws::AmazonS3Builder::from_env().with_bucket_name(written_bucket(scheme)).build().unwrap(),
         ),
         _ => Box::new(
             object_store::azure::MicrosoftAzureBuilder::from_env()
@@ -233,14 +241,15 @@ fn listed(scheme: &str, key: &str) -> bool {
     names.iter().any(|name| name == key)
 }
 
-/// S3's pending multipart uploads of `key` (moto answers unsigned requests): the
-/// `<Key>` elements of ListMultipartUploads.
-fn pending_uploads(key: &str) -> usize {
+/// The pending multipart uploads of `key` in the bucket `scheme` URLs are written to (`s3`
+/// or `gs`, both moto's, which answers unsigned requests): the `<Key>` elements of
+/// ListMultipartUploads.
+fn pending_uploads(scheme: &str, key: &str) -> usize {
     use std::io::{Read, Write};
     let endpoint = env("AWS_ENDPOINT");
     let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let mut stream = std::net::TcpStream::connect(host).unwrap();
-    let bucket = env("RIEGELI_TEST_S3_BUCKET");
+    let bucket = written_bucket(scheme);
     write!(stream, "GET /{bucket}?uploads HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
@@ -254,8 +263,8 @@ fn live_written_objects_read_back_and_unfinished_ones_leave_nothing() {
     let records: Vec<Vec<u8>> = (0..100_000u64)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes().repeat(1 + (i % 50) as usize))
         .collect();
-    for scheme in ["s3", "az"] {
-        let container = if scheme == "s3" { env("RIEGELI_TEST_S3_BUCKET") } else { env("RIEGELI_TEST_AZ_CONTAINER") };
+    for scheme in ["s3", "gs", "az"] {
+        let container = written_bucket(scheme);
         // Written (several 8 MiB parts), then read back.
         let key = unique("written.riegeli");
         let url = format!("{scheme}://{container}/{key}");
@@ -284,14 +293,16 @@ fn live_written_objects_read_back_and_unfinished_ones_leave_nothing() {
         for record in &records {
             writer.write_record(record).unwrap();
         }
-        if scheme == "s3" {
+        // (Azure has no pending uploads to list: its blocks stay uncommitted.)
+        let multipart = scheme != "az";
+        if multipart {
             // About 20 MB: two 8 MiB parts went out.
-            assert_eq!(pending_uploads(&key), 1, "{url}");
+            assert_eq!(pending_uploads(scheme, &key), 1, "{url}");
         }
         drop(writer);
         assert!(!listed(scheme, &key), "{url}");
-        if scheme == "s3" {
-            assert_eq!(pending_uploads(&key), 0, "{url}");
+        if multipart {
+            assert_eq!(pending_uploads(scheme, &key), 0, "{url}");
         }
     }
 }

@@ -54,6 +54,9 @@ AZ_CONNECTION = os.environ.get('RIEGELI_TEST_AZ_CONNECTION', '')
 # `GOOGLE_SKIP_SIGNATURE`) from the static server, which serves `HTTP_ROOT/GS_BUCKET/key`
 # at GCS's XML API path `/GS_BUCKET/key`.
 GS_BUCKET = os.environ.get('RIEGELI_TEST_GS_BUCKET', '')
+# `gs://GS_WRITE_BUCKET/key` is written through the static server to the S3 server's bucket of
+# that name (GCS's XML API is S3's for the requests object_store's GCS client makes).
+GS_WRITE_BUCKET = os.environ.get('RIEGELI_TEST_GS_WRITE_BUCKET', '')
 
 # Every object and served file of this run under a prefix of its own.
 PREFIX = f'riegeli-tests-{uuid.uuid4().hex}'
@@ -288,6 +291,7 @@ def test_record_reader_url_rejects_assumed_pos(urls):
 
 WRITABLE = [
     's3',
+    pytest.param('gs', marks=pytest.mark.skipif(not GS_WRITE_BUCKET, reason='RIEGELI_TEST_GS_WRITE_BUCKET unset')),
     pytest.param(
         'az',
         marks=pytest.mark.skipif(
@@ -301,6 +305,8 @@ def _writable_url(kind: str, name: str) -> str:
     key = f'{PREFIX}/written/{uuid.uuid4().hex}-{name}'
     if kind == 's3':
         return f's3://{BUCKET}/{key}'
+    if kind == 'gs':
+        return f'gs://{GS_WRITE_BUCKET}/{key}'
     return f'az://{AZ_CONTAINER}/{key}'
 
 
