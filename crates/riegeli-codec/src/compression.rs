@@ -775,33 +775,73 @@ mod zstd_impl {
     ) -> Result<(), CodecError> {
         check_frame(stream, size)?;
         let start = out.len();
-        out.resize(start + prefix, 0);
-        let target = out.get_mut(start..).unwrap_or_default();
-        if let Some(decoder) = context.as_mut() {
-            decoder.reinit().map_err(|e| failed(0, &e))?;
-            if prefix_into(decoder, stream, target).is_ok() {
+        if start == 0 && out.capacity() < prefix {
+            // Nothing to keep: exactly the room wanted (see below).
+            *out = Vec::with_capacity(prefix);
+        }
+        let spare = out.capacity() - start;
+        if spare >= prefix && spare - prefix <= prefix / 8 {
+            // Room for the prefix and at most an eighth more: decompressed
+            // straight into it, not zeroed first (the decoder fills the room
+            // it is given, so a little past the prefix, dropped after).
+            let result = with_context(context, |decoder| {
+                out.truncate(start);
+                prefix_into(decoder, stream, &mut OutBuffer::around_pos(&mut *out, start), start + prefix)
+            });
+            out.truncate(start + prefix);
+            if result.is_ok() {
                 return Ok(());
             }
-            target.fill(0);
+            // Decoding further may have met damage past the prefix: what a
+            // damaged stream gives must not depend on the room `out` had.
+            out.truncate(start);
+        }
+        // Zeroed first, then decompressed into, in exactly the room of the
+        // prefix (with more, the decoder would decompress as far as it goes).
+        out.resize(start + prefix, 0);
+        let target = out.get_mut(start..).unwrap_or_default();
+        let mut retry = false;
+        with_context(context, |decoder| {
+            if std::mem::replace(&mut retry, true) {
+                target.fill(0);
+            }
+            prefix_into(decoder, stream, &mut OutBuffer::around(&mut *target), prefix)
+        })
+    }
+
+    /// Runs `decode` with the streaming context, reinitialized, and if that
+    /// fails, again with a new context, which is kept: a context used before
+    /// keeps internal buffers sized by earlier frames, with which zstd gets
+    /// further into the same damaged bytes and fails otherwise ("Data
+    /// corruption detected" rather than "Destination buffer is too small";
+    /// found by fuzzing: serial and parallel ArrayRecord reads disagreed).
+    fn with_context(
+        context: &mut Option<zstd::stream::raw::Decoder<'static>>,
+        mut decode: impl FnMut(&mut zstd::stream::raw::Decoder<'static>) -> Result<(), CodecError>,
+    ) -> Result<(), CodecError> {
+        if let Some(decoder) = context.as_mut() {
+            decoder.reinit().map_err(|e| failed(0, &e))?;
+            if decode(decoder).is_ok() {
+                return Ok(());
+            }
         }
         let mut decoder = zstd::stream::raw::Decoder::new().map_err(|e| failed(0, &e))?;
         decoder.set_parameter(DParameter::WindowLogMax(MAX_WINDOW_LOG)).map_err(|e| failed(0, &e))?;
-        prefix_into(context.insert(decoder), stream, target)
+        decode(context.insert(decoder))
     }
 
-    /// Fills `target` with the first decompressed bytes of `stream`.
-    fn prefix_into(
+    /// Decompresses `stream` into `output` until it is at `end` or further.
+    fn prefix_into<C: zstd_safe::WriteBuf + ?Sized>(
         decoder: &mut zstd::stream::raw::Decoder<'static>,
         stream: &[u8],
-        target: &mut [u8],
+        output: &mut OutBuffer<'_, C>,
+        end: usize,
     ) -> Result<(), CodecError> {
-        let prefix = target.len();
-        let mut output = OutBuffer::around(target);
         let mut input = InBuffer::around(stream);
-        while output.pos() < prefix {
+        while output.pos() < end {
             let before = (input.pos(), output.pos());
-            let hint = decoder.run(&mut input, &mut output).map_err(|e| failed(input.pos(), &e))?;
-            if output.pos() < prefix && (hint == 0 || (input.pos(), output.pos()) == before) {
+            let hint = decoder.run(&mut input, output).map_err(|e| failed(input.pos(), &e))?;
+            if output.pos() < end && (hint == 0 || (input.pos(), output.pos()) == before) {
                 // The frame ended, or nothing moved with all the input given.
                 return Err(shorter_than_declared(input.pos()));
             }
@@ -972,5 +1012,46 @@ mod tests {
         let reused = decompressor.decompress(CompressionType::Zstd, &block, 1 << 20, &mut roomy).unwrap_err();
         assert_eq!(fresh, reused);
         assert!(roomy.is_empty());
+    }
+
+    /// A zstd prefix is the same bytes, and a damaged stream the same outcome, whatever room
+    /// the output had: none (a buffer made for it), about the prefix (decompressed into it
+    /// unzeroed, a little further), far more (zeroed, exactly the prefix), after bytes it held.
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn zstd_prefixes_do_not_depend_on_the_room_in_the_output() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| ((i % 251) ^ (i / 1000)) as u8).collect();
+        let mut encoder = zstd::bulk::Compressor::new(3).unwrap();
+        encoder.include_checksum(true).unwrap();
+        let mut block = Vec::new();
+        crate::varint::encode_u64(data.len() as u64, &mut block);
+        block.extend_from_slice(&encoder.compress(&data).unwrap());
+        // The checksum at the end damaged: a prefix never reaches it, a whole frame fails it.
+        let mut damaged = block.clone();
+        *damaged.last_mut().unwrap() ^= 0x55;
+        let mut decompressor = Decompressor::new();
+        let head = b"held".as_slice();
+        for prefix in [1usize, 1000, 131_072, 200_000, data.len() - 100] {
+            for room in [0, prefix, prefix + prefix / 16, prefix + 100, 2 * prefix + 200_000] {
+                for held in [&[][..], head] {
+                    for (stream, what) in [(&block, "intact"), (&damaged, "damaged checksum")] {
+                        let mut out = Vec::with_capacity(held.len() + room);
+                        out.extend_from_slice(held);
+                        let result = decompressor.decompress_prefix(
+                            CompressionType::Zstd,
+                            stream,
+                            1 << 20,
+                            prefix as u64,
+                            &mut out,
+                        );
+                        let case = format!("{what}, prefix {prefix}, room {room}, {} bytes held", held.len());
+                        result.unwrap_or_else(|e| panic!("{case}: {e}"));
+                        assert!(out[..held.len()] == *held && out[held.len()..] == data[..prefix], "{case}");
+                    }
+                }
+            }
+        }
+        // And whole, the damaged frame fails.
+        assert!(decompressor.decompress(CompressionType::Zstd, &damaged, 1 << 20, &mut Vec::new()).is_err());
     }
 }
