@@ -480,8 +480,6 @@ impl CachedObject {
         }
     }
 
-    /// Keeps `bytes`, which begin at `start`: in each segment, one write of
-    /// the bytes, then one append of the records of their pieces.
     /// Stores `parts`, fetched from `start`, on a thread for blocking work of
     /// the runtime of this crate, not waited for ([`finish_cache_writes`]
     /// waits for them).
@@ -495,6 +493,8 @@ impl CachedObject {
         }));
     }
 
+    /// Keeps `bytes`, which begin at `start`: in each segment, one write of
+    /// the bytes, then one append of the records of their pieces.
     pub(crate) fn store(&self, start: u64, bytes: &[Bytes]) {
         let mut flat = Vec::new();
         for part in bytes {
