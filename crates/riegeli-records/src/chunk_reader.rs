@@ -372,3 +372,46 @@ impl Chunk {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RecordWriter, RecordWriterOptions};
+
+    /// A chunk long enough to span block boundaries is read into a buffer of
+    /// its own and its data gathered there (nothing left to gather: held
+    /// once), with the same data as gathering from the source's buffer; a
+    /// shorter one that spans a boundary is gathered from the source's
+    /// buffer, on the decoding thread.
+    #[test]
+    fn long_chunks_are_gathered_in_their_own_buffer() {
+        const SHORT: usize = BLOCK_SIZE as usize;
+        const LONG: usize = 640 << 10;
+        let record = |len: usize, seed: u32| -> Vec<u8> {
+            (0..len as u32).map(|i| (i.wrapping_mul(2_654_435_761) ^ seed).to_le_bytes()[1]).collect()
+        };
+        let options: RecordWriterOptions = "uncompressed,chunk_size:16K".parse().unwrap();
+        let mut writer = RecordWriter::new(Vec::new(), options).unwrap();
+        // A short chunk spanning the first block boundary, then one of 640 KiB (a
+        // typical compressed chunk).
+        writer.write_record(&record(SHORT, 1)).unwrap();
+        writer.write_record(&record(LONG, 2)).unwrap();
+        let file = writer.close().unwrap();
+
+        let mut source = Source::new(std::io::Cursor::new(&file), 0);
+        let options = ChunkReadOptions::default();
+        let mut lazy = Vec::new();
+        while let Some(chunk) = read_lazy_chunk(&mut source, &options).unwrap() {
+            lazy.push(chunk);
+        }
+        let sizes: Vec<(u64, bool)> =
+            lazy.iter().map(|c| (c.header().num_records(), c.framed.is_some())).filter(|&(n, _)| n > 0).collect();
+        assert_eq!(sizes, [(1, true), (1, false)], "(records, gathered later) of the chunks with records");
+        for (chunk, seed) in lazy.into_iter().filter(|c| c.header().num_records() > 0).zip(1..) {
+            let data = chunk.gather().data;
+            let len = if seed == 1 { SHORT } else { LONG };
+            // An uncompressed simple chunk: compression byte, sizes, then the record.
+            assert!(data.ends_with(&record(len, seed)), "chunk {seed}");
+        }
+    }
+}

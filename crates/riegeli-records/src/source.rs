@@ -27,9 +27,13 @@ const MAX_POOLED_BUFFERS: usize = 8;
 /// ...holding at most this many bytes in all.
 const MAX_POOLED_BYTES: usize = 32 << 20;
 
-/// Reads at least this long go into a buffer of their own ([`Source::take_owned`]):
-/// the pool would not keep it, and the caller can gather a chunk's data in it in place.
-pub(crate) const OWNED_READ: usize = MAX_POOLED_BYTES;
+/// Chunks at least this long that are not buffered yet are read into a buffer
+/// of their own ([`Source::take_owned`]), where the caller gathers their data
+/// in place. A chunk this long spans block boundaries, so its data is
+/// gathered anyway; in a buffer of its own, the chunk is held once (not in
+/// the source's buffer and again gathered), and only while it is used (not
+/// with the chunks that share a buffer with it).
+pub(crate) const OWNED_READ: usize = 4 * MIN_READ;
 
 /// Buffers are allocated in multiples of this (and at least this large).
 const BUFFER_GRANULE: usize = 64 << 10;

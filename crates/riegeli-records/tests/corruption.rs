@@ -168,8 +168,9 @@ fn hostile_sizes_hit_limits_not_memory() {
 }
 
 /// Records of about 39 MiB between small ones: the large ones make chunks
-/// of their own, read into buffers of their own and gathered in place (the
-/// reader's path for chunks of 32 MiB and more). The content repeats every
+/// of their own, read into buffers that grow as the data comes and gathered in
+/// place (the reader's path for chunks of 256 KiB and more, here in several
+/// steps of the source). The content repeats every
 /// 65,521 bytes, out of step with blocks, so a block header left in the data
 /// or a piece out of place shows.
 fn large_chunk_file() -> (Vec<Vec<u8>>, Vec<u8>) {
