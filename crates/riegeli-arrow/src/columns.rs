@@ -48,6 +48,13 @@ impl<T: Copy + Default> Prim<T> {
         }
     }
 
+    fn reverse(&mut self) {
+        self.values.reverse();
+        if let Some(valid) = &mut self.valid {
+            valid.reverse();
+        }
+    }
+
     fn reserve(&mut self, rows: usize) {
         self.values.reserve_exact(rows);
         if let Some(valid) = &mut self.valid {
@@ -101,6 +108,38 @@ impl ByteCol {
         self.data.truncate(end);
         if let Some(valid) = &mut self.valid {
             valid.truncate(rows);
+        }
+    }
+
+    /// Puts the rows in the opposite order, in place: the bytes reversed
+    /// whole, then each value's back; the offsets from the lengths reversed.
+    fn reverse(&mut self) {
+        if self.overflow {
+            // Finishing reports it; the order no longer matters.
+            return;
+        }
+        self.data.reverse();
+        // The offsets become the lengths, reversed, then their running sums again.
+        for i in (1..self.offsets.len()).rev() {
+            let start = self.offsets.get(i - 1).copied().unwrap_or(0);
+            if let Some(end) = self.offsets.get_mut(i) {
+                *end -= start;
+            }
+        }
+        if let Some(lengths) = self.offsets.get_mut(1..) {
+            lengths.reverse();
+        }
+        let mut end = 0;
+        for offset in self.offsets.iter_mut().skip(1) {
+            let start = usize::try_from(end).unwrap_or(0);
+            end += *offset;
+            *offset = end;
+            if let Some(value) = self.data.get_mut(start..usize::try_from(end).unwrap_or(0)) {
+                value.reverse();
+            }
+        }
+        if let Some(valid) = &mut self.valid {
+            valid.reverse();
         }
     }
 
@@ -273,6 +312,23 @@ impl Column {
                 }
             }
         }
+    }
+
+    /// Puts the rows of a column of scalars in the opposite order; `false`
+    /// (and nothing done) for structs, lists and maps.
+    pub(crate) fn reverse(&mut self) -> bool {
+        match self {
+            Self::Bool(p) => p.reverse(),
+            Self::Int32(p) => p.reverse(),
+            Self::Int64(p) => p.reverse(),
+            Self::UInt32(p) => p.reverse(),
+            Self::UInt64(p) => p.reverse(),
+            Self::Float32(p) => p.reverse(),
+            Self::Float64(p) => p.reverse(),
+            Self::Utf8(b) | Self::Binary(b) => b.reverse(),
+            Self::Struct(_) | Self::List(_) | Self::Map(_) => return false,
+        }
+        true
     }
 
     /// Cuts the column back to its first `rows` rows.

@@ -166,12 +166,21 @@ impl ChunkBatches {
         let mut direct = self.idle.try_lock().ok().and_then(|mut idle| idle.pop()).unwrap_or_default();
         let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
         let mut columns: Vec<Column> = self.plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
-        let mut recorder = direct.tape.recorder(&self.plan.root);
-        let decoded =
-            direct.decoder.decode_to_sink(data, num_records, decoded_data_size, limits, projection, &mut recorder);
-        let rows = match decoded {
-            Ok(std::ops::ControlFlow::Continue(())) => direct.tape.replay(&self.plan.root, &mut columns).ok(),
-            _ => None,
+        let sizes = (num_records, decoded_data_size);
+        let rows = match direct.tape.flat(&self.plan.root, &mut columns) {
+            Some(mut flat) => {
+                match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut flat) {
+                    Ok(std::ops::ControlFlow::Continue(())) => flat.finish().ok(),
+                    _ => None,
+                }
+            }
+            None => {
+                let mut recorder = direct.tape.recorder(&self.plan.root);
+                match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut recorder) {
+                    Ok(std::ops::ControlFlow::Continue(())) => direct.tape.replay(&self.plan.root, &mut columns).ok(),
+                    _ => None,
+                }
+            }
         };
         if let Ok(mut idle) = self.idle.try_lock() {
             idle.push(direct);

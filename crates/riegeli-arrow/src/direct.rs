@@ -71,7 +71,7 @@ pub(crate) struct GiveUp;
 /// row of them is kept as it comes, one value per column (the first one seen
 /// backwards: the last one, which wins), in `rows`; the values seen before
 /// it are checked as the walker checks them, not kept. Columns that are all
-/// singular scalars (a flat plan) need no events at all.
+/// singular scalars (a flat plan) take no tape at all: see [`Flat`].
 #[derive(Debug, Default)]
 pub(crate) struct Tape {
     events: Vec<Event>,
@@ -83,11 +83,13 @@ pub(crate) struct Tape {
     /// Replay: the starts of the records' events.
     records: Vec<usize>,
     levels: Vec<Level>,
+    /// [`Flat`]: the columns with a value in the open row.
+    seen: Vec<bool>,
 }
 
 impl Tape {
     /// The sink that records a chunk of messages of `root` onto the tape
-    /// (cleared first).
+    /// (cleared first). For a plan that is not flat (see [`Flat`]).
     pub(crate) fn recorder<'a>(&'a mut self, root: &'a MessagePlan) -> Recorder<'a> {
         self.events.clear();
         self.bytes.clear();
@@ -95,8 +97,19 @@ impl Tape {
         // The row of the first record (backwards) is open.
         self.rows.clear();
         self.rows.resize(width, Event::Close);
-        let flat = root.others.is_empty();
-        Recorder { tape: self, root, plans: vec![root], opens: Vec::new(), flat, row: 0, width }
+        Recorder { tape: self, root, plans: vec![root], opens: Vec::new(), row: 0, width }
+    }
+
+    /// The sink that decodes a chunk of messages of a flat `root` straight
+    /// into `columns` (one per field of `root`, empty), or `None` if `root`
+    /// is not flat or has no columns (nothing would count the rows).
+    pub(crate) fn flat<'a>(&'a mut self, root: &'a MessagePlan, columns: &'a mut [Column]) -> Option<Flat<'a>> {
+        if !root.others.is_empty() || root.fields.is_empty() || columns.len() != root.fields.len() {
+            return None;
+        }
+        self.seen.clear();
+        self.seen.resize(root.fields.len(), false);
+        Some(Flat { seen: &mut self.seen, root, columns, rows: 0 })
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
@@ -105,10 +118,11 @@ impl Tape {
     /// them.
     pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
         // The row opened after the last record (backwards: the first) is empty.
-        self.rows.truncate(self.rows.len().saturating_sub(root.fields.len()));
-        if root.others.is_empty() {
-            return self.replay_flat(root, columns);
+        if root.fields.is_empty() {
+            // No columns: the walker counts the rows.
+            return Err(GiveUp);
         }
+        self.rows.truncate(self.rows.len().saturating_sub(root.fields.len()));
         self.events.reverse();
         // The records' boundaries, submessages skipped whole.
         self.records.clear();
@@ -146,32 +160,6 @@ impl Tape {
     }
 }
 
-impl Tape {
-    /// [`replay`](Self::replay) for a flat plan: the rows recorded, in
-    /// order (they were recorded backwards).
-    fn replay_flat(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
-        let width = root.fields.len();
-        if width == 0 {
-            // No columns: nothing recorded counts the rows.
-            return Err(GiveUp);
-        }
-        let rows = self.rows.len() / width;
-        for column in columns.iter_mut() {
-            column.reserve(rows);
-        }
-        for row in self.rows.rchunks_exact(width) {
-            for ((event, field), column) in row.iter().zip(&root.fields).zip(columns.iter_mut()) {
-                match (*event, &field.value) {
-                    (Event::Close, _) => push_absent(column),
-                    (event, Value::Scalar(scalar)) => push_value(event, *scalar, field, &self.bytes, column)?,
-                    (_, Value::Message(_)) => return Err(GiveUp),
-                }
-            }
-        }
-        Ok(rows)
-    }
-}
-
 /// The [`FieldSink`] of a [`Tape`]: follows the plan of the message being
 /// decoded so as to take a submessage field by field only where the plan
 /// has a message (anything else comes as bytes).
@@ -186,24 +174,17 @@ pub(crate) struct Recorder<'a> {
     plans: Vec<&'a MessagePlan>,
     /// The events of their ends ([`Event::Close`], recorded first).
     opens: Vec<usize>,
-    /// The plan is flat: rows are recorded, not events.
-    flat: bool,
 }
 
 impl Recorder<'_> {
     /// A field value (`number`, `wire_type`): into the record's row if it
-    /// belongs to one of its singular scalar columns, else onto the tape
-    /// (in a flat plan, dropped: not a column).
+    /// belongs to one of its singular scalar columns, else onto the tape.
     #[inline]
     fn value(&mut self, number: u32, wire_type: u8, event: Event) -> ControlFlow<()> {
         if self.plans.len() == 1 {
             let slot = self.root.lookup.get(number);
             if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) {
                 return self.keep(f, scalar, wire_type, event);
-            }
-            if self.flat {
-                self.drop_bytes(event);
-                return ControlFlow::Continue(());
             }
         }
         self.tape.events.push(event);
@@ -249,9 +230,7 @@ impl FieldSink for Recorder<'_> {
         let rows = &mut self.tape.rows;
         self.row = rows.len();
         rows.resize(self.row + self.width, Event::Close);
-        if !self.flat {
-            self.tape.events.push(Event::Record);
-        }
+        self.tape.events.push(Event::Record);
         ControlFlow::Continue(())
     }
 
@@ -280,9 +259,6 @@ impl FieldSink for Recorder<'_> {
             Value::Scalar(_) => None,
         });
         let Some(child) = child else { return ControlFlow::Continue(SubmessageAs::Serialized) };
-        if self.flat {
-            return ControlFlow::Break(());
-        }
         if self.plans.len() >= MAX_DEPTH - 1 {
             // The walker's depth limit: its error is the walker's to report.
             return ControlFlow::Break(());
@@ -299,6 +275,128 @@ impl FieldSink for Recorder<'_> {
         let inside = self.tape.events.len() - close - 1;
         self.tape.events.push(Event::Open(field, inside));
         ControlFlow::Continue(())
+    }
+
+    fn group(&mut self, _field: u32, _start: bool) -> ControlFlow<()> {
+        ControlFlow::Break(())
+    }
+
+    fn non_proto(&mut self, _record: &[u8]) -> ControlFlow<()> {
+        ControlFlow::Break(())
+    }
+}
+
+/// The [`FieldSink`] of a flat plan (every column a singular scalar of the
+/// record): each value goes straight into its column as it comes, the first
+/// one of its column in the record (backwards: the last, which wins), and a
+/// record's other columns get their absent value when the record is done.
+/// The rows come last first, so [`finish`](Flat::finish) reverses each
+/// column in place: no tape, and a string's bytes are copied once.
+#[derive(Debug)]
+pub(crate) struct Flat<'a> {
+    root: &'a MessagePlan,
+    columns: &'a mut [Column],
+    /// The columns with a value in the open row (the record being decoded).
+    seen: &'a mut Vec<bool>,
+    /// The records done.
+    rows: usize,
+}
+
+impl Flat<'_> {
+    /// A field value of the record: pushed if it is the first of its column
+    /// in the record, else checked as the walker checks it (its wire type, a
+    /// string's UTF-8); not a column: skipped.
+    #[inline]
+    fn value(
+        &mut self,
+        number: u32,
+        wire_type: u8,
+        push: impl FnOnce(Scalar, &FieldPlan, &mut Column) -> bool,
+    ) -> ControlFlow<()> {
+        let slot = self.root.lookup.get(number);
+        let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) else { return ControlFlow::Continue(()) };
+        if wire_type != scalar.wire_type() {
+            return ControlFlow::Break(());
+        }
+        let (Some(seen), Some(field), Some(column)) =
+            (self.seen.get_mut(f), self.root.fields.get(f), self.columns.get_mut(f))
+        else {
+            return ControlFlow::Break(());
+        };
+        if *seen {
+            return ControlFlow::Continue(());
+        }
+        *seen = true;
+        if push(scalar, field, column) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+    }
+
+    /// The number of rows decoded, the columns put in file order; call when
+    /// the decoder has gone through the whole chunk.
+    pub(crate) fn finish(self) -> Result<usize, GiveUp> {
+        for column in self.columns.iter_mut() {
+            if column.len() != self.rows || !column.reverse() {
+                return Err(GiveUp);
+            }
+        }
+        Ok(self.rows)
+    }
+}
+
+impl FieldSink for Flat<'_> {
+    fn record_start(&mut self) -> ControlFlow<()> {
+        // The record is done: absent values for the columns it did not give.
+        for (seen, column) in self.seen.iter_mut().zip(self.columns.iter_mut()) {
+            if !std::mem::take(seen) {
+                push_absent(column);
+            }
+        }
+        self.rows += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.value(field, VARINT, |scalar, _, column| {
+            push_varint(scalar, column, value);
+            true
+        })
+    }
+
+    fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
+        self.value(field, FIXED32, |_, _, column| {
+            push_fixed32(column, value);
+            true
+        })
+    }
+
+    fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
+        self.value(field, FIXED64, |_, _, column| {
+            push_fixed64(column, value);
+            true
+        })
+    }
+
+    fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
+        let slot = self.root.lookup.get(field);
+        if slot.singular_scalar == Some(Scalar::String)
+            && let Some(f) = slot.field
+            && self.seen.get(f) == Some(&true)
+            && !value.is_ascii()
+            && std::str::from_utf8(value).is_err()
+        {
+            // An earlier occurrence, not kept, but checked.
+            return ControlFlow::Break(());
+        }
+        self.value(field, LEN, |scalar, plan, column| push_len(scalar, plan, value, 0, column).is_ok())
+    }
+
+    fn submessage_end(&mut self, _field: u32) -> ControlFlow<(), SubmessageAs> {
+        // The plan has no messages: as its bytes (a string or bytes column's
+        // value, or skipped).
+        ControlFlow::Continue(SubmessageAs::Serialized)
+    }
+
+    fn submessage_start(&mut self, _field: u32) -> ControlFlow<()> {
+        ControlFlow::Break(())
     }
 
     fn group(&mut self, _field: u32, _start: bool) -> ControlFlow<()> {
