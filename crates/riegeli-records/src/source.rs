@@ -65,7 +65,8 @@ impl BufferPool {
             }
             return buffer;
         }
-        let spare = len.saturating_add(len / 8).max(BUFFER_GRANULE);
+        // A granule or less (a block read ahead, a chunk header) needs no room to spare.
+        let spare = if len <= BUFFER_GRANULE { BUFFER_GRANULE } else { len.saturating_add(len / 8) };
         let rounded = spare.div_ceil(BUFFER_GRANULE).saturating_mul(BUFFER_GRANULE);
         // `len` itself is always allocatable if the rounded size is not.
         let mut buffer = Vec::new();
@@ -186,6 +187,11 @@ impl<R: Read> Source<R> {
     /// (the bytes read before the error stay buffered).
     fn fill_step(&mut self, target: usize, want: usize) -> io::Result<()> {
         let old = self.buf.len();
+        if old == 0 {
+            // Nothing to keep: the buffer goes back to the pool (unless a chunk
+            // still holds a slice of it), and may well be the one reused.
+            self.buf = Bytes::new();
+        }
         let mut buffer = self.pool.get(want);
         buffer[..old].copy_from_slice(&self.buf);
         let space = buffer.get_mut(old..want).unwrap_or_default();
@@ -571,5 +577,29 @@ mod tests {
         assert_eq!(pool.0.idle(), 3);
         assert!(pool.get(MAX_POOLED_BYTES / 3).len() >= MAX_POOLED_BYTES / 3);
         assert_eq!(pool.0.idle(), 2);
+    }
+
+    /// A sequential read of chunks long enough to go into buffers of their
+    /// own reads their headers into one read buffer of one granule, reused
+    /// from chunk to chunk: not a new one per fill (the empty slice left of
+    /// the last one given back first), nor one with room to spare.
+    #[test]
+    fn long_chunks_leave_one_granule_of_read_buffer() {
+        let options: crate::RecordWriterOptions = "uncompressed,chunk_size:16K".parse().unwrap();
+        let mut writer = crate::RecordWriter::new(Vec::new(), options).unwrap();
+        for i in 0..4u8 {
+            writer.write_record(&vec![i; 640 << 10]).unwrap();
+        }
+        let file = writer.close().unwrap();
+        let mut source = Source::new(std::io::Cursor::new(&file), 0);
+        let options = crate::ChunkReadOptions::default();
+        let mut records = 0;
+        while let Some(chunk) = crate::chunk_reader::read_lazy_chunk(&mut source, &options).unwrap() {
+            records += chunk.header().num_records();
+        }
+        assert_eq!(records, 4);
+        source.buf = Bytes::new();
+        let held: Vec<usize> = std::iter::from_fn(|| source.pool.0.take()).map(|b| b.capacity()).collect();
+        assert_eq!(held, [BUFFER_GRANULE], "capacities of the read buffers");
     }
 }
