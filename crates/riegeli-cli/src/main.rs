@@ -107,7 +107,7 @@ fn main() -> ExitCode {
     progress::clear();
     // What the command fetched reaches the local chunk cache before the process ends (a
     // write there is not waited for by the read that fetched it).
-    riegeli_object_store::finish_cache_writes(std::time::Duration::from_secs(10));
+    riegeli_object_store::finish_cache_writes(riegeli_object_store::CACHE_WRITES_AT_EXIT);
     io::print_stats();
     match result {
         Ok(()) => ExitCode::SUCCESS,

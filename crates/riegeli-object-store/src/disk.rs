@@ -87,6 +87,10 @@ impl Drop for Writing {
     }
 }
 
+/// How long a process about to exit waits for its cache writes (the CLI's and
+/// the Python package's [`finish_cache_writes`]).
+pub const CACHE_WRITES_AT_EXIT: Duration = Duration::from_secs(10);
+
 /// Waits, at most `within`, until what this process fetched has been written
 /// to the local chunk cache ([`FetchConfig::cache_dir`](crate::FetchConfig::cache_dir)):
 /// a read keeps what it fetched there on a thread of its own, not waited for,

@@ -83,7 +83,7 @@ mod upload;
 mod windows;
 
 pub use crate::config::{FetchConfig, FetchStats, UploadConfig, UploadStats};
-pub use crate::disk::finish_cache_writes;
+pub use crate::disk::{CACHE_WRITES_AT_EXIT, finish_cache_writes};
 pub use crate::location::{Location, open_array_record, open_records};
 pub use crate::output::{Destination, create_array_record, create_records};
 pub use crate::source::ObjectSource;

@@ -45,13 +45,31 @@ fn _riegeli(module: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// Has the interpreter, as it exits, wait until what its reads fetched has reached the local
-/// chunk cache (`riegeli_object_store::finish_cache_writes`, at most 10 s): a short script
-/// reading an object once would otherwise leave the last ranges it fetched out of it.
+/// chunk cache (`riegeli_object_store::finish_cache_writes`, at most
+/// `CACHE_WRITES_AT_EXIT`): a short script reading an object once would otherwise leave the
+/// last ranges it fetched out of it.
+///
+/// A forked `multiprocessing` child (Grain's worker processes may be) ends with `os._exit`,
+/// which runs no `atexit` handler, but runs `multiprocessing`'s own finalizers first; a child
+/// clears those it inherited or registered while starting, then runs the after-fork hooks. So
+/// the wait is also a finalizer, registered again by an after-fork hook in every child.
 fn finish_cache_writes_at_exit(py: Python<'_>) -> PyResult<()> {
-    let hook = pyo3::types::PyCFunction::new_closure(py, Some(c"_riegeli_finish_cache_writes"), None, |args, _| {
-        args.py().detach(|| riegeli_object_store::finish_cache_writes(std::time::Duration::from_secs(10)))
+    use pyo3::types::{PyCFunction, PyDict};
+    let hook = PyCFunction::new_closure(py, Some(c"_riegeli_finish_cache_writes"), None, |args, _| {
+        args.py().detach(|| riegeli_object_store::finish_cache_writes(riegeli_object_store::CACHE_WRITES_AT_EXIT))
     })?;
-    py.import("atexit")?.getattr("register")?.call1((hook,))?;
+    py.import("atexit")?.getattr("register")?.call1((&hook,))?;
+    let util = py.import("multiprocessing.util")?;
+    let (finalize, hook) = (util.getattr("Finalize")?.unbind(), hook.unbind());
+    let register = PyCFunction::new_closure(py, Some(c"_riegeli_finalize_cache_writes"), None, move |args, _| {
+        let py = args.py();
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("exitpriority", 0)?;
+        finalize.bind(py).call((py.None(), hook.bind(py)), Some(&kwargs)).map(|_| ())
+    })?;
+    register.call1((py.None(),))?;
+    // The hook is kept as long as its key (this module's function object), so for good.
+    util.getattr("register_after_fork")?.call1((&register, &register))?;
     Ok(())
 }
 

@@ -449,6 +449,33 @@ def test_a_process_that_exits_after_reading_leaves_what_it_fetched_in_the_cache(
         assert stats['cache_misses'] == 0 and stats['bytes'] == 0, (i, stats)
 
 
+def _read_one_record(url, index):
+    ArrayRecordReader(url).read([index])
+
+
+@pytest.mark.parametrize('start_method', ['fork', 'spawn'])
+def test_a_multiprocessing_child_leaves_what_it_fetched_in_the_cache(
+    urls, ar_records, tmp_path, monkeypatch, start_method
+):
+    # A forked multiprocessing child (as Grain's worker processes may be) ends with `os._exit`,
+    # which runs no `atexit` handler: the package waits for the cache's writes in a
+    # multiprocessing finalizer too, which the child runs first (a spawned child exits as a
+    # script does; without the finalizer, the forked cases failed on every remote kind).
+    monkeypatch.setenv('RIEGELI_CACHE_DIR', str(tmp_path / 'cache'))
+    context = multiprocessing.get_context(start_method)
+    indices = [200, 800, 1400, 2000]
+    for i in indices:
+        child = context.Process(target=_read_one_record, args=(urls['grouped.array_record'], i))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0, (start_method, i, child.exitcode)
+    for i in indices:
+        reader = ArrayRecordReader(urls['grouped.array_record'])
+        assert reader.read([i]) == [ar_records[i]]
+        stats = reader.io_stats()
+        assert stats['cache_misses'] == 0 and stats['bytes'] == 0, (start_method, i, stats)
+
+
 def test_array_record_reader_shared_by_threads(urls, ar_records):
     reader = ArrayRecordReader(urls['single.array_record'], 'readahead_buffer_size:0')
     failures = []
