@@ -9,7 +9,9 @@
 //! steps (see `crate::walker`) and its per-value code: singular scalars
 //! pushed as they come (the last one wins), repeated values into the list's
 //! child, repeated messages walked as they come, occurrences of a singular
-//! message merged in step 2.
+//! message merged in step 2. Columns that are all singular scalars of the
+//! record (a flat plan) need no tape: [`Flat`] pushes each value as it
+//! comes and reverses the columns at the end.
 //!
 //! Only what this does exactly as the walker does is done here: columns
 //! with maps or members of real oneofs anywhere in the projected plan are
