@@ -994,16 +994,9 @@ mod tests {
     #[cfg(feature = "zstd")]
     #[test]
     fn zstd_errors_do_not_depend_on_the_room_in_the_output() {
-        let data: Vec<u8> = (0..300_000u32).map(|i| ((i % 251) ^ (i / 1000)) as u8).collect();
-        let mut encoder = zstd::bulk::Compressor::new(3).unwrap();
-        encoder.include_contentsize(false).unwrap();
-        encoder.include_checksum(true).unwrap();
-        let stream = encoder.compress(&data).unwrap();
         // Declares 1000 bytes; a byte near the end changed, so that decoding past
         // the declared size fails the checksum.
-        let mut block = Vec::new();
-        crate::varint::encode_u64(1000, &mut block);
-        block.extend_from_slice(&stream);
+        let (_, mut block) = checksummed_zstd_block(false, |_| 1000);
         let near_end = block.len() - 10;
         block[near_end] ^= 0x55;
         let mut decompressor = Decompressor::new();
@@ -1014,18 +1007,27 @@ mod tests {
         assert!(roomy.is_empty());
     }
 
+    /// 300,000 bytes of patterned data, and a zstd block of them (a checksummed frame, with
+    /// or without their size in its header) declaring the size `declared` gives.
+    #[cfg(feature = "zstd")]
+    fn checksummed_zstd_block(content_size: bool, declared: impl Fn(&[u8]) -> u64) -> (Vec<u8>, Vec<u8>) {
+        let data: Vec<u8> = (0..300_000u32).map(|i| ((i % 251) ^ (i / 1000)) as u8).collect();
+        let mut encoder = zstd::bulk::Compressor::new(3).unwrap();
+        encoder.include_contentsize(content_size).unwrap();
+        encoder.include_checksum(true).unwrap();
+        let mut block = Vec::new();
+        crate::varint::encode_u64(declared(&data), &mut block);
+        block.extend_from_slice(&encoder.compress(&data).unwrap());
+        (data, block)
+    }
+
     /// A zstd prefix is the same bytes, and a damaged stream the same outcome, whatever room
     /// the output had: none (a buffer made for it), about the prefix (decompressed into it
     /// unzeroed, a little further), far more (zeroed, exactly the prefix), after bytes it held.
     #[cfg(feature = "zstd")]
     #[test]
     fn zstd_prefixes_do_not_depend_on_the_room_in_the_output() {
-        let data: Vec<u8> = (0..300_000u32).map(|i| ((i % 251) ^ (i / 1000)) as u8).collect();
-        let mut encoder = zstd::bulk::Compressor::new(3).unwrap();
-        encoder.include_checksum(true).unwrap();
-        let mut block = Vec::new();
-        crate::varint::encode_u64(data.len() as u64, &mut block);
-        block.extend_from_slice(&encoder.compress(&data).unwrap());
+        let (data, block) = checksummed_zstd_block(true, |data| data.len() as u64);
         // The checksum at the end damaged: a prefix never reaches it, a whole frame fails it.
         let mut damaged = block.clone();
         *damaged.last_mut().unwrap() ^= 0x55;
