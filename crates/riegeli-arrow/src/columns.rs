@@ -66,7 +66,7 @@ impl<T: Copy + Default> Prim<T> {
 /// Variable-length values: Utf8 or Binary.
 #[derive(Debug)]
 pub(crate) struct ByteCol {
-    offsets: Vec<i32>,
+    pub(crate) offsets: Vec<i32>,
     data: Vec<u8>,
     valid: Option<Vec<bool>>,
     /// Set when the data outgrew 32-bit offsets; reported when finishing.

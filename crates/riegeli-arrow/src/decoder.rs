@@ -167,7 +167,7 @@ impl ChunkBatches {
         let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
         let mut columns: Vec<Column> = self.plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
         let sizes = (num_records, decoded_data_size);
-        let rows = match direct.tape.flat(&self.plan.root, &mut columns) {
+        let rows = match direct.tape.flat(&self.plan.root, &mut columns, sizes) {
             Some(mut flat) => {
                 match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut flat) {
                     Ok(std::ops::ControlFlow::Continue(())) => flat.finish().ok(),

@@ -62,6 +62,9 @@ enum Event {
     Close,
 }
 
+/// The most rows [`Tape::flat`] makes room for before they come.
+const MAX_RESERVED_ROWS: u64 = 1 << 20;
+
 /// Why the direct path gives a chunk up (the walker then reads it).
 #[derive(Debug)]
 pub(crate) struct GiveUp;
@@ -105,9 +108,24 @@ impl Tape {
     /// The sink that decodes a chunk of messages of a flat `root` straight
     /// into `columns` (one per field of `root`, empty), or `None` if `root`
     /// is not flat or has no columns (nothing would count the rows).
-    pub(crate) fn flat<'a>(&'a mut self, root: &'a MessagePlan, columns: &'a mut [Column]) -> Option<Flat<'a>> {
+    ///
+    /// The columns get room for the chunk's rows first, `(num_records,
+    /// decoded_data_size)` of its header: grown and then fitted, they would
+    /// leave holes in the heap, chunk after chunk. The header is not trusted
+    /// for more than [`MAX_RESERVED_ROWS`] rows, nor more than its decoded
+    /// bytes (a larger chunk's columns grow as the rows come).
+    pub(crate) fn flat<'a>(
+        &'a mut self,
+        root: &'a MessagePlan,
+        columns: &'a mut [Column],
+        (num_records, decoded_data_size): (u64, u64),
+    ) -> Option<Flat<'a>> {
         if !root.others.is_empty() || root.fields.is_empty() || columns.len() != root.fields.len() {
             return None;
+        }
+        let rows = num_records.min(decoded_data_size).min(MAX_RESERVED_ROWS);
+        for column in columns.iter_mut() {
+            column.reserve(usize::try_from(rows).unwrap_or(0));
         }
         self.seen.clear();
         self.seen.resize(root.fields.len(), false);
@@ -606,4 +624,58 @@ fn push_value(
         _ => return Err(GiveUp),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use prost_types::field_descriptor_proto::{Label, Type};
+    use prost_types::{DescriptorProto, FieldDescriptorProto, FileDescriptorProto};
+
+    use super::*;
+    use crate::plan::RecordPlan;
+
+    /// `message Point { int64 x = 1; string s = 2; }` (proto3).
+    fn point() -> RecordPlan {
+        let field = |name: &str, number, ty: Type| FieldDescriptorProto {
+            name: Some(name.into()),
+            number: Some(number),
+            label: Some(Label::Optional as i32),
+            r#type: Some(ty as i32),
+            ..Default::default()
+        };
+        let file = FileDescriptorProto {
+            name: Some("point.proto".into()),
+            package: Some("t".into()),
+            syntax: Some("proto3".into()),
+            message_type: vec![DescriptorProto {
+                name: Some("Point".into()),
+                field: vec![field("x", 1, Type::Int64), field("s", 2, Type::String)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        RecordPlan::new::<&str>(&crate::message_type(vec![file], "t.Point").unwrap(), None).unwrap()
+    }
+
+    /// The columns of a flat plan get room for the rows the chunk's header
+    /// claims, but never for more than its decoded bytes or
+    /// `MAX_RESERVED_ROWS`: a header is not trusted with an allocation.
+    #[test]
+    fn flat_columns_get_room_for_the_rows_a_header_claims_within_bounds() {
+        let plan = point();
+        let mut tape = Tape::default();
+        for (sizes, want) in [((6450, 90_000), 6450), ((6450, 100), 100), ((1 << 40, 1 << 40), 1 << 20)] {
+            let mut columns: Vec<Column> = plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
+            assert!(tape.flat(&plan.root, &mut columns, sizes).is_some());
+            let room: Vec<usize> = columns
+                .iter()
+                .map(|column| match column {
+                    Column::Int64(p) => p.values.capacity(),
+                    Column::Utf8(b) => b.offsets.capacity() - 1,
+                    _ => 0,
+                })
+                .collect();
+            assert!(room.iter().all(|&r| r >= want && r < want + want / 8 + 8), "{sizes:?}: {room:?}");
+        }
+    }
 }
