@@ -29,7 +29,9 @@ measured in fresh processes (the peak resident set `VmHWM` after the call, its r
 to the resident set before it and less that), beside
 the projected columns' Arrow size plus the file's largest chunk (compressed and decoded): the
 issue's bound for (b); and (b) of the first quarter of the records (`max_rows`), to show what
-(b) holds besides its columns does not grow with them. Records/s and MB/s (10^6 bytes of serialized records per second), and
+(b) holds besides its columns does not grow with them. With `--rust-bench`, the heap peak of
+(b) in Rust too, as timed and with one chunk decoded at a time (`--arrow-parallelism 0`: each
+decoding thread holds a chunk). Records/s and MB/s (10^6 bytes of serialized records per second), and
 the ratios against the issue's targets ((a) at least 1.5x ptars; (b) at least 5x ptars and
 3x (a)). The markdown table goes to stdout and to `--out` (default
 target/bench-arrow/table.md).
@@ -270,15 +272,19 @@ def rust_rows(binary, path, columns, rounds):
     for line in out.splitlines():
         got = json.loads(line)
         rows[got['case']] = got
-    memory = json.loads(
-        subprocess.run(
-            [binary, str(path), '--memory', '--chunk-batches', '--columns', ','.join(columns)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.splitlines()[-1]
-    )
-    return rows, memory
+    def memory(*extra):
+        return json.loads(
+            subprocess.run(
+                [binary, str(path), '--memory', '--chunk-batches', '--columns', ','.join(columns), *extra],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.splitlines()[-1]
+        )
+
+    # As timed (the calling thread and the reader's decoding threads), and with the calling
+    # thread alone decoding: one chunk being decoded at a time.
+    return rows, {'default': memory(), 'serial': memory('--arrow-parallelism', '0')}
 
 
 def mb(n):
@@ -415,6 +421,10 @@ def main():
             f'{mb(chunks["largest_data"])} MB compressed, {mb(chunks["largest_decoded"])} MB decoded '
             f'= {mb(bound)} MB ({chunks["chunks"]} chunks) |'
         )
+        for label, case in (('as timed', 'default'), ('one chunk decoded at a time', 'serial')):
+            heap = rust_memory[case]['heap_peak']
+            over = f': {mb(heap - bound)} MB over' if heap > bound else ''
+            out.append(f'| memory of (b), Rust heap peak, {label} | {mb(heap)} MB | {verdict(heap <= bound)}{over} |')
     out += [
         '',
         'Peak memory: the peak resident set during the call (its result held) above the resident set before it, '
@@ -434,12 +444,15 @@ def main():
     for label, case in rows:
         growth, nbytes, code = memory[case]
         out.append(f'| {label} | {mb(growth)} | {mb(code)} | {mb(nbytes)} |')
-    if rust_memory:
+    for label, case in (('', 'default'), (', one chunk decoded at a time', 'serial')):
+        if not rust_memory:
+            break
+        got = rust_memory[case]
         out.append(
-            f'| Rust: (b) `ArrowReader`, [{cols}], a batch per chunk | '
-            f'{mb(rust_memory["peak_after"] - rust_memory["rss_before"])} '
-            f'(heap peak {mb(rust_memory["heap_peak"])}) | {mb(rust_memory["file_pages_added"])} '
-            f'| {mb(rust_memory["column_bytes"])} |'
+            f'| Rust: (b) `ArrowReader`, [{cols}], a batch per chunk{label} | '
+            f'{mb(got["peak_after"] - got["rss_before"])} '
+            f'(heap peak {mb(got["heap_peak"])}) | {mb(got["file_pages_added"])} '
+            f'| {mb(got["column_bytes"])} |'
         )
     overhead = [memory[case][0] - memory[case][1] for case in ('projected', quarter)]
     out += [
