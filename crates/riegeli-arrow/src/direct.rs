@@ -62,6 +62,13 @@ enum Event {
     Close,
 }
 
+/// Whether a string value is UTF-8 (checked as the walker checks it, for the
+/// occurrences that are not kept).
+#[inline]
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
 /// The most rows [`Tape::flat`] makes room for before they come.
 const MAX_RESERVED_ROWS: u64 = 1 << 20;
 
@@ -222,7 +229,7 @@ impl Recorder<'_> {
         }
         if let Event::Bytes(_, s, e) = event
             && scalar == Scalar::String
-            && self.tape.bytes.get(s..e).is_none_or(|b| !b.is_ascii() && std::str::from_utf8(b).is_err())
+            && !self.tape.bytes.get(s..e).is_some_and(is_utf8)
         {
             return ControlFlow::Break(());
         }
@@ -331,6 +338,7 @@ impl Flat<'_> {
         &mut self,
         number: u32,
         wire_type: u8,
+        bytes: Option<&[u8]>,
         push: impl FnOnce(Scalar, &FieldPlan, &mut Column) -> bool,
     ) -> ControlFlow<()> {
         let slot = self.root.lookup.get(number);
@@ -344,7 +352,9 @@ impl Flat<'_> {
             return ControlFlow::Break(());
         };
         if *seen {
-            return ControlFlow::Continue(());
+            // An earlier occurrence: not kept, but checked.
+            let bad = scalar == Scalar::String && bytes.is_some_and(|b| !is_utf8(b));
+            return if bad { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
         }
         *seen = true;
         if push(scalar, field, column) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
@@ -375,38 +385,28 @@ impl FieldSink for Flat<'_> {
     }
 
     fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, VARINT, |scalar, _, column| {
+        self.value(field, VARINT, None, |scalar, _, column| {
             push_varint(scalar, column, value);
             true
         })
     }
 
     fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
-        self.value(field, FIXED32, |_, _, column| {
+        self.value(field, FIXED32, None, |_, _, column| {
             push_fixed32(column, value);
             true
         })
     }
 
     fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, FIXED64, |_, _, column| {
+        self.value(field, FIXED64, None, |_, _, column| {
             push_fixed64(column, value);
             true
         })
     }
 
     fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
-        let slot = self.root.lookup.get(field);
-        if slot.singular_scalar == Some(Scalar::String)
-            && let Some(f) = slot.field
-            && self.seen.get(f) == Some(&true)
-            && !value.is_ascii()
-            && std::str::from_utf8(value).is_err()
-        {
-            // An earlier occurrence, not kept, but checked.
-            return ControlFlow::Break(());
-        }
-        self.value(field, LEN, |scalar, plan, column| push_len(scalar, plan, value, 0, column).is_ok())
+        self.value(field, LEN, Some(value), |scalar, plan, column| push_len(scalar, plan, value, 0, column).is_ok())
     }
 
     fn submessage_end(&mut self, _field: u32) -> ControlFlow<(), SubmessageAs> {
