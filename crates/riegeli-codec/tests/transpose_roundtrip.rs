@@ -649,6 +649,34 @@ proptest! {
         }
     }
 
+    /// Under projection, a compressed chunk's machine runs once to find what
+    /// the projected fields read, then its output takes the steps found. A
+    /// step that fails there (here: more output than the chunk declares)
+    /// fails as in the same chunk uncompressed, whose machine runs once with
+    /// its output: with the same reason, at the same transition.
+    #[test]
+    fn projected_failures_are_placed_alike_compressed_or_not(
+        records in proptest::collection::vec(record(), 1..30),
+        paths in proptest::collection::vec(path(), 1..4),
+        short in 1usize..40,
+    ) {
+        prop_assume!(codec_available(CompressionType::Zstd));
+        let projection = FieldProjection::from_paths(&paths).unwrap();
+        let projected: usize = reference_projection(&records, &paths).iter().map(Vec::len).sum();
+        prop_assume!(projected > 0);
+        let declared = projected.saturating_sub(short) as u64;
+        let (n, limits) = (records.len() as u64, DecodeLimits::default());
+        let failures = |data: &[u8]| {
+            let decoded = TransposedChunkDecoder::new().decode(Bytes::copy_from_slice(data), n, declared, &limits, &projection);
+            let mut sink = Reserializer::new(false);
+            let sunk = TransposedChunkDecoder::new().decode_to_sink(data, n, declared, &limits, &projection, &mut sink);
+            (decoded.err().map(|e| e.to_string()), sunk.err().map(|e| e.to_string()))
+        };
+        let plain = failures(&encode(&records, CompressionType::None, 64));
+        prop_assert!(plain.0.is_some() && plain.1.is_some(), "{:?}", plain);
+        prop_assert_eq!(failures(&encode(&records, CompressionType::Zstd, 64)), plain);
+    }
+
     /// A sink that stops makes the decode stop, with no error.
     #[test]
     fn sink_stops_decoding(records in proptest::collection::vec(record(), 1..20), stop_at in 1usize..20) {

@@ -199,6 +199,16 @@ pub struct TransposedChunkDecoder {
     places: Vec<BufferPlace>,
     cursors: Vec<Cursor>,
     stack: Vec<StackEntry>,
+    /// Under projection: the buffers the projected fields read, the buckets
+    /// holding them (in the order they are first read), and the nodes as
+    /// parsed, kept while a run finds them (see [`Wanted`]).
+    wanted: Vec<bool>,
+    wanted_buckets: Vec<u32>,
+    parsed_nodes: Vec<Node>,
+    /// A bucket decompressed whole, of which only some buffers are kept.
+    scratch: Vec<u8>,
+    /// The steps of a projected run (see [`Discover`]).
+    trace: Vec<u16>,
     /// A submessage a [`FieldSink`] takes serialized, reversed (scratch).
     raw: Vec<u8>,
     /// Buffers of decoded values and record ends, back from records dropped.
@@ -234,7 +244,9 @@ impl Source for Plain<'_> {
     }
 }
 
-/// Compressed buckets, decompressed the first time one of their buffers is needed.
+/// Compressed buckets, decompressed the first time one of their buffers is
+/// needed: a projection of a chunk [`Discover`] rejects, so that it fails
+/// where it always has.
 struct Lazy<'a> {
     data: &'a [u8],
     arena: &'a mut Vec<u8>,
@@ -279,18 +291,220 @@ impl Source for Lazy<'_> {
     }
 }
 
+/// Decompresses nothing: marks the buffers a run reads, and the buckets
+/// holding them in the order they are first read. With [`Discover`] as the
+/// output, a run finds which buffers a projection needs (selecting every node
+/// it reaches), so that only those are kept (see [`gather`]).
+struct Wanted<'a> {
+    places: &'a [BufferPlace],
+    buffers: &'a mut [bool],
+    buckets: &'a mut Vec<u32>,
+    bucket_seen: Vec<bool>,
+}
+
+impl Source for Wanted<'_> {
+    fn bytes(&self) -> &[u8] {
+        &[]
+    }
+
+    fn materialize(&mut self, buffer: u32, _: &mut [Cursor]) -> Result<(), CodecError> {
+        let place = self.places.get(buffer as usize).ok_or_else(|| bad_header(0, "buffer index too large"))?;
+        if let Some(wanted) = self.buffers.get_mut(buffer as usize) {
+            *wanted = true;
+        }
+        if let Some(seen) = self.bucket_seen.get_mut(place.bucket as usize)
+            && !std::mem::replace(seen, true)
+        {
+            self.buckets.push(place.bucket);
+        }
+        Ok(())
+    }
+}
+
+/// The output of a run that reads no value (see [`Wanted`]): it keeps only the
+/// submessage stack, on which selecting a node depends, as the other outputs
+/// keep it, bounded as they bound it with nothing emitted yet; and it traces
+/// the steps that do something, so that the output's run [`replay`]s them
+/// without stepping the machine again.
+struct Discover<'a> {
+    capacity: usize,
+    num_records: u64,
+    max_stack: usize,
+    /// Node indices, while there are fewer than `trace_max` (none if an
+    /// index may not fit).
+    trace: &'a mut Vec<u16>,
+    trace_max: usize,
+    /// Whether `trace` has every step.
+    complete: bool,
+    /// Run again to find where a replayed step failed: the step at this
+    /// place in the trace fails with this reason.
+    fail_at: Option<(usize, &'static str)>,
+    steps: usize,
+}
+
+impl Discover<'_> {
+    fn push(&self, stack: &mut Vec<StackEntry>, node: u32) -> Step {
+        if stack.len() >= self.capacity || stack.len() >= self.max_stack {
+            return Err("submessage stack overflow");
+        }
+        stack.push(StackEntry { end: 0, node });
+        Ok(())
+    }
+}
+
+impl Output for Discover<'_> {
+    fn trace(&mut self, index: usize) -> Step {
+        if let Some((at, reason)) = self.fail_at {
+            if self.steps == at {
+                return Err(reason);
+            }
+            self.steps += 1;
+        } else if self.complete
+            && self.trace.len() < self.trace_max
+            && let Ok(index) = u16::try_from(index)
+        {
+            self.trace.push(index);
+        } else {
+            self.complete = false;
+        }
+        Ok(())
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    fn num_records(&self) -> u64 {
+        self.num_records
+    }
+    fn copy_tag(&mut self, _: &Node) -> Step {
+        Ok(())
+    }
+    fn varint(&mut self, _: &Node, _: &mut [Cursor], _: &[u8]) -> Step {
+        Ok(())
+    }
+    fn fixed<const N: usize>(&mut self, _: &Node, _: &mut [Cursor], _: &[u8]) -> Step {
+        Ok(())
+    }
+    fn string(&mut self, _: &Node, _: &mut [Cursor], _: &[u8]) -> Step {
+        Ok(())
+    }
+    fn nonproto(&mut self, _: &Node, _: &mut [Cursor], _: usize, _: &[u8], _: &[StackEntry]) -> Step {
+        Ok(())
+    }
+    fn record_start(&mut self, _: &[StackEntry]) -> Step {
+        Ok(())
+    }
+    fn submessage_end(&mut self, stack: &mut Vec<StackEntry>, index: u32, _: &Node, _: usize) -> Step {
+        self.push(stack, index)
+    }
+    fn submessage_start(&mut self, _: &[Node], stack: &mut Vec<StackEntry>) -> Step {
+        stack.pop().map(drop).ok_or("submessage stack underflow")
+    }
+    fn existence<const N: usize>(&mut self, _: &Node) -> Step {
+        Ok(())
+    }
+    fn end_group(&mut self, stack: &mut Vec<StackEntry>, index: u32, _: &Node) -> Step {
+        self.push(stack, index)
+    }
+    fn start_group(&mut self, stack: &mut Vec<StackEntry>, _: &Node) -> Step {
+        stack.pop().map(drop).ok_or("submessage stack underflow")
+    }
+}
+
+/// Materializes what non-proto records read under projection: they are
+/// always decoded (their data buffer is materialized when their node is
+/// parsed), and so are their lengths (the last buffer).
+fn mark_nonproto<S: Source>(
+    source: &mut S,
+    nodes: &[Node],
+    cursors: &mut [Cursor],
+    parsed: &Parsed,
+) -> Result<(), CodecError> {
+    if parsed.has_nonproto {
+        for node in nodes.iter().filter(|n| n.op == Op::NonProto) {
+            source.materialize(node.buffer, cursors)?;
+        }
+        let last = u32::try_from(cursors.len().saturating_sub(1)).unwrap_or(u32::MAX);
+        source.materialize(last, cursors)?;
+    }
+    Ok(())
+}
+
+/// Decompresses the buckets `order` names, in that order, and appends the
+/// `wanted` buffers of each to `arena`, pointing their cursors at them. A
+/// bucket wanted whole is decompressed straight into `arena`; any other into
+/// `scratch`, from which its wanted buffers are copied, so that `arena` holds
+/// what the projection reads and `scratch` one bucket.
+#[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
+fn gather(
+    data: &[u8],
+    compression: CompressionType,
+    buckets: &[Bucket],
+    places: &[BufferPlace],
+    wanted: &[bool],
+    order: &[u32],
+    decompressor: &mut Decompressor,
+    scratch: &mut Vec<u8>,
+    arena: &mut Vec<u8>,
+    cursors: &mut [Cursor],
+) -> Result<(), CodecError> {
+    arena.clear();
+    // At most the buckets' sizes together, which `parse` bounded.
+    let total: usize = places.iter().zip(wanted).filter(|&(_, &w)| w).map(|(p, _)| p.len).sum();
+    arena.reserve_exact(total);
+    for &b in order {
+        let bucket = buckets.get(b as usize).ok_or_else(|| bad_header(0, "bucket index too large"))?;
+        // `parse` lays buffers out bucket after bucket.
+        let range = places.partition_point(|p| p.bucket < b)..places.partition_point(|p| p.bucket <= b);
+        let in_bucket = places.get(range.clone()).unwrap_or_default();
+        let wanted = wanted.get(range.clone()).unwrap_or_default();
+        let cursors = cursors.get_mut(range).unwrap_or_default();
+        let whole = in_bucket.iter().zip(wanted).all(|(p, &w)| w || p.len == 0);
+        let target = if whole {
+            &mut *arena
+        } else {
+            scratch.clear();
+            &mut *scratch
+        };
+        let start = target.len();
+        let stored = data.get(bucket.stored.clone()).unwrap_or_default();
+        decompressor
+            .decompress(compression, stored, bucket.size, target)
+            .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
+        if (target.len() - start) as u64 != bucket.size {
+            return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
+        }
+        for ((place, &w), cursor) in in_bucket.iter().zip(wanted).zip(cursors) {
+            if whole {
+                cursor.pos = start + place.offset;
+                cursor.end = cursor.pos + place.len;
+            } else if w {
+                cursor.pos = arena.len();
+                arena.extend_from_slice(scratch.get(place.offset..place.offset + place.len).unwrap_or_default());
+                cursor.end = arena.len();
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `i` as a `u32`: node and buffer indices come from `u32` counts.
 fn to_u32(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 
+/// The steps a [`Discover`] run traces however short the chunk: 128 KiB.
+const MIN_TRACE: usize = 1 << 16;
+
 /// Bytes the decoder keeps for each bucket of a header (its place, where its
-/// decompressed bytes start, whether it is decompressed).
-const BUCKET_STATE: u64 = (size_of::<Bucket>() + size_of::<usize>() + 1) as u64;
-/// Bytes the decoder keeps for each buffer of a header (its place and cursor).
-const BUFFER_STATE: u64 = (size_of::<BufferPlace>() + size_of::<Cursor>()) as u64;
-/// Bytes the decoder keeps for each node of a header (the node, its id, next and mark).
-const NODE_STATE: u64 = (size_of::<Node>() + 3 * size_of::<u32>()) as u64;
+/// decompressed bytes start, whether it is decompressed or wanted, its place
+/// in the order wanted).
+const BUCKET_STATE: u64 = (size_of::<Bucket>() + size_of::<usize>() + 2 + size_of::<u32>()) as u64;
+/// Bytes the decoder keeps for each buffer of a header (its place and cursor,
+/// whether it is wanted).
+const BUFFER_STATE: u64 = (size_of::<BufferPlace>() + size_of::<Cursor>() + 1) as u64;
+/// Bytes the decoder keeps for each node of a header (the node and its copy
+/// as parsed, its id, next and mark).
+const NODE_STATE: u64 = (2 * size_of::<Node>() + 3 * size_of::<u32>()) as u64;
 
 /// Checks what the decoder is about to allocate for the buckets, buffers and
 /// nodes a header counts against `max_decoded_size`: every item takes a byte
@@ -407,7 +621,9 @@ impl TransposedChunkDecoder {
     /// `num_records` and `decoded_data_size` come from the chunk header.
     ///
     /// With a projection other than [`FieldProjection::all`], only the chosen
-    /// fields are decoded, and `decoded_data_size` only bounds the result.
+    /// fields are decoded, and `decoded_data_size` only bounds the result. Of
+    /// a compressed chunk, only the buckets holding those fields are
+    /// decompressed, one at a time, and only those fields' buffers kept.
     ///
     /// `decoded_data_size` and `num_records` must be within `limits`. Each
     /// decompressed part of the chunk (the header, all buckets together, the
@@ -581,6 +797,110 @@ impl TransposedChunkDecoder {
                 }
             }
         } else if let Some(tree) = tree {
+            // First a run that reads no value finds the buffers the projected
+            // fields read; then only the buckets holding them are decompressed,
+            // one at a time, and only those buffers kept: a few columns of a
+            // chunk take their own bytes, not their buckets'. A chunk that run
+            // rejects is decoded lazily, so that it fails as it always has.
+            self.parsed_nodes.clear();
+            self.parsed_nodes.extend_from_slice(nodes);
+            self.wanted.clear();
+            self.wanted.resize(self.places.len(), false);
+            self.wanted_buckets.clear();
+            let mut wanted = Wanted {
+                places: &self.places,
+                buffers: &mut self.wanted,
+                buckets: &mut self.wanted_buckets,
+                bucket_seen: vec![false; self.buckets.len()],
+            };
+            self.trace.clear();
+            let mut discover = Discover {
+                capacity: out.capacity(),
+                num_records: out.num_records(),
+                max_stack: max_stack(limits),
+                trace: &mut self.trace,
+                // At most two bytes a byte of the chunk, or 128 KiB; past
+                // that the output's run steps the machine again.
+                trace_max: data.len().max(MIN_TRACE),
+                complete: true,
+                fail_at: None,
+                steps: 0,
+            };
+            let found = mark_nonproto(&mut wanted, nodes, cursors, parsed).and_then(|()| {
+                run::<true, _, _>(
+                    &mut discover,
+                    nodes,
+                    cursors,
+                    &mut stack,
+                    parsed,
+                    transitions,
+                    &mut wanted,
+                    Some(tree),
+                )
+            });
+            let complete = discover.complete;
+            if found.is_ok() {
+                stack.clear();
+                let gathered = gather(
+                    data,
+                    parsed.compression,
+                    &self.buckets,
+                    &self.places,
+                    &self.wanted,
+                    &self.wanted_buckets,
+                    &mut self.decompressor,
+                    &mut self.scratch,
+                    &mut self.arena,
+                    cursors,
+                );
+                let result = gathered.and_then(|()| {
+                    if !complete {
+                        let mut source = Plain(&self.arena);
+                        return run::<true, _, _>(
+                            out,
+                            nodes,
+                            cursors,
+                            &mut stack,
+                            parsed,
+                            transitions,
+                            &mut source,
+                            Some(tree),
+                        );
+                    }
+                    let Err((at, reason)) = replay(out, nodes, cursors, &mut stack, &self.trace, &self.arena) else {
+                        return Ok(());
+                    };
+                    // The error says where in the transitions the step is:
+                    // the machine is run to it again, failing there.
+                    stack.clear();
+                    let mut again = Discover {
+                        capacity: out.capacity(),
+                        num_records: out.num_records(),
+                        max_stack: max_stack(limits),
+                        trace: &mut Vec::new(),
+                        trace_max: 0,
+                        complete: false,
+                        fail_at: Some((at, reason)),
+                        steps: 0,
+                    };
+                    run::<true, _, _>(
+                        &mut again,
+                        nodes,
+                        cursors,
+                        &mut stack,
+                        parsed,
+                        transitions,
+                        &mut Plain(&[]),
+                        Some(tree),
+                    )
+                    .and(Err(bad_run(0, reason)))
+                });
+                self.stack = stack;
+                return result;
+            }
+            stack.clear();
+            nodes.clear();
+            nodes.extend_from_slice(&self.parsed_nodes);
             self.arena.clear();
             let mut source = Lazy {
                 data,
@@ -594,15 +914,7 @@ impl TransposedChunkDecoder {
             for cursor in cursors.iter_mut() {
                 *cursor = Cursor::default();
             }
-            if parsed.has_nonproto {
-                // Non-proto records are always decoded (their data buffer is
-                // materialized when their node is parsed), and so are their lengths.
-                for node in nodes.iter().filter(|n| n.op == Op::NonProto) {
-                    source.materialize(node.buffer, cursors)?;
-                }
-                let last = u32::try_from(cursors.len().saturating_sub(1)).unwrap_or(u32::MAX);
-                source.materialize(last, cursors)?;
-            }
+            mark_nonproto(&mut source, nodes, cursors, parsed)?;
             run::<true, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, Some(tree))
         } else {
             // Decompress every bucket into the arena, back to back.
@@ -983,6 +1295,13 @@ trait Output {
     fn end_group(&mut self, stack: &mut Vec<StackEntry>, index: u32, node: &Node) -> Step;
     /// Projection: a start-group tag (pops).
     fn start_group(&mut self, stack: &mut Vec<StackEntry>, node: &Node) -> Step;
+    /// Projection: told of each step that does something, node `index`'s,
+    /// before it is taken (see [`Discover`]).
+    #[inline(always)]
+    fn trace(&mut self, index: usize) -> Step {
+        let _ = index;
+        Ok(())
+    }
 }
 
 /// How a [`FieldSink`] takes a submessage it is told of (see
@@ -1531,35 +1850,23 @@ fn run<const PROJECTION: bool, S: Source, O: Output>(
                 node = select(nodes, index, stack, cursors, source, tree, skipped_level)?;
             }
         }
-        let data = source.bytes();
-        let step = match node.op {
-            Op::NoOp => Ok(()),
-            Op::CopyTag => out.copy_tag(&node),
-            Op::Varint => out.varint(&node, cursors, data),
-            Op::Fixed32 => out.fixed::<4>(&node, cursors, data),
-            Op::Fixed64 => out.fixed::<8>(&node, cursors, data),
-            Op::String => out.string(&node, cursors, data),
-            Op::RecordStart => out.record_start(stack),
-            Op::SubmessageEnd => out.submessage_end(stack, to_u32(index), &node, if PROJECTION { 1 } else { 2 }),
-            Op::SubmessageStart => out.submessage_start(nodes, stack),
-            Op::NonProto => out.nonproto(&node, cursors, nonproto_lengths, data, stack),
-            Op::SkippedEnd => {
-                skipped_level += 1;
-                Ok(())
-            }
-            Op::SkippedStart => match skipped_level.checked_sub(1) {
-                Some(level) => {
-                    skipped_level = level;
-                    Ok(())
-                }
-                None => Err("skipped submessage stack underflow"),
-            },
-            Op::Fixed32Existence => out.existence::<4>(&node),
-            Op::Fixed64Existence => out.existence::<8>(&node),
-            Op::EndGroup => out.end_group(stack, to_u32(index), &node),
-            Op::StartGroup => out.start_group(stack, &node),
-            Op::Select => Err("invalid node"),
-        };
+        if PROJECTION
+            && !matches!(node.op, Op::NoOp | Op::SkippedEnd | Op::SkippedStart)
+            && let Err(reason) = out.trace(index)
+        {
+            return Err(bad_run(t, reason));
+        }
+        let step = step::<PROJECTION, O>(
+            out,
+            &node,
+            index,
+            nodes,
+            stack,
+            cursors,
+            source.bytes(),
+            nonproto_lengths,
+            &mut skipped_level,
+        );
         if let Err(reason) = step {
             return Err(bad_run(t, reason));
         }
@@ -1570,6 +1877,81 @@ fn run<const PROJECTION: bool, S: Source, O: Output>(
     }
     if skipped_level != 0 {
         return Err(bad_run(0, "skipped submessages still open"));
+    }
+    Ok(())
+}
+
+/// Takes one step of the state machine: what `node` (at `index`) does.
+#[allow(clippy::too_many_arguments, reason = "the parts of the decoder, borrowed separately")]
+#[inline(always)]
+fn step<const PROJECTION: bool, O: Output>(
+    out: &mut O,
+    node: &Node,
+    index: usize,
+    nodes: &[Node],
+    stack: &mut Vec<StackEntry>,
+    cursors: &mut [Cursor],
+    data: &[u8],
+    nonproto_lengths: usize,
+    skipped_level: &mut usize,
+) -> Step {
+    match node.op {
+        Op::NoOp => Ok(()),
+        Op::CopyTag => out.copy_tag(node),
+        Op::Varint => out.varint(node, cursors, data),
+        Op::Fixed32 => out.fixed::<4>(node, cursors, data),
+        Op::Fixed64 => out.fixed::<8>(node, cursors, data),
+        Op::String => out.string(node, cursors, data),
+        Op::RecordStart => out.record_start(stack),
+        Op::SubmessageEnd => out.submessage_end(stack, to_u32(index), node, if PROJECTION { 1 } else { 2 }),
+        Op::SubmessageStart => out.submessage_start(nodes, stack),
+        Op::NonProto => out.nonproto(node, cursors, nonproto_lengths, data, stack),
+        Op::SkippedEnd => {
+            *skipped_level += 1;
+            Ok(())
+        }
+        Op::SkippedStart => match skipped_level.checked_sub(1) {
+            Some(level) => {
+                *skipped_level = level;
+                Ok(())
+            }
+            None => Err("skipped submessage stack underflow"),
+        },
+        Op::Fixed32Existence => out.existence::<4>(node),
+        Op::Fixed64Existence => out.existence::<8>(node),
+        Op::EndGroup => out.end_group(stack, to_u32(index), node),
+        Op::StartGroup => out.start_group(stack, node),
+        Op::Select => Err("invalid node"),
+    }
+}
+
+/// Takes the steps a [`Discover`] run traced, in order: that run's output
+/// without stepping the state machine again. On failure, the failed step's
+/// place in the trace and the reason.
+fn replay<O: Output>(
+    out: &mut O,
+    nodes: &[Node],
+    cursors: &mut [Cursor],
+    stack: &mut Vec<StackEntry>,
+    trace: &[u16],
+    data: &[u8],
+) -> Result<(), (usize, &'static str)> {
+    let nonproto_lengths = cursors.len().wrapping_sub(1);
+    let mut skipped_level = 0;
+    for (k, &index) in trace.iter().enumerate() {
+        let node = nodes.get(usize::from(index)).ok_or((k, "invalid node index"))?;
+        step::<true, O>(
+            out,
+            node,
+            usize::from(index),
+            nodes,
+            stack,
+            cursors,
+            data,
+            nonproto_lengths,
+            &mut skipped_level,
+        )
+        .map_err(|reason| (k, reason))?;
     }
     Ok(())
 }
@@ -1860,4 +2242,80 @@ fn tag_word_from_node(node: &Node) -> (u64, u8) {
     let shift = 8 * u32::from(node.emit_len - node.tag_len);
     let word = if shift >= 64 { 0 } else { node.emit << shift };
     (word, node.tag_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compression::CompressorOptions;
+    use crate::transpose::encoder::TransposedChunkEncoder;
+
+    fn zstd_chunk(records: &[Vec<u8>]) -> Vec<u8> {
+        let options = CompressorOptions { compression_type: CompressionType::Zstd, level: 1, window_log: None };
+        // One bucket for every buffer.
+        let mut encoder = TransposedChunkEncoder::new(options, u64::MAX);
+        for record in records {
+            encoder.add_record(record).unwrap();
+        }
+        let mut data = Vec::new();
+        encoder.encode(&mut data).unwrap();
+        data
+    }
+
+    fn decode_projected(decoder: &mut TransposedChunkDecoder, data: &[u8], records: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        let size: usize = records.iter().map(Vec::len).sum();
+        let projection = FieldProjection::from_paths([&[1][..]]).unwrap();
+        let limits = DecodeLimits::default();
+        let decoded =
+            decoder.decode(Bytes::copy_from_slice(data), records.len() as u64, size as u64, &limits, &projection);
+        decoded.unwrap().iter().map(|r| r.to_vec()).collect()
+    }
+
+    /// Field 1 of a 2000-record chunk whose bucket of varints also holds
+    /// field 4 (five bytes a record), beside a bucket of strings and one of
+    /// fixed64s: the decoder decompresses field 1's bucket alone, and keeps
+    /// field 1's buffer (two bytes a record) of it.
+    #[test]
+    fn projected_reads_keep_only_the_buffers_they_read() {
+        let mut records = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..2000u32 {
+            let value = 300 + i; // Two varint bytes, so buffered.
+            let field1 = vec![0x08, (value & 0x7f) as u8 | 0x80, (value >> 7) as u8];
+            let text: Vec<u8> = (0..60u32).map(|j| b'a' + ((i * 7 + j * 13) % 26) as u8).collect();
+            let mut record = field1.clone();
+            record.extend([0x12, 60]);
+            record.extend(&text);
+            record.push(0x19);
+            record.extend(u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+            // Field 4: a varint of five bytes (its last one not zero).
+            let big = (1u64 << 28) + u64::from(i) * 0x1234;
+            record.push(0x20);
+            record.extend((0..5).map(|k| ((big >> (7 * k)) & 0x7f) as u8 | if k < 4 { 0x80 } else { 0 }));
+            records.push(record);
+            expected.push(field1);
+        }
+        let data = zstd_chunk(&records);
+        let mut decoder = TransposedChunkDecoder::new();
+        assert!(decode_projected(&mut decoder, &data, &records) == expected, "field 1 alone");
+        let buckets: Vec<u64> = decoder.buckets.iter().map(|b| b.size).collect();
+        let decoded: u64 = buckets.iter().sum();
+        assert!(decoded > 140_000, "{buckets:?}");
+        assert_eq!(decoder.arena.len(), 2 * 2000, "field 1's buffer alone is kept: {buckets:?}");
+        let scratch = decoder.scratch.len() as u64;
+        assert!(buckets.contains(&scratch) && scratch > 14_000 && 4 * scratch < decoded, "{scratch}: {buckets:?}");
+    }
+
+    /// More steps than the trace holds: the output's run steps the machine
+    /// again, and gives the same records.
+    #[test]
+    fn projected_reads_past_the_trace_step_the_machine_again() {
+        let records: Vec<Vec<u8>> = (0..100_000u32).map(|i| vec![0x08, (i % 100) as u8, 0x10, 5]).collect();
+        let expected: Vec<Vec<u8>> = records.iter().map(|r| r[..2].to_vec()).collect();
+        let data = zstd_chunk(&records);
+        assert!(data.len() < MIN_TRACE, "{} bytes", data.len());
+        let mut decoder = TransposedChunkDecoder::new();
+        assert!(decode_projected(&mut decoder, &data, &records) == expected, "field 1 alone");
+        assert_eq!(decoder.trace.len(), MIN_TRACE, "the trace is full");
+    }
 }
