@@ -229,10 +229,13 @@ fn main() -> Result<()> {
         let batches = batches?;
         let (after, code) = (status_bytes("VmHWM:"), status_bytes("RssFile:").saturating_sub(file_before));
         let (rows, column_bytes) = shape(&batches);
+        // The reader's decoding threads and the calling thread, which decodes too.
+        let decoding_threads = args.arrow_parallelism.unwrap_or(ArrowReaderOptions::default().parallelism) + 1;
         println!(
             "{}",
             json!({"case": "memory", "rows": rows, "column_bytes": column_bytes, "rss_before": before,
-                   "peak_after": after, "file_pages_added": code, "heap_peak": heap_peak})
+                   "peak_after": after, "file_pages_added": code, "heap_peak": heap_peak,
+                   "decoding_threads": decoding_threads})
         );
         return Ok(());
     }
