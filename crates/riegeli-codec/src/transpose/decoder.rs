@@ -209,6 +209,9 @@ pub struct TransposedChunkDecoder {
     scratch: Vec<u8>,
     /// The steps of a projected run (see [`Discover`]).
     trace: Vec<u16>,
+    /// Tests: the finding run fails at this step, as if the chunk were damaged.
+    #[cfg(test)]
+    discovery_fails_at: Option<usize>,
     /// A submessage a [`FieldSink`] takes serialized, reversed (scratch).
     raw: Vec<u8>,
     /// Buffers of decoded values and record ends, back from records dropped.
@@ -780,6 +783,10 @@ impl TransposedChunkDecoder {
             &self.transitions_buf
         };
 
+        #[cfg(test)]
+        let planted = self.discovery_fails_at.map(|at| (at, "failure planted by a test"));
+        #[cfg(not(test))]
+        let planted = None;
         let nodes = &mut self.nodes;
         let cursors = &mut self.cursors;
         let result = if parsed.compression == CompressionType::None {
@@ -823,7 +830,7 @@ impl TransposedChunkDecoder {
                 // that the output's run steps the machine again.
                 trace_max: data.len().max(MIN_TRACE),
                 complete: true,
-                fail_at: None,
+                fail_at: planted,
                 steps: 0,
             };
             let found = mark_nonproto(&mut wanted, nodes, cursors, parsed).and_then(|()| {
@@ -2304,6 +2311,36 @@ mod tests {
         assert_eq!(decoder.arena.len(), 2 * 2000, "field 1's buffer alone is kept: {buckets:?}");
         let scratch = decoder.scratch.len() as u64;
         assert!(buckets.contains(&scratch) && scratch > 14_000 && 4 * scratch < decoded, "{scratch}: {buckets:?}");
+    }
+
+    /// A chunk the finding run rejects is decoded in one run, buckets
+    /// decompressed as first needed: from the nodes as parsed, whatever the
+    /// finding run selected before it failed.
+    #[test]
+    fn projected_reads_the_finding_run_rejects_run_once_from_the_parsed_nodes() {
+        // Field 1, and field 2: a submessage with fields 1 and 3.
+        let records: Vec<Vec<u8>> = (0..300u32)
+            .map(|i| {
+                let inner = [0x08, (i % 120) as u8, 0x18, 0x96, 0x01 + (i % 3) as u8];
+                let mut record = vec![0x08, 0x80 | (i % 128) as u8, 0x01, 0x12, inner.len() as u8];
+                record.extend(inner);
+                record
+            })
+            .collect();
+        let data = zstd_chunk(&records);
+        let size: usize = records.iter().map(Vec::len).sum();
+        let projection = FieldProjection::from_paths([&[2, 3][..], &[1]]).unwrap();
+        let decode = |decoder: &mut TransposedChunkDecoder| {
+            let limits = DecodeLimits::default();
+            let decoded = decoder.decode(Bytes::copy_from_slice(&data), 300, size as u64, &limits, &projection);
+            decoded.unwrap().iter().map(|r| r.to_vec()).collect::<Vec<_>>()
+        };
+        let expected = decode(&mut TransposedChunkDecoder::new());
+        assert_eq!(expected[7], [0x08, 0x87, 0x01, 0x12, 3, 0x18, 0x96, 0x02]);
+        for at in [0, 1, 4, 40, 900] {
+            let mut decoder = TransposedChunkDecoder { discovery_fails_at: Some(at), ..TransposedChunkDecoder::new() };
+            assert_eq!(decode(&mut decoder), expected, "failing at step {at}");
+        }
     }
 
     /// More steps than the trace holds: the output's run steps the machine
