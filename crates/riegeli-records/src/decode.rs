@@ -156,10 +156,13 @@ impl ChunkDecoder {
         Ok(records)
     }
 
-    /// The serialized `RecordsMetadata` of a metadata chunk.
+    /// The serialized `RecordsMetadata` of a metadata chunk, decoded by a
+    /// decoder of its own: this one keeps no codec context for a chunk read
+    /// once per file (a reader whose chunks are decoded elsewhere, such as
+    /// an Arrow reader's, would hold a zstd context, 96 KB, for nothing).
     pub(crate) fn metadata(&mut self, chunk: &RawChunk) -> Result<Bytes> {
         let h = &chunk.header;
-        self.transposed
+        TransposedChunkDecoder::new()
             .decode_metadata_chunk(chunk.data.clone(), h.num_records(), h.decoded_data_size(), &self.limits)
             .map_err(|e| Error::codec(chunk.begin, e))
     }

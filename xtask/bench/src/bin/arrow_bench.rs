@@ -26,7 +26,8 @@
 //! process, holding its batches, as one JSON line: the resident set before it (`VmRSS`), the peak
 //! after it (`VmHWM`), the file-backed pages it added (`RssFile`: the code its first run paged
 //! in, not data), and the heap's peak above what it held before (`heap_peak`, counted by this
-//! binary's allocator: the data alone, without what malloc keeps or the code). `--chunk-batches`:
+//! binary's allocator: the data alone, without what malloc keeps or the code, nor what C code
+//! allocates itself, zstd's decoding contexts). `--chunk-batches`:
 //! a batch per chunk (`exact_batch_size: false`), as Python's `to_arrow()` reads.
 
 #![allow(clippy::print_stdout, reason = "the output is the report")]
