@@ -771,32 +771,37 @@ impl TransposedChunkDecoder {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
 
-        // The transitions, decompressed if needed.
+        // The transitions, decompressed if needed (into a buffer taken out of
+        // `self` meanwhile).
+        let mut transitions_buf = std::mem::take(&mut self.transitions_buf);
         let transitions: &[u8] = if parsed.compression == CompressionType::None {
             data.get(parsed.transitions.clone()).unwrap_or_default()
         } else {
-            self.transitions_buf.clear();
+            transitions_buf.clear();
             let stored = data.get(parsed.transitions.clone()).unwrap_or_default();
-            self.decompressor
-                .decompress(parsed.compression, stored, limits.max_decoded_size, &mut self.transitions_buf)
-                .map_err(|e| e.within("transposed chunk transitions block", parsed.transitions.start as u64))?;
-            &self.transitions_buf
+            let decompressed =
+                self.decompressor.decompress(parsed.compression, stored, limits.max_decoded_size, &mut transitions_buf);
+            if let Err(e) = decompressed {
+                self.transitions_buf = transitions_buf;
+                self.stack = stack;
+                return Err(e.within("transposed chunk transitions block", parsed.transitions.start as u64));
+            }
+            &transitions_buf
         };
 
         #[cfg(test)]
         let planted = self.discovery_fails_at.map(|at| (at, "failure planted by a test"));
         #[cfg(not(test))]
         let planted = None;
-        let nodes = &mut self.nodes;
-        let cursors = &mut self.cursors;
         let result = if parsed.compression == CompressionType::None {
             // Every buffer is a slice of the chunk data.
+            let cursors = &mut self.cursors;
             for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
                 let bucket = self.buckets.get(place.bucket as usize).map_or(0, |b| b.stored.start);
                 cursor.pos = bucket + place.offset;
                 cursor.end = cursor.pos + place.len;
             }
-            let mut source = Plain(data);
+            let (nodes, mut source) = (&mut self.nodes, Plain(data));
             match tree {
                 None => run::<false, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, None),
                 Some(tree) => {
@@ -804,108 +809,97 @@ impl TransposedChunkDecoder {
                 }
             }
         } else if let Some(tree) = tree {
-            // First a run that reads no value finds the buffers the projected
-            // fields read; then only the buckets holding them are decompressed,
-            // one at a time, and only those buffers kept: a few columns of a
-            // chunk take their own bytes, not their buckets'. A chunk that run
-            // rejects is decoded lazily, so that it fails as it always has.
-            self.parsed_nodes.clear();
-            self.parsed_nodes.extend_from_slice(nodes);
-            self.wanted.clear();
-            self.wanted.resize(self.places.len(), false);
-            self.wanted_buckets.clear();
-            let mut wanted = Wanted {
-                places: &self.places,
-                buffers: &mut self.wanted,
-                buckets: &mut self.wanted_buckets,
-                bucket_seen: vec![false; self.buckets.len()],
-            };
-            self.trace.clear();
-            let mut discover = Discover {
-                capacity: out.capacity(),
-                num_records: out.num_records(),
-                max_stack: max_stack(limits),
-                trace: &mut self.trace,
-                // At most two bytes a byte of the chunk, or 128 KiB; past
-                // that the output's run steps the machine again.
-                trace_max: data.len().max(MIN_TRACE),
-                complete: true,
-                fail_at: planted,
-                steps: 0,
-            };
-            let found = mark_nonproto(&mut wanted, nodes, cursors, parsed).and_then(|()| {
-                run::<true, _, _>(
-                    &mut discover,
-                    nodes,
-                    cursors,
-                    &mut stack,
-                    parsed,
-                    transitions,
-                    &mut wanted,
-                    Some(tree),
-                )
-            });
-            let complete = discover.complete;
-            if found.is_ok() {
-                stack.clear();
-                let gathered = gather(
-                    data,
-                    parsed.compression,
-                    &self.buckets,
-                    &self.places,
-                    &self.wanted,
-                    &self.wanted_buckets,
-                    &mut self.decompressor,
-                    &mut self.scratch,
-                    &mut self.arena,
-                    cursors,
-                );
-                let result = gathered.and_then(|()| {
-                    if !complete {
-                        let mut source = Plain(&self.arena);
-                        return run::<true, _, _>(
-                            out,
-                            nodes,
-                            cursors,
-                            &mut stack,
-                            parsed,
-                            transitions,
-                            &mut source,
-                            Some(tree),
-                        );
-                    }
-                    let Err((at, reason)) = replay(out, nodes, cursors, &mut stack, &self.trace, &self.arena) else {
-                        return Ok(());
-                    };
-                    // The error says where in the transitions the step is:
-                    // the machine is run to it again, failing there.
-                    stack.clear();
-                    let mut again = Discover {
-                        capacity: out.capacity(),
-                        num_records: out.num_records(),
-                        max_stack: max_stack(limits),
-                        trace: &mut Vec::new(),
-                        trace_max: 0,
-                        complete: false,
-                        fail_at: Some((at, reason)),
-                        steps: 0,
-                    };
-                    run::<true, _, _>(
-                        &mut again,
-                        nodes,
-                        cursors,
-                        &mut stack,
-                        parsed,
-                        transitions,
-                        &mut Plain(&[]),
-                        Some(tree),
-                    )
-                    .and(Err(bad_run(0, reason)))
-                });
-                self.stack = stack;
-                return result;
+            self.run_projected(data, limits, (tree, planted), parsed, transitions, &mut stack, out)
+        } else {
+            self.run_whole(data, parsed, transitions, &mut stack, out)
+        };
+        self.stack = stack;
+        self.transitions_buf = transitions_buf;
+        result
+    }
+
+    /// Runs the machine of a compressed chunk without projection: every
+    /// bucket decompressed into the arena, back to back.
+    fn run_whole<O: Output>(
+        &mut self,
+        data: &[u8],
+        parsed: &Parsed,
+        transitions: &[u8],
+        stack: &mut Vec<StackEntry>,
+        out: &mut O,
+    ) -> Result<(), CodecError> {
+        self.arena.clear();
+        let mut starts = Vec::with_capacity(self.buckets.len());
+        for bucket in &self.buckets {
+            let start = self.arena.len();
+            starts.push(start);
+            let stored = data.get(bucket.stored.clone()).unwrap_or_default();
+            self.decompressor
+                .decompress(parsed.compression, stored, bucket.size, &mut self.arena)
+                .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
+            if (self.arena.len() - start) as u64 != bucket.size {
+                return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
             }
-            stack.clear();
+        }
+        for (place, cursor) in self.places.iter().zip(self.cursors.iter_mut()) {
+            cursor.pos = starts.get(place.bucket as usize).copied().unwrap_or(0) + place.offset;
+            cursor.end = cursor.pos + place.len;
+        }
+        let mut source = Plain(&self.arena);
+        run::<false, _, _>(out, &mut self.nodes, &mut self.cursors, stack, parsed, transitions, &mut source, None)
+    }
+
+    /// Runs the machine of a compressed chunk under projection. First a run
+    /// that reads no value finds the buffers the projected fields read and
+    /// traces the steps that do something ([`Discover`], [`Wanted`]); then
+    /// only the buckets holding those buffers are decompressed, one at a time,
+    /// and only those buffers kept ([`gather`]); and `out` takes the traced
+    /// steps over them ([`replay`]): a few columns of a chunk take their own
+    /// bytes, not their buckets'. A chunk the first run rejects is decoded in
+    /// one run, buckets decompressed as first needed ([`Lazy`]), so that it
+    /// fails as it always has. `planted`: a failure of the first run (tests).
+    #[allow(clippy::too_many_arguments, reason = "the parts of a run, borrowed separately")]
+    fn run_projected<O: Output>(
+        &mut self,
+        data: &[u8],
+        limits: &DecodeLimits,
+        (tree, planted): (&IncludeTree, Option<(usize, &'static str)>),
+        parsed: &Parsed,
+        transitions: &[u8],
+        stack: &mut Vec<StackEntry>,
+        out: &mut O,
+    ) -> Result<(), CodecError> {
+        let (nodes, cursors) = (&mut self.nodes, &mut self.cursors);
+        self.parsed_nodes.clear();
+        self.parsed_nodes.extend_from_slice(nodes);
+        self.wanted.clear();
+        self.wanted.resize(self.places.len(), false);
+        self.wanted_buckets.clear();
+        let mut wanted = Wanted {
+            places: &self.places,
+            buffers: &mut self.wanted,
+            buckets: &mut self.wanted_buckets,
+            bucket_seen: vec![false; self.buckets.len()],
+        };
+        self.trace.clear();
+        let mut discover = Discover {
+            capacity: out.capacity(),
+            num_records: out.num_records(),
+            max_stack: max_stack(limits),
+            trace: &mut self.trace,
+            // At most two bytes a byte of the chunk, or 128 KiB; past that
+            // `out` steps the machine again.
+            trace_max: data.len().max(MIN_TRACE),
+            complete: true,
+            fail_at: planted,
+            steps: 0,
+        };
+        let found = mark_nonproto(&mut wanted, nodes, cursors, parsed).and_then(|()| {
+            run::<true, _, _>(&mut discover, nodes, cursors, stack, parsed, transitions, &mut wanted, Some(tree))
+        });
+        let complete = discover.complete;
+        stack.clear();
+        if found.is_err() {
             nodes.clear();
             nodes.extend_from_slice(&self.parsed_nodes);
             self.arena.clear();
@@ -918,35 +912,46 @@ impl TransposedChunkDecoder {
                 decompressor: &mut self.decompressor,
                 compression: parsed.compression,
             };
-            for cursor in cursors.iter_mut() {
-                *cursor = Cursor::default();
-            }
+            cursors.fill(Cursor::default());
             mark_nonproto(&mut source, nodes, cursors, parsed)?;
-            run::<true, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, Some(tree))
-        } else {
-            // Decompress every bucket into the arena, back to back.
-            self.arena.clear();
-            let mut starts = Vec::with_capacity(self.buckets.len());
-            for bucket in &self.buckets {
-                let start = self.arena.len();
-                starts.push(start);
-                let stored = data.get(bucket.stored.clone()).unwrap_or_default();
-                self.decompressor
-                    .decompress(parsed.compression, stored, bucket.size, &mut self.arena)
-                    .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
-                if (self.arena.len() - start) as u64 != bucket.size {
-                    return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
-                }
-            }
-            for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
-                cursor.pos = starts.get(place.bucket as usize).copied().unwrap_or(0) + place.offset;
-                cursor.end = cursor.pos + place.len;
-            }
-            let mut source = Plain(&self.arena);
-            run::<false, _, _>(out, nodes, cursors, &mut stack, parsed, transitions, &mut source, None)
+            return run::<true, _, _>(out, nodes, cursors, stack, parsed, transitions, &mut source, Some(tree));
+        }
+        let (wanted, order) = (&self.wanted, &self.wanted_buckets);
+        let (decompressor, scratch, arena) = (&mut self.decompressor, &mut self.scratch, &mut self.arena);
+        gather(
+            data,
+            parsed.compression,
+            &self.buckets,
+            &self.places,
+            wanted,
+            order,
+            decompressor,
+            scratch,
+            arena,
+            cursors,
+        )?;
+        let mut source = Plain(&self.arena);
+        if !complete {
+            return run::<true, _, _>(out, nodes, cursors, stack, parsed, transitions, &mut source, Some(tree));
+        }
+        let Err((at, reason)) = replay(out, nodes, cursors, stack, &self.trace, &self.arena) else {
+            return Ok(());
         };
-        self.stack = stack;
-        result
+        // The error says where in the transitions the failed step is: the
+        // machine is run to it again, failing there.
+        stack.clear();
+        let mut again = Discover {
+            capacity: out.capacity(),
+            num_records: out.num_records(),
+            max_stack: max_stack(limits),
+            trace: &mut Vec::new(),
+            trace_max: 0,
+            complete: false,
+            fail_at: Some((at, reason)),
+            steps: 0,
+        };
+        run::<true, _, _>(&mut again, nodes, cursors, stack, parsed, transitions, &mut Plain(&[]), Some(tree))
+            .and(Err(bad_run(0, reason)))
     }
 
     /// Parses the chunk data up to the transitions (§3–§6).
