@@ -660,7 +660,9 @@ proptest! {
         paths in proptest::collection::vec(path(), 1..4),
         short in 1usize..40,
     ) {
-        prop_assume!(codec_available(CompressionType::Zstd));
+        if !codec_available(CompressionType::Zstd) {
+            return Ok(());
+        }
         let projection = FieldProjection::from_paths(&paths).unwrap();
         let projected: usize = reference_projection(&records, &paths).iter().map(Vec::len).sum();
         prop_assume!(projected > 0);

@@ -2256,7 +2256,8 @@ fn tag_word_from_node(node: &Node) -> (u64, u8) {
     (word, node.tag_len)
 }
 
-#[cfg(test)]
+/// Projected reads of zstd chunks.
+#[cfg(all(test, feature = "zstd"))]
 mod tests {
     use super::*;
     use crate::compression::CompressorOptions;
