@@ -273,14 +273,7 @@ impl Source for Lazy<'_> {
             return Ok(());
         }
         let bucket = self.buckets.get(b).ok_or_else(|| bad_header(0, "bucket index too large"))?;
-        let start = self.arena.len();
-        let stored = self.data.get(bucket.stored.clone()).unwrap_or_default();
-        self.decompressor
-            .decompress(self.compression, stored, bucket.size, self.arena)
-            .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
-        if (self.arena.len() - start) as u64 != bucket.size {
-            return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
-        }
+        let start = decompress_bucket(self.decompressor, self.data, self.compression, bucket, self.arena)?;
         for (place, cursor) in self.places.iter().zip(cursors.iter_mut()) {
             if place.bucket as usize == b {
                 cursor.pos = start + place.offset;
@@ -345,7 +338,20 @@ struct Discover<'a> {
     steps: usize,
 }
 
-impl Discover<'_> {
+impl<'a> Discover<'a> {
+    /// A run for `out`'s chunk, tracing up to `trace_max` steps into `trace`,
+    /// or failing at step `fail_at.0` with reason `fail_at.1`.
+    fn new<O: Output>(
+        out: &O,
+        limits: &DecodeLimits,
+        trace: &'a mut Vec<u16>,
+        trace_max: usize,
+        fail_at: Option<(usize, &'static str)>,
+    ) -> Self {
+        let (capacity, num_records, max_stack) = (out.capacity(), out.num_records(), max_stack(limits));
+        Self { capacity, num_records, max_stack, trace, trace_max, complete: fail_at.is_none(), fail_at, steps: 0 }
+    }
+
     fn push(&self, stack: &mut Vec<StackEntry>, node: u32) -> Step {
         if stack.len() >= self.capacity || stack.len() >= self.max_stack {
             return Err("submessage stack overflow");
@@ -468,14 +474,7 @@ fn gather(
             scratch.clear();
             &mut *scratch
         };
-        let start = target.len();
-        let stored = data.get(bucket.stored.clone()).unwrap_or_default();
-        decompressor
-            .decompress(compression, stored, bucket.size, target)
-            .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
-        if (target.len() - start) as u64 != bucket.size {
-            return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
-        }
+        let start = decompress_bucket(decompressor, data, compression, bucket, target)?;
         for ((place, &w), cursor) in in_bucket.iter().zip(wanted).zip(cursors) {
             if whole {
                 cursor.pos = start + place.offset;
@@ -488,6 +487,26 @@ fn gather(
         }
     }
     Ok(())
+}
+
+/// Appends `bucket`, decompressed, to `out`: exactly its declared size, or an
+/// error. Returns where it starts in `out`.
+fn decompress_bucket(
+    decompressor: &mut Decompressor,
+    data: &[u8],
+    compression: CompressionType,
+    bucket: &Bucket,
+    out: &mut Vec<u8>,
+) -> Result<usize, CodecError> {
+    let start = out.len();
+    let stored = data.get(bucket.stored.clone()).unwrap_or_default();
+    decompressor
+        .decompress(compression, stored, bucket.size, out)
+        .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
+    if (out.len() - start) as u64 != bucket.size {
+        return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
+    }
+    Ok(start)
 }
 
 /// `i` as a `u32`: node and buffer indices come from `u32` counts.
@@ -831,15 +850,7 @@ impl TransposedChunkDecoder {
         self.arena.clear();
         let mut starts = Vec::with_capacity(self.buckets.len());
         for bucket in &self.buckets {
-            let start = self.arena.len();
-            starts.push(start);
-            let stored = data.get(bucket.stored.clone()).unwrap_or_default();
-            self.decompressor
-                .decompress(parsed.compression, stored, bucket.size, &mut self.arena)
-                .map_err(|e| e.within("transposed chunk bucket", bucket.stored.start as u64))?;
-            if (self.arena.len() - start) as u64 != bucket.size {
-                return Err(CodecError::invalid(WHAT_DATA, bucket.stored.start as u64, "bucket size mismatch"));
-            }
+            starts.push(decompress_bucket(&mut self.decompressor, data, parsed.compression, bucket, &mut self.arena)?);
         }
         for (place, cursor) in self.places.iter().zip(self.cursors.iter_mut()) {
             cursor.pos = starts.get(place.bucket as usize).copied().unwrap_or(0) + place.offset;
@@ -882,18 +893,9 @@ impl TransposedChunkDecoder {
             bucket_seen: vec![false; self.buckets.len()],
         };
         self.trace.clear();
-        let mut discover = Discover {
-            capacity: out.capacity(),
-            num_records: out.num_records(),
-            max_stack: max_stack(limits),
-            trace: &mut self.trace,
-            // At most two bytes a byte of the chunk, or 128 KiB; past that
-            // `out` steps the machine again.
-            trace_max: data.len().max(MIN_TRACE),
-            complete: true,
-            fail_at: planted,
-            steps: 0,
-        };
+        // At most two bytes a byte of the chunk, or 128 KiB; past that `out`
+        // steps the machine again.
+        let mut discover = Discover::new(out, limits, &mut self.trace, data.len().max(MIN_TRACE), planted);
         let found = mark_nonproto(&mut wanted, nodes, cursors, parsed).and_then(|()| {
             run::<true, _, _>(&mut discover, nodes, cursors, stack, parsed, transitions, &mut wanted, Some(tree))
         });
@@ -940,16 +942,8 @@ impl TransposedChunkDecoder {
         // The error says where in the transitions the failed step is: the
         // machine is run to it again, failing there.
         stack.clear();
-        let mut again = Discover {
-            capacity: out.capacity(),
-            num_records: out.num_records(),
-            max_stack: max_stack(limits),
-            trace: &mut Vec::new(),
-            trace_max: 0,
-            complete: false,
-            fail_at: Some((at, reason)),
-            steps: 0,
-        };
+        let mut no_trace = Vec::new();
+        let mut again = Discover::new(out, limits, &mut no_trace, 0, Some((at, reason)));
         run::<true, _, _>(&mut again, nodes, cursors, stack, parsed, transitions, &mut Plain(&[]), Some(tree))
             .and(Err(bad_run(0, reason)))
     }
