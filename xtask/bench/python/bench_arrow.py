@@ -438,9 +438,9 @@ def main():
         '',
         'Peak memory: the peak resident set during the call (its result held) above the resident set before it, '
         'in a fresh process; of it, the file-backed pages the call added (the code its first run paged in). The '
-        'Rust row adds the heap\'s own peak (counted by `arrow_bench`\'s allocator: data alone, without code or '
-        'what malloc keeps, nor what C code allocates itself: zstd\'s decoding context, 96 KB, one per decoding '
-        'thread).',
+        'Rust row adds the heap\'s own peak (the blocks `malloc` handed out, counted by `arrow_bench`: data '
+        'alone, without code or what malloc keeps; with what C code allocates itself, such as zstd\'s decoding '
+        'context, 96 KB, one per decoding thread).',
         '',
         '| call | peak growth MB | of which code MB | result MB (Arrow) |',
         '|---|---|---|---|',

@@ -25,9 +25,9 @@
 //! `arrow_bench FILE --memory [--columns a,b] [--chunk-batches]`: one projected read in this
 //! process, holding its batches, as one JSON line: the resident set before it (`VmRSS`), the peak
 //! after it (`VmHWM`), the file-backed pages it added (`RssFile`: the code its first run paged
-//! in, not data), and the heap's peak above what it held before (`heap_peak`, counted by this
-//! binary's allocator: the data alone, without what malloc keeps or the code, nor what C code
-//! allocates itself, zstd's decoding contexts). `--chunk-batches`:
+//! in, not data), and the heap's peak above what it held before (`heap_peak`: the blocks
+//! `malloc` handed out, counted by this binary, C code's own included, such as zstd's decoding
+//! contexts; without what malloc keeps or the code). `--chunk-batches`:
 //! a batch per chunk (`exact_batch_size: false`), as Python's `to_arrow()` reads.
 
 #![allow(clippy::print_stdout, reason = "the output is the report")]
@@ -66,7 +66,7 @@ struct Args {
     arrow_parallelism: Option<usize>,
 }
 
-#[allow(unsafe_code, reason = "the counting global allocator, for `--memory`'s heap peak")]
+#[allow(unsafe_code, reason = "the counting `malloc`, for `--memory`'s heap peak")]
 #[path = "../../../../crates/riegeli-records/tests/counting_alloc.rs"]
 mod counting_alloc;
 
