@@ -379,8 +379,10 @@ impl Decompressor {
     /// saves work only for blocks longer than the window; snappy
     /// decompresses all and drops the rest. The declared size is checked as by
     /// `decompress` (against `max_size`, and against a zstd frame's content
-    /// size); what the stream holds after the prefix is not looked at, so a
-    /// stream corrupt only there is not reported.
+    /// size); what the stream holds after the prefix may not be looked at, so a
+    /// stream corrupt only there may not be reported. (A zstd frame without a
+    /// content size and with a window larger than the block is decompressed
+    /// whole: a window is what the streaming context would allocate.)
     pub fn decompress_prefix(
         &mut self,
         compression_type: CompressionType,
@@ -410,11 +412,13 @@ impl Decompressor {
             #[cfg(feature = "brotli")]
             CompressionType::Brotli => brotli_impl::decompress(stream, size, wanted, out),
             #[cfg(feature = "zstd")]
-            CompressionType::Zstd if wanted < size => {
+            CompressionType::Zstd if wanted < size && !zstd_impl::window_beyond(stream, size) => {
                 zstd_impl::decompress_prefix(&mut self.zstd_stream, stream, size, wanted, out)
             }
             #[cfg(feature = "zstd")]
-            CompressionType::Zstd => zstd_impl::decompress(&mut self.zstd, stream, size, out),
+            CompressionType::Zstd => {
+                zstd_impl::decompress(&mut self.zstd, stream, size, out).map(|()| out.truncate(start + wanted))
+            }
             #[cfg(feature = "snappy")]
             CompressionType::Snappy => {
                 // Snappy blocks decompress in one go; the rest is dropped.
@@ -696,6 +700,27 @@ mod zstd_impl {
         Ok(())
     }
 
+    /// Whether `stream` is a frame without a content size whose window is
+    /// larger than its declared `size`: a streaming context would allocate
+    /// that window (as the header alone says, up to 2 GiB) to decompress a
+    /// prefix, so the block is decompressed whole into its `size` instead. A
+    /// frame with a content size is buffered at most at that size (which
+    /// [`check_frame`] compares with `size`); one that does not parse is left
+    /// to the streaming context to report.
+    pub(super) fn window_beyond(stream: &[u8], size: usize) -> bool {
+        const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+        let (Some(magic), Some(&descriptor), Some(&window)) = (stream.get(..4), stream.get(4), stream.get(5)) else {
+            return false;
+        };
+        // The content size's flag (bits 6-7) and the single-segment flag (bit 5, a window of
+        // the content size): either means a content size.
+        if magic != MAGIC || descriptor & 0xe0 != 0 {
+            return false;
+        }
+        let base = 1u64 << (10 + (window >> 3));
+        base + base / 8 * u64::from(window & 7) > size as u64
+    }
+
     /// Checks that `stream` is exactly one frame, and that a content size in
     /// its header agrees with the declared `size`.
     fn check_frame(stream: &[u8], size: usize) -> Result<(), CodecError> {
@@ -948,6 +973,37 @@ mod tests {
             assert_eq!(out, data[..wanted as usize]);
             assert_eq!(prefix(&mut used, 142), fresh, "after a prefix of {wanted} bytes of a larger frame");
         }
+    }
+
+    /// A frame without a content size whose header declares a window of 2 GiB (the data's
+    /// own frame, its window descriptor raised): its prefixes are read whole, not through a
+    /// streaming context that would allocate the window.
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn a_prefix_of_a_frame_with_a_window_beyond_its_size_is_read_whole() {
+        let data: Vec<u8> = (0..1u32 << 16).map(|i| (i * 7 / 3 % 251) as u8).collect();
+        let mut compressor = zstd::bulk::Compressor::new(3).unwrap();
+        compressor.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false)).unwrap();
+        let frame = compressor.compress(&data).unwrap();
+        // Magic, then a descriptor without the content size and single-segment flags.
+        assert_eq!(frame[4] & 0xe0, 0);
+        assert!(!zstd_impl::window_beyond(&frame, data.len()));
+        let mut raised = frame.clone();
+        raised[5] = 21 << 3;
+        assert!(zstd_impl::window_beyond(&raised, data.len()));
+        let mut block = Vec::new();
+        varint::encode_u64(data.len() as u64, &mut block);
+        block.extend_from_slice(&raised);
+        for wanted in [0, 1, 1000, (1 << 16) - 1, 1 << 16] {
+            let mut out = vec![7];
+            Decompressor::new().decompress_prefix(CompressionType::Zstd, &block, 1 << 20, wanted, &mut out).unwrap();
+            assert_eq!(out[1..], data[..wanted as usize]);
+        }
+        // A frame with a content size is buffered at that size whatever its window.
+        let mut sized = Vec::new();
+        Compressor::new(CompressorOptions::zstd()).compress(&data, &mut sized).unwrap();
+        let (_, prefix_len) = varint::decode_u64(&sized).unwrap();
+        assert!(!zstd_impl::window_beyond(&sized[prefix_len..], 1));
     }
 
     #[test]

@@ -886,6 +886,18 @@ fn hostile_input_stays_under_the_memory_bound() {
                 .expect("a valid zstd frame");
         });
         assert!(peak > (3 << 17) + (64 << 10), "{peak} bytes: zstd's context went uncounted");
+        // A frame without a content size declaring a window of 2 GiB: reading a prefix of it
+        // allocates no window (a streaming context would, as the header says).
+        let mut big_window = frame;
+        big_window[varint_bytes(3 << 17).len() + 5] = 21 << 3;
+        let (prefix, peak) = measure(|| {
+            let mut out = Vec::new();
+            Decompressor::new()
+                .decompress_prefix(CompressionType::Zstd, &big_window, 1 << 20, 10, &mut out)
+                .map(|()| out)
+        });
+        assert_eq!(prefix.expect("a valid zstd frame"), [0; 10]);
+        assert!(peak < 1 << 20, "{peak} bytes for a prefix of 10 bytes");
     }
 
     let verbose = std::env::var_os("RIEGELI_MEMORY_VERBOSE").is_some();
