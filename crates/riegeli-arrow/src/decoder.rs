@@ -174,13 +174,19 @@ impl ChunkBatches {
                     _ => None,
                 }
             }
-            None => {
-                let mut recorder = direct.tape.recorder(&self.plan.root);
-                match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut recorder) {
-                    Ok(std::ops::ControlFlow::Continue(())) => direct.tape.replay(&self.plan.root, &mut columns).ok(),
-                    _ => None,
+            None => match direct.tape.recorder(&self.plan.root, &mut columns, sizes) {
+                Some(mut recorder) => {
+                    match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut recorder) {
+                        Ok(std::ops::ControlFlow::Continue(())) => recorder
+                            .finish()
+                            .ok()
+                            .and_then(|rows| direct.tape.replay(&self.plan.root, &mut columns, rows).ok()),
+                        _ => None,
+                    }
                 }
-            }
+                // No columns: the walker counts the rows.
+                None => None,
+            },
         };
         if let Ok(mut idle) = self.idle.try_lock() {
             idle.push(direct);

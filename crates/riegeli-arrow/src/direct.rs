@@ -3,15 +3,17 @@
 //! builders, with no serialized message in between.
 //!
 //! The decoder runs backwards (the last record first, and in a record the
-//! last field first), while rows, lists and "last one wins" go forwards. So
-//! [`Tape`] first records the chunk's field events as they come, then
-//! reverses them and replays each record forwards with the walker's two
-//! steps (see `crate::walker`) and its per-value code: singular scalars
+//! last field first), while rows, lists and "last one wins" go forwards.
+//! The record's own singular scalars need no order: [`Flat`] pushes each
+//! value straight into its column as it comes (backwards, the first one seen
+//! is the last one, which wins) and reverses those columns at the end. Columns
+//! that are all such (a flat plan) need nothing else. For the other columns
+//! [`Tape`] records the chunk's field events as they come, then reverses them
+//! and replays each record forwards with the walker's two steps (see
+//! `crate::walker`) and its per-value code: singular scalars of submessages
 //! pushed as they come (the last one wins), repeated values into the list's
 //! child, repeated messages walked as they come, occurrences of a singular
-//! message merged in step 2. Columns that are all singular scalars of the
-//! record (a flat plan) need no tape: [`Flat`] pushes each value as it
-//! comes and reverses the columns at the end.
+//! message merged in step 2.
 //!
 //! Only what this does exactly as the walker does is done here: columns
 //! with maps or members of real oneofs anywhere in the projected plan are
@@ -79,19 +81,14 @@ pub(crate) struct GiveUp;
 /// The field events of one chunk and the bytes of its length-delimited
 /// values; reused from chunk to chunk.
 ///
-/// The record's singular scalar columns take a shorter way: each record's
-/// row of them is kept as it comes, one value per column (the first one seen
-/// backwards: the last one, which wins), in `rows`; the values seen before
-/// it are checked as the walker checks them, not kept. Columns that are all
-/// singular scalars (a flat plan) take no tape at all: see [`Flat`].
+/// The record's singular scalar columns never go on the tape: [`Flat`] fills
+/// them as the values come (an earlier tape kept each record's row of them
+/// for the replay: 24 bytes a value, which the replay read back from beyond
+/// the caches).
 #[derive(Debug, Default)]
 pub(crate) struct Tape {
     events: Vec<Event>,
     bytes: Vec<u8>,
-    /// The rows of the record's singular scalars, backwards, a value per
-    /// column ([`Event::Close`] for none); while recording, the last one is
-    /// open.
-    rows: Vec<Event>,
     /// Replay: the starts of the records' events.
     records: Vec<usize>,
     levels: Vec<Level>,
@@ -100,16 +97,26 @@ pub(crate) struct Tape {
 }
 
 impl Tape {
-    /// The sink that records a chunk of messages of `root` onto the tape
-    /// (cleared first). For a plan that is not flat (see [`Flat`]).
-    pub(crate) fn recorder<'a>(&'a mut self, root: &'a MessagePlan) -> Recorder<'a> {
+    /// The sink that decodes a chunk of messages of `root` into `columns`
+    /// (one per field of `root`, empty): the record's singular scalars
+    /// straight into theirs (see [`Flat`]), the rest onto the tape (cleared
+    /// first), for [`replay`](Self::replay). For a plan that is not flat;
+    /// `None` if `root` has no columns (nothing would count the rows).
+    /// `sizes`: as for [`flat`](Self::flat).
+    pub(crate) fn recorder<'a>(
+        &'a mut self,
+        root: &'a MessagePlan,
+        columns: &'a mut [Column],
+        sizes: (u64, u64),
+    ) -> Option<Recorder<'a>> {
+        if root.fields.is_empty() || columns.len() != root.fields.len() {
+            return None;
+        }
         self.events.clear();
         self.bytes.clear();
-        let width = root.fields.len();
-        // The row of the first record (backwards) is open.
-        self.rows.clear();
-        self.rows.resize(width, Event::Close);
-        Recorder { tape: self, root, plans: vec![root], opens: Vec::new(), row: 0, width }
+        let Self { events, bytes, seen, .. } = self;
+        let scalars = Flat::new(seen, root, columns, sizes);
+        Some(Recorder { events, bytes, scalars, plans: vec![root], opens: Vec::new() })
     }
 
     /// The sink that decodes a chunk of messages of a flat `root` straight
@@ -130,26 +137,14 @@ impl Tape {
         if !root.others.is_empty() || root.fields.is_empty() || columns.len() != root.fields.len() {
             return None;
         }
-        let rows = num_records.min(decoded_data_size).min(MAX_RESERVED_ROWS);
-        for column in columns.iter_mut() {
-            column.reserve(usize::try_from(rows).unwrap_or(0));
-        }
-        self.seen.clear();
-        self.seen.resize(root.fields.len(), false);
-        Some(Flat { seen: &mut self.seen, root, columns, rows: 0 })
+        Some(Flat::new(&mut self.seen, root, columns, (num_records, decoded_data_size)))
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
-    /// `root`), one row per record; returns the number of rows. On
-    /// [`GiveUp`], the columns hold part of the rows: the caller truncates
-    /// them.
-    pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column]) -> Result<usize, GiveUp> {
-        // The row opened after the last record (backwards: the first) is empty.
-        if root.fields.is_empty() {
-            // No columns: the walker counts the rows.
-            return Err(GiveUp);
-        }
-        self.rows.truncate(self.rows.len().saturating_sub(root.fields.len()));
+    /// `root`), one row per record, of which the [`Recorder`] found `rows`;
+    /// returns the number of rows. On [`GiveUp`], the columns hold part of
+    /// the rows: the caller drops them.
+    pub(crate) fn replay(&mut self, root: &MessagePlan, columns: &mut [Column], rows: usize) -> Result<usize, GiveUp> {
         self.events.reverse();
         // The records' boundaries, submessages skipped whole.
         self.records.clear();
@@ -162,24 +157,14 @@ impl Tape {
             }
             i += 1;
         }
-        if self.records.first() != Some(&0) {
-            return Err(GiveUp);
-        }
-        // The record's singular scalars: its row, recorded backwards.
-        let width = root.fields.len();
         let records = self.records.len();
-        if self.rows.len() != records * width {
+        if self.records.first() != Some(&0) || records != rows {
             return Err(GiveUp);
         }
-        for column in columns.iter_mut() {
-            column.reserve(records);
-        }
-        let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels, row: &[] };
+        let mut replay = Replay { events: &self.events, bytes: &self.bytes, levels: &mut self.levels };
         for r in 0..records {
             let start = self.records.get(r).map_or(0, |&s| s + 1);
             let end = self.records.get(r + 1).copied().unwrap_or(self.events.len());
-            let backwards = records - 1 - r;
-            replay.row = self.rows.get(backwards * width..(backwards + 1) * width).ok_or(GiveUp)?;
             replay.set_parts(0, std::iter::once((start, end)));
             replay.walk(root, columns, 0)?;
         }
@@ -187,16 +172,17 @@ impl Tape {
     }
 }
 
-/// The [`FieldSink`] of a [`Tape`]: follows the plan of the message being
-/// decoded so as to take a submessage field by field only where the plan
-/// has a message (anything else comes as bytes).
+/// The [`FieldSink`] of a [`Tape`]: the record's singular scalars go
+/// straight into their columns ([`Flat`]), the rest onto the tape. Follows
+/// the plan of the message being decoded so as to take a submessage field
+/// by field only where the plan has a message (anything else comes as
+/// bytes).
 #[derive(Debug)]
 pub(crate) struct Recorder<'a> {
-    tape: &'a mut Tape,
-    root: &'a MessagePlan,
-    /// Where the open row begins in the tape's rows, and its width.
-    row: usize,
-    width: usize,
+    events: &'a mut Vec<Event>,
+    bytes: &'a mut Vec<u8>,
+    /// The record's singular scalar columns.
+    scalars: Flat<'a>,
     /// The plans of the messages open (the record's first).
     plans: Vec<&'a MessagePlan>,
     /// The events of their ends ([`Event::Close`], recorded first).
@@ -204,79 +190,68 @@ pub(crate) struct Recorder<'a> {
 }
 
 impl Recorder<'_> {
-    /// A field value (`number`, `wire_type`): into the record's row if it
-    /// belongs to one of its singular scalar columns, else onto the tape.
-    #[inline]
-    fn value(&mut self, number: u32, wire_type: u8, event: Event) -> ControlFlow<()> {
-        if self.plans.len() == 1 {
-            let slot = self.root.lookup.get(number);
-            if let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) {
-                return self.keep(f, scalar, wire_type, event);
-            }
-        }
-        self.tape.events.push(event);
-        ControlFlow::Continue(())
+    /// The number of records, the record's singular scalar columns put in
+    /// file order ([`Flat::finish`]); call when the decoder has gone through
+    /// the whole chunk, then [`Tape::replay`] the rest.
+    pub(crate) fn finish(self) -> Result<usize, GiveUp> {
+        self.scalars.finish()
     }
 
-    /// A value of singular scalar column `f` of the record: kept in its row
-    /// if it is the first of the column seen in the record (backwards: the
-    /// last, which wins); checked as the walker checks it either way (its
-    /// wire type; a string's UTF-8).
+    /// Whether the message being decoded is the record (whose singular
+    /// scalars go straight into their columns).
     #[inline]
-    fn keep(&mut self, f: usize, scalar: Scalar, wire_type: u8, event: Event) -> ControlFlow<()> {
-        if wire_type != scalar.wire_type() {
-            return ControlFlow::Break(());
-        }
-        if let Event::Bytes(_, s, e) = event
-            && scalar == Scalar::String
-            && !self.tape.bytes.get(s..e).is_some_and(is_utf8)
-        {
-            return ControlFlow::Break(());
-        }
-        match self.tape.rows.get_mut(self.row + f) {
-            Some(kept @ Event::Close) => *kept = event,
-            // An earlier occurrence: checked, not kept.
-            Some(_) => self.drop_bytes(event),
-            None => return ControlFlow::Break(()),
-        }
-        ControlFlow::Continue(())
-    }
-
-    /// Takes the bytes of `event`, the last ones recorded, back off the tape.
-    #[inline]
-    fn drop_bytes(&mut self, event: Event) {
-        if let Event::Bytes(_, s, _) = event {
-            self.tape.bytes.truncate(s);
-        }
+    fn at_record(&self) -> bool {
+        self.plans.len() == 1
     }
 }
 
 impl FieldSink for Recorder<'_> {
     fn record_start(&mut self) -> ControlFlow<()> {
-        // The record's row is complete: the previous record's opens.
-        let rows = &mut self.tape.rows;
-        self.row = rows.len();
-        rows.resize(self.row + self.width, Event::Close);
-        self.tape.events.push(Event::Record);
+        self.scalars.end_record();
+        self.events.push(Event::Record);
         ControlFlow::Continue(())
     }
 
     fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, VARINT, Event::Varint(field, value))
+        if self.at_record()
+            && let Some(flow) = self.scalars.varint_value(field, value)
+        {
+            return flow;
+        }
+        self.events.push(Event::Varint(field, value));
+        ControlFlow::Continue(())
     }
 
     fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
-        self.value(field, FIXED32, Event::Fixed32(field, value))
+        if self.at_record()
+            && let Some(flow) = self.scalars.fixed32_value(field, value)
+        {
+            return flow;
+        }
+        self.events.push(Event::Fixed32(field, value));
+        ControlFlow::Continue(())
     }
 
     fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, FIXED64, Event::Fixed64(field, value))
+        if self.at_record()
+            && let Some(flow) = self.scalars.fixed64_value(field, value)
+        {
+            return flow;
+        }
+        self.events.push(Event::Fixed64(field, value));
+        ControlFlow::Continue(())
     }
 
     fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
-        let start = self.tape.bytes.len();
-        self.tape.bytes.extend_from_slice(value);
-        self.value(field, LEN, Event::Bytes(field, start, self.tape.bytes.len()))
+        if self.at_record()
+            && let Some(flow) = self.scalars.bytes_value(field, value)
+        {
+            return flow;
+        }
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.events.push(Event::Bytes(field, start, self.bytes.len()));
+        ControlFlow::Continue(())
     }
 
     fn submessage_end(&mut self, field: u32) -> ControlFlow<(), SubmessageAs> {
@@ -291,16 +266,16 @@ impl FieldSink for Recorder<'_> {
             return ControlFlow::Break(());
         }
         self.plans.push(child);
-        self.opens.push(self.tape.events.len());
-        self.tape.events.push(Event::Close);
+        self.opens.push(self.events.len());
+        self.events.push(Event::Close);
         ControlFlow::Continue(SubmessageAs::Fields)
     }
 
     fn submessage_start(&mut self, field: u32) -> ControlFlow<()> {
         let Some(close) = self.opens.pop() else { return ControlFlow::Break(()) };
         self.plans.pop();
-        let inside = self.tape.events.len() - close - 1;
-        self.tape.events.push(Event::Open(field, inside));
+        let inside = self.events.len() - close - 1;
+        self.events.push(Event::Open(field, inside));
         ControlFlow::Continue(())
     }
 
@@ -313,12 +288,14 @@ impl FieldSink for Recorder<'_> {
     }
 }
 
-/// The [`FieldSink`] of a flat plan (every column a singular scalar of the
-/// record): each value goes straight into its column as it comes, the first
-/// one of its column in the record (backwards: the last, which wins), and a
-/// record's other columns get their absent value when the record is done.
-/// The rows come last first, so [`finish`](Flat::finish) reverses each
-/// column in place: no tape, and a string's bytes are copied once.
+/// The record's singular scalar columns, filled as the values come; the
+/// [`FieldSink`] of a flat plan (every column a singular scalar of the
+/// record), and part of a [`Recorder`]. Each value goes straight into its
+/// column as it comes, the first one of its column in the record
+/// (backwards: the last, which wins), and a record's other columns get
+/// their absent value when the record is done. The rows come last first,
+/// so [`finish`](Flat::finish) reverses each column in place: no tape, and
+/// a string's bytes are copied once.
 #[derive(Debug)]
 pub(crate) struct Flat<'a> {
     root: &'a MessagePlan,
@@ -329,10 +306,31 @@ pub(crate) struct Flat<'a> {
     rows: usize,
 }
 
+impl<'a> Flat<'a> {
+    /// The record's singular scalar columns of `root` in `columns` (one per
+    /// field of `root`, empty), with room for the chunk's rows (see
+    /// [`Tape::flat`]); `seen` is reused.
+    fn new(
+        seen: &'a mut Vec<bool>,
+        root: &'a MessagePlan,
+        columns: &'a mut [Column],
+        (num_records, decoded_data_size): (u64, u64),
+    ) -> Self {
+        let rows = num_records.min(decoded_data_size).min(MAX_RESERVED_ROWS);
+        for column in columns.iter_mut() {
+            column.reserve(usize::try_from(rows).unwrap_or(0));
+        }
+        seen.clear();
+        seen.resize(root.fields.len(), false);
+        Self { seen, root, columns, rows: 0 }
+    }
+}
+
 impl Flat<'_> {
     /// A field value of the record: pushed if it is the first of its column
     /// in the record, else checked as the walker checks it (its wire type, a
-    /// string's UTF-8); not a column: skipped.
+    /// string's UTF-8); `None` if it is not one of the record's singular
+    /// scalar columns.
     #[inline]
     fn value(
         &mut self,
@@ -340,30 +338,73 @@ impl Flat<'_> {
         wire_type: u8,
         bytes: Option<&[u8]>,
         push: impl FnOnce(Scalar, &FieldPlan, &mut Column) -> bool,
-    ) -> ControlFlow<()> {
+    ) -> Option<ControlFlow<()>> {
         let slot = self.root.lookup.get(number);
-        let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) else { return ControlFlow::Continue(()) };
+        let (Some(f), Some(scalar)) = (slot.field, slot.singular_scalar) else { return None };
         if wire_type != scalar.wire_type() {
-            return ControlFlow::Break(());
+            return Some(ControlFlow::Break(()));
         }
         let (Some(seen), Some(field), Some(column)) =
             (self.seen.get_mut(f), self.root.fields.get(f), self.columns.get_mut(f))
         else {
-            return ControlFlow::Break(());
+            return Some(ControlFlow::Break(()));
         };
         if *seen {
             // An earlier occurrence: not kept, but checked.
             let bad = scalar == Scalar::String && bytes.is_some_and(|b| !is_utf8(b));
-            return if bad { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+            return Some(if bad { ControlFlow::Break(()) } else { ControlFlow::Continue(()) });
         }
         *seen = true;
-        if push(scalar, field, column) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+        Some(if push(scalar, field, column) { ControlFlow::Continue(()) } else { ControlFlow::Break(()) })
     }
 
-    /// The number of rows decoded, the columns put in file order; call when
-    /// the decoder has gone through the whole chunk.
+    #[inline]
+    fn varint_value(&mut self, field: u32, value: u64) -> Option<ControlFlow<()>> {
+        self.value(field, VARINT, None, |scalar, _, column| {
+            push_varint(scalar, column, value);
+            true
+        })
+    }
+
+    #[inline]
+    fn fixed32_value(&mut self, field: u32, value: u32) -> Option<ControlFlow<()>> {
+        self.value(field, FIXED32, None, |_, _, column| {
+            push_fixed32(column, value);
+            true
+        })
+    }
+
+    #[inline]
+    fn fixed64_value(&mut self, field: u32, value: u64) -> Option<ControlFlow<()>> {
+        self.value(field, FIXED64, None, |_, _, column| {
+            push_fixed64(column, value);
+            true
+        })
+    }
+
+    #[inline]
+    fn bytes_value(&mut self, field: u32, value: &[u8]) -> Option<ControlFlow<()>> {
+        self.value(field, LEN, Some(value), |scalar, plan, column| push_len(scalar, plan, value, 0, column).is_ok())
+    }
+
+    /// The record is done: absent values for the columns it did not give.
+    #[inline]
+    fn end_record(&mut self) {
+        for &f in &self.root.singular_scalars {
+            if let (Some(seen), Some(column)) = (self.seen.get_mut(f), self.columns.get_mut(f))
+                && !std::mem::take(seen)
+            {
+                push_absent(column);
+            }
+        }
+        self.rows += 1;
+    }
+
+    /// The number of rows decoded, the record's singular scalar columns put
+    /// in file order; call when the decoder has gone through the whole chunk.
     pub(crate) fn finish(self) -> Result<usize, GiveUp> {
-        for column in self.columns.iter_mut() {
+        for &f in &self.root.singular_scalars {
+            let column = self.columns.get_mut(f).ok_or(GiveUp)?;
             if column.len() != self.rows || !column.reverse() {
                 return Err(GiveUp);
             }
@@ -374,39 +415,25 @@ impl Flat<'_> {
 
 impl FieldSink for Flat<'_> {
     fn record_start(&mut self) -> ControlFlow<()> {
-        // The record is done: absent values for the columns it did not give.
-        for (seen, column) in self.seen.iter_mut().zip(self.columns.iter_mut()) {
-            if !std::mem::take(seen) {
-                push_absent(column);
-            }
-        }
-        self.rows += 1;
+        self.end_record();
         ControlFlow::Continue(())
     }
 
+    // Fields that are not columns are skipped.
     fn varint(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, VARINT, None, |scalar, _, column| {
-            push_varint(scalar, column, value);
-            true
-        })
+        self.varint_value(field, value).unwrap_or(ControlFlow::Continue(()))
     }
 
     fn fixed32(&mut self, field: u32, value: u32) -> ControlFlow<()> {
-        self.value(field, FIXED32, None, |_, _, column| {
-            push_fixed32(column, value);
-            true
-        })
+        self.fixed32_value(field, value).unwrap_or(ControlFlow::Continue(()))
     }
 
     fn fixed64(&mut self, field: u32, value: u64) -> ControlFlow<()> {
-        self.value(field, FIXED64, None, |_, _, column| {
-            push_fixed64(column, value);
-            true
-        })
+        self.fixed64_value(field, value).unwrap_or(ControlFlow::Continue(()))
     }
 
     fn bytes(&mut self, field: u32, value: &[u8]) -> ControlFlow<()> {
-        self.value(field, LEN, Some(value), |scalar, plan, column| push_len(scalar, plan, value, 0, column).is_ok())
+        self.bytes_value(field, value).unwrap_or(ControlFlow::Continue(()))
     }
 
     fn submessage_end(&mut self, _field: u32) -> ControlFlow<(), SubmessageAs> {
@@ -441,8 +468,6 @@ struct Level {
 }
 
 struct Replay<'a> {
-    /// The row of the record's singular scalars (see [`Recorder::keep`]).
-    row: &'a [Event],
     events: &'a [Event],
     bytes: &'a [u8],
     levels: &'a mut Vec<Level>,
@@ -509,7 +534,7 @@ impl Replay<'_> {
                 let column = columns.get_mut(f).ok_or(GiveUp)?;
                 match (&field.shape, &field.value) {
                     (Shape::Singular { .. }, Value::Scalar(scalar)) => {
-                        // The record's own are in its row, never here.
+                        // The record's own are in their columns already, never here.
                         if depth == 0 || wire_type != scalar.wire_type() {
                             return Err(GiveUp);
                         }
@@ -553,20 +578,15 @@ impl Replay<'_> {
                 }
             }
         }
-        // Step 2: one row for every field; the record's singular scalars
-        // from its row.
-        for &f in &plan.singular_scalars {
-            let Some(column) = columns.get_mut(f) else { continue };
-            if depth == 0 {
-                match (self.row.get(f), plan.fields.get(f).map(|field| (field, &field.value))) {
-                    (Some(&Event::Close), _) => push_absent(column),
-                    (Some(&event), Some((field, Value::Scalar(scalar)))) => {
-                        push_value(event, *scalar, field, self.bytes, column)?;
-                    }
-                    _ => return Err(GiveUp),
+        // Step 2: one row for every field (the record's singular scalars
+        // have theirs already: see [`Flat`]).
+        if depth > 0 {
+            for &f in &plan.singular_scalars {
+                if let Some(column) = columns.get_mut(f)
+                    && level.pushed.get(f) != Some(&true)
+                {
+                    push_absent(column);
                 }
-            } else if level.pushed.get(f) != Some(&true) {
-                push_absent(column);
             }
         }
         for &f in &plan.others {
