@@ -64,6 +64,10 @@ const PROJECTIONS: &[Option<&[&str]>] = &[
     Some(&["i64", "str", "opt_str", "fl", "byt", "color", "f64"]),
     Some(&["u32"]),
     Some(&["inner.deep.u", "r_inner.r"]),
+    // Singular messages whose projected fields are all singular (merged
+    // occurrences, presence), with and without a repeated field.
+    Some(&["inner.a", "inner.s", "inner.ob", "inner.deep", "e", "r_s64"]),
+    Some(&["inner.a", "inner.s", "inner.ob", "inner.deep", "e"]),
     Some(&["i32", "m_si"]),
     Some(&["str", "c_int"]),
     None,
