@@ -71,9 +71,30 @@ impl Drop for BenchServers {
     }
 }
 
-/// A port free on loopback now.
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+/// `N` distinct ports free on loopback now: all are held until all are chosen, so no two of
+/// the servers started on them can be handed the same port (one taken from a port released
+/// before the other server bound it made CI's moto_server lose its port to nginx, whose static
+/// root then answered the bucket's creation with 405).
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    let listeners = (0..N).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<std::io::Result<Vec<_>>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
+}
+
+impl Servers {
+    /// Fails naming the first server (of `names`, in the order started) that has exited: one
+    /// that lost its port to another process leaves whatever took it answering in its place.
+    fn all_running(&mut self, names: &[&str]) -> Result<()> {
+        for (child, name) in self.0.iter_mut().zip(names) {
+            if let Some(status) = child.try_wait()? {
+                bail!("{name} exited ({status}) after its port answered: another process may hold the port");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Waits until something accepts connections on `port`.
@@ -191,10 +212,9 @@ fn spawn_logged(command: &mut Command, log: &Path, what: &str) -> Result<Child> 
     child.with_context(|| format!("cannot start {what}"))
 }
 
-/// Starts nginx serving `dir/www` on a free loopback port (configuration, logs and temporary
-/// files in `dir`), added to `servers`; returns the port once it listens.
-fn start_nginx(nginx: &Path, dir: &Path, gcs_writes: Option<u16>, servers: &mut Servers) -> Result<u16> {
-    let port = free_port()?;
+/// Starts nginx serving `dir/www` on loopback `port` (configuration, logs and temporary files in
+/// `dir`), added to `servers`; returns once it listens.
+fn start_nginx(nginx: &Path, dir: &Path, port: u16, gcs_writes: Option<u16>, servers: &mut Servers) -> Result<()> {
     let conf = dir.join("nginx.conf");
     std::fs::write(&conf, nginx_conf(dir, port, gcs_writes))?;
     let child = Command::new(nginx)
@@ -206,8 +226,7 @@ fn start_nginx(nginx: &Path, dir: &Path, gcs_writes: Option<u16>, servers: &mut 
         .context("cannot start nginx")?;
     servers.0.push(child);
     let child = servers.0.last_mut().context("nginx was just pushed")?;
-    wait_for(port, "nginx", child, &dir.join("nginx-error.log"))?;
-    Ok(port)
+    wait_for(port, "nginx", child, &dir.join("nginx-error.log"))
 }
 
 /// Starts what `cargo xtask bench objects` reads from, on loopback: `xtask/s3-server` (an
@@ -234,14 +253,15 @@ pub(crate) fn serve_for_bench(sh: &Shell) -> Result<(impl Drop, Vec<(&'static st
     std::fs::create_dir_all(s3_root.join(BUCKET))?;
     step("starting xtask/s3-server and nginx on loopback");
     let mut servers = Servers(Vec::new());
-    let s3_port = free_port()?;
+    let [s3_port, http_port] = free_ports()?;
     let s3_log = dir.join("s3-server.log");
     let mut server = Command::new(project_root().join("target/s3-server/release/s3-server"));
     server.arg(&s3_root).args([&s3_port.to_string(), "test", "test"]);
     let server = spawn_logged(&mut server, &s3_log, "xtask/s3-server")?;
     servers.0.push(server);
     wait_for(s3_port, "s3-server", &mut servers.0[0], &s3_log)?;
-    let http_port = start_nginx(&nginx, &dir, None, &mut servers)?;
+    start_nginx(&nginx, &dir, http_port, None, &mut servers)?;
+    servers.all_running(&["xtask/s3-server", "nginx"])?;
     let env = servers_env(&format!("http://127.0.0.1:{s3_port}"), &s3_log, http_port, &dir);
     let scratch = s3_root.starts_with(shm).then_some(s3_root);
     Ok((BenchServers { servers, scratch }, env))
@@ -280,15 +300,14 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
 
     step("starting moto_server, Azurite and nginx on loopback");
     let mut servers = Servers(Vec::new());
-    let s3_port = free_port()?;
+    let [s3_port, http_port, az_port] = free_ports()?;
     // Its request log (werkzeug's, one line per request) goes to stderr.
     let s3_log = dir.join("moto.log");
     let mut moto = Command::new(bin.join("moto_server"));
     moto.args(["-H", "127.0.0.1", "-p", &s3_port.to_string()]);
     let moto = spawn_logged(&mut moto, &s3_log, "moto_server")?;
     servers.0.push(moto);
-    let http_port = start_nginx(&nginx, &dir, Some(s3_port), &mut servers)?;
-    let az_port = free_port()?;
+    start_nginx(&nginx, &dir, http_port, Some(s3_port), &mut servers)?;
     // Its debug log has a line per request, with the method, URL and Range header.
     let az_log = dir.join("azurite-debug.log");
     let az_stderr = dir.join("azurite.log");
@@ -307,6 +326,7 @@ pub(crate) fn serve(sh: &Shell) -> Result<Live> {
     let [moto, _nginx, azurite] = &mut servers.0[..] else { unreachable!("three servers") };
     wait_for(s3_port, "moto_server", moto, &s3_log)?;
     wait_for(az_port, "azurite-blob", azurite, &az_stderr)?;
+    servers.all_running(&["moto_server", "nginx", "azurite-blob"])?;
 
     let endpoint = format!("http://127.0.0.1:{s3_port}");
     // The test bucket, with the golden files the CLI's tests read at `testdata/<path>` (also
