@@ -166,7 +166,7 @@ impl ChunkBatches {
         let mut direct = self.idle.try_lock().ok().and_then(|mut idle| idle.pop()).unwrap_or_default();
         let projection = if projection.includes_all() { &self.plan.field_projection } else { projection };
         let mut columns: Vec<Column> = self.plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
-        let sizes = (num_records, decoded_data_size);
+        let sizes = (num_records, decoded_data_size, data.len() as u64);
         let rows = match direct.tape.flat(&self.plan.root, &mut columns, sizes) {
             Some(mut flat) => {
                 match direct.decoder.decode_to_sink(data, sizes.0, sizes.1, limits, projection, &mut flat) {

@@ -107,7 +107,7 @@ impl Tape {
         &'a mut self,
         root: &'a MessagePlan,
         columns: &'a mut [Column],
-        sizes: (u64, u64),
+        sizes: (u64, u64, u64),
     ) -> Option<Recorder<'a>> {
         if root.fields.is_empty() || columns.len() != root.fields.len() {
             return None;
@@ -124,20 +124,23 @@ impl Tape {
     /// is not flat or has no columns (nothing would count the rows).
     ///
     /// The columns get room for the chunk's rows first, `(num_records,
-    /// decoded_data_size)` of its header: grown and then fitted, they would
-    /// leave holes in the heap, chunk after chunk. The header is not trusted
-    /// for more than [`MAX_RESERVED_ROWS`] rows, nor more than its decoded
-    /// bytes (a larger chunk's columns grow as the rows come).
+    /// decoded_data_size, stored_size)`: the first two of its header, the
+    /// last its data's length. Grown and then fitted, they would leave holes
+    /// in the heap, chunk after chunk. The header is not trusted for more than
+    /// [`MAX_RESERVED_ROWS`] rows, nor more than its decoded bytes or the bytes
+    /// the chunk stores (a row a byte: a chunk of a few bytes claiming a
+    /// million records gets room for a few rows, not a million; a chunk that
+    /// holds more rows than bytes grows its columns as the rows come).
     pub(crate) fn flat<'a>(
         &'a mut self,
         root: &'a MessagePlan,
         columns: &'a mut [Column],
-        (num_records, decoded_data_size): (u64, u64),
+        sizes: (u64, u64, u64),
     ) -> Option<Flat<'a>> {
         if !root.others.is_empty() || root.fields.is_empty() || columns.len() != root.fields.len() {
             return None;
         }
-        Some(Flat::new(&mut self.seen, root, columns, (num_records, decoded_data_size)))
+        Some(Flat::new(&mut self.seen, root, columns, sizes))
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
@@ -314,9 +317,9 @@ impl<'a> Flat<'a> {
         seen: &'a mut Vec<bool>,
         root: &'a MessagePlan,
         columns: &'a mut [Column],
-        (num_records, decoded_data_size): (u64, u64),
+        (num_records, decoded_data_size, stored_size): (u64, u64, u64),
     ) -> Self {
-        let rows = num_records.min(decoded_data_size).min(MAX_RESERVED_ROWS);
+        let rows = num_records.min(decoded_data_size).min(stored_size).min(MAX_RESERVED_ROWS);
         for column in columns.iter_mut() {
             column.reserve(usize::try_from(rows).unwrap_or(0));
         }
@@ -677,16 +680,28 @@ mod tests {
         RecordPlan::new::<&str>(&crate::message_type(vec![file], "t.Point").unwrap(), None).unwrap()
     }
 
-    /// The columns of a flat plan get room for the rows the chunk's header
-    /// claims, but never for more than its decoded bytes or
-    /// `MAX_RESERVED_ROWS`: a header is not trusted with an allocation.
+    /// The columns get room for the rows the chunk's header claims, but
+    /// never for more than its decoded bytes, its stored bytes or
+    /// `MAX_RESERVED_ROWS`: a header is not trusted with an allocation. Both
+    /// sinks (a flat plan's, and the recorder's for the scalars).
     #[test]
-    fn flat_columns_get_room_for_the_rows_a_header_claims_within_bounds() {
+    fn columns_get_room_for_the_rows_a_header_claims_within_bounds() {
         let plan = point();
         let mut tape = Tape::default();
-        for (sizes, want) in [((6450, 90_000), 6450), ((6450, 100), 100), ((1 << 40, 1 << 40), 1 << 20)] {
+        let cases = [
+            ((6450, 90_000, 60_000), 6450),
+            ((6450, 100, 60_000), 100),
+            // A hostile header: a million records in 40 stored bytes.
+            ((1 << 20, 1 << 20, 40), 40),
+            ((1 << 40, 1 << 40, 1 << 40), 1 << 20),
+        ];
+        for ((sizes, want), recorder) in cases.into_iter().flat_map(|case| [(case, false), (case, true)]) {
             let mut columns: Vec<Column> = plan.root.fields.iter().map(|f| Column::new(&f.arrow)).collect();
-            assert!(tape.flat(&plan.root, &mut columns, sizes).is_some());
+            if recorder {
+                assert!(tape.recorder(&plan.root, &mut columns, sizes).is_some());
+            } else {
+                assert!(tape.flat(&plan.root, &mut columns, sizes).is_some());
+            }
             let room: Vec<usize> = columns
                 .iter()
                 .map(|column| match column {
