@@ -243,6 +243,7 @@ impl RecordPlan {
             numbers: Vec::new(),
             paths: Vec::new(),
             covered: false,
+            planned: 0,
         };
         let root = builder.message(message, &selection, "", false)?;
         let field_projection = match projection {
@@ -264,7 +265,17 @@ struct Builder {
     paths: Vec<Vec<u32>>,
     /// Whether a path in `paths` already keeps the field being planned whole.
     covered: bool,
+    /// The fields planned so far, at every depth (see [`MAX_PLANNED_FIELDS`]).
+    planned: usize,
 }
+
+/// The most fields a plan has in all, a field of a message type planned once
+/// for each place the type is in. A type that contains no type twice on a path
+/// can still have exponentially many: a file's descriptors (untrusted, like
+/// the records) could name a type whose thirty nested levels of two fields each
+/// make a billion columns, and planning them would never end. Far beyond real
+/// schemas; a projection plans only what it selects.
+const MAX_PLANNED_FIELDS: usize = 1 << 16;
 
 impl Builder {
     fn message(
@@ -307,6 +318,14 @@ impl Builder {
                 plan.lookup.insert(field.number(), |slot| slot.oneof = Some(o));
             }
             let Some(child_selection) = child_selection else { continue };
+            self.planned += 1;
+            if self.planned > MAX_PLANNED_FIELDS {
+                return Err(Error::type_error(format!(
+                    "{}: the columns have more than {MAX_PLANNED_FIELDS} fields in all, counting those of a \
+                     message type once for each place it is in; select fewer with a projection",
+                    self.stack.first().map_or("", String::as_str)
+                )));
+            }
             if let Some(used) = oneof.and_then(|o| oneofs_used.get_mut(o)) {
                 *used = true;
             }

@@ -186,6 +186,34 @@ pub(crate) fn files() -> Vec<FileDescriptorProto> {
     vec![t3, t2]
 }
 
+/// A file `d.proto` whose type `d.L0` has two fields, `a` and `b`, of type
+/// `d.L1`, which has two of `d.L2`, and so on to `d.L{depth}`, an `int32 x`:
+/// no type contains itself, yet `d.L0` has 2^`depth` leaves.
+pub(crate) fn doubling(depth: usize) -> FileDescriptorProto {
+    let mut types: Vec<DescriptorProto> = (0..depth)
+        .map(|i| {
+            let next = format!(".d.L{}", i + 1);
+            DescriptorProto {
+                name: Some(format!("L{i}")),
+                field: vec![msg("a", 1, Label::Optional, &next), msg("b", 2, Label::Optional, &next)],
+                ..Default::default()
+            }
+        })
+        .collect();
+    types.push(DescriptorProto {
+        name: Some(format!("L{depth}")),
+        field: vec![opt("x", 1, Type::Int32)],
+        ..Default::default()
+    });
+    FileDescriptorProto {
+        name: Some("d.proto".into()),
+        package: Some("d".into()),
+        message_type: types,
+        syntax: Some("proto3".into()),
+        ..Default::default()
+    }
+}
+
 /// The message type `name` of [`files`].
 pub(crate) fn message(name: &str) -> MessageDescriptor {
     riegeli_arrow::message_type(files(), name).unwrap()
@@ -283,8 +311,18 @@ pub(crate) fn random_message(desc: &MessageDescriptor, rng: &mut Rng, depth: usi
 
 /// Writes `records` with `set_record_type` metadata and writer options `options`.
 pub(crate) fn write_file(desc: &MessageDescriptor, records: &[Vec<u8>], options: &str) -> Vec<u8> {
+    write_file_of(&files(), desc.full_name(), records, options)
+}
+
+/// [`write_file`] with the type `type_name` of `files` in its metadata.
+pub(crate) fn write_file_of(
+    files: &[FileDescriptorProto],
+    type_name: &str,
+    records: &[Vec<u8>],
+    options: &str,
+) -> Vec<u8> {
     let mut metadata = RecordsMetadata::default();
-    set_record_type(&mut metadata, desc.full_name(), &files()).unwrap();
+    set_record_type(&mut metadata, type_name, files).unwrap();
     let mut options: RecordWriterOptions = options.parse().unwrap();
     options.metadata = Some(metadata.encode_to_vec());
     let mut writer = RecordWriter::new(Vec::new(), options).unwrap();

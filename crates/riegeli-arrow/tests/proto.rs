@@ -9,7 +9,7 @@ use prost_reflect::{DynamicMessage, MessageDescriptor};
 use riegeli_arrow::{ArrowReader, ArrowReaderOptions, BadRecords, ErrorKind, ProtoDecoder, RecordFormat};
 use riegeli_records::{RecordReader, RecordReaderOptions};
 
-use crate::common::{Rng, check_batch, message, random_message, restrict, write_file};
+use crate::common::{Rng, check_batch, doubling, message, random_message, restrict, write_file, write_file_of};
 
 /// `count` records, each 1 to `parts` random messages concatenated (so that
 /// singular fields occur several times, messages merge, lists concatenate,
@@ -301,6 +301,32 @@ fn recursive_types_need_a_projection() {
     let file = write_file(&desc, &records, "transpose");
     let options = ArrowReaderOptions { projection: Some(paths.map(String::from).to_vec()), ..Default::default() };
     assert_eq!(read_file(&file, options), [batch]);
+}
+
+#[test]
+fn a_plan_of_more_than_65536_fields_in_all_is_a_type_error() {
+    // 2^16 leaves under 2^17 - 2 message fields: no type contains itself.
+    let big = riegeli_arrow::message_type(vec![doubling(16)], "d.L0").unwrap();
+    // (Not `unwrap_err`: a decoder's Debug would print every field.)
+    let Err(err) = ProtoDecoder::new(&big, None::<&[&str]>, BadRecords::Fail) else { panic!("planned") };
+    assert!(matches!(err.kind(), ErrorKind::Type(_)), "{err}");
+    assert!(err.to_string().contains("d.L0: the columns have more than 65536 fields in all"), "{err}");
+    // A projection of it plans what it selects; a type of 3,070 fields in all plans whole.
+    let deep = format!("{}x", "a.".repeat(16));
+    let decoder = ProtoDecoder::new(&big, Some(&[deep.as_str(), "b"]), BadRecords::Fail);
+    let decoder = decoder.map(|d| d.schema().fields().len());
+    assert!(decoder.as_ref().is_err_and(|e| e.to_string().contains("more than 65536")), "{decoder:?}");
+    let decoder = ProtoDecoder::new(&big, Some(&[deep.as_str(), "b.b.b.b.b.b.b.b.b.b.b.b.b.b.b.b"]), BadRecords::Fail);
+    assert_eq!(decoder.unwrap().schema().fields().len(), 2);
+    let small = riegeli_arrow::message_type(vec![doubling(10)], "d.L0").unwrap();
+    let decoder = ProtoDecoder::new(&small, None::<&[&str]>, BadRecords::Fail).unwrap();
+    assert_eq!(decoder.schema().fields().len(), 2);
+    // Through a file that names the type in its metadata, as the CLI reads it.
+    let file = write_file_of(&[doubling(16)], "d.L0", &[], "transpose");
+    let Err(err) = ArrowReader::new(RecordReader::new(Cursor::new(file)), ArrowReaderOptions::default()) else {
+        panic!("planned")
+    };
+    assert!(err.to_string().contains("more than 65536 fields"), "{err}");
 }
 
 #[test]
