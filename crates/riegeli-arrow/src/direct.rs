@@ -109,13 +109,10 @@ impl Tape {
         columns: &'a mut [Column],
         sizes: (u64, u64, u64),
     ) -> Option<Recorder<'a>> {
-        if root.fields.is_empty() || columns.len() != root.fields.len() {
-            return None;
-        }
-        self.events.clear();
-        self.bytes.clear();
         let Self { events, bytes, seen, .. } = self;
-        let scalars = Flat::new(seen, root, columns, sizes);
+        let scalars = Flat::new(seen, root, columns, sizes)?;
+        events.clear();
+        bytes.clear();
         Some(Recorder { events, bytes, scalars, plans: vec![root], opens: Vec::new() })
     }
 
@@ -137,10 +134,10 @@ impl Tape {
         columns: &'a mut [Column],
         sizes: (u64, u64, u64),
     ) -> Option<Flat<'a>> {
-        if !root.others.is_empty() || root.fields.is_empty() || columns.len() != root.fields.len() {
+        if !root.others.is_empty() {
             return None;
         }
-        Some(Flat::new(&mut self.seen, root, columns, sizes))
+        Flat::new(&mut self.seen, root, columns, sizes)
     }
 
     /// Replays the recorded chunk forwards into `columns` (one per field of
@@ -312,20 +309,24 @@ pub(crate) struct Flat<'a> {
 impl<'a> Flat<'a> {
     /// The record's singular scalar columns of `root` in `columns` (one per
     /// field of `root`, empty), with room for the chunk's rows (see
-    /// [`Tape::flat`]); `seen` is reused.
+    /// [`Tape::flat`]); `seen` is reused. `None` if `root` has no columns
+    /// (nothing would count the rows) or `columns` are not one per field.
     fn new(
         seen: &'a mut Vec<bool>,
         root: &'a MessagePlan,
         columns: &'a mut [Column],
         (num_records, decoded_data_size, stored_size): (u64, u64, u64),
-    ) -> Self {
+    ) -> Option<Self> {
+        if root.fields.is_empty() || columns.len() != root.fields.len() {
+            return None;
+        }
         let rows = num_records.min(decoded_data_size).min(stored_size).min(MAX_RESERVED_ROWS);
         for column in columns.iter_mut() {
             column.reserve(usize::try_from(rows).unwrap_or(0));
         }
         seen.clear();
         seen.resize(root.fields.len(), false);
-        Self { seen, root, columns, rows: 0 }
+        Some(Self { seen, root, columns, rows: 0 })
     }
 }
 
